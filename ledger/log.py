@@ -1,0 +1,562 @@
+"""The append path: validate, serialize, assign index and timestamp, store, prove.
+
+This is the only impure piece of the log core. Its steps for a batch of signed events
+(specs/leaf.md §3), all-or-nothing:
+
+1. Stateless checks, before any lock: the envelope is canonical JCS and well-formed, names
+   this log's origin and a registered kind; the body is a canonical JSON object within the
+   size limit whose salted commitment matches; ledger-reserved agent ids are refused.
+2. Under the log's writer lock (store.py): the signing key is the one valid for the agent
+   at this index (verifier.keys.authorize) and the agent signature verifies over the exact
+   signed bytes; only then (so that nobody else learns a stream's head) the stream's
+   ``version`` must be the head's + 1 and ``prev`` the head's leaf hash, else a
+   :class:`ConflictError` carrying the current head.
+3. The server assigns the index (the log size) and a timestamp strictly greater than the
+   previous one, builds the leaf (bounded by ``max_leaf_bytes``), extends the Merkle
+   frontier, signs a checkpoint of the new size and commits everything in one transaction.
+4. Receipts carry an inclusion proof to that checkpoint, verified with :mod:`verifier`
+   before they are returned.
+
+Any failure raises a typed error and writes nothing.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy import Engine
+
+from ledger.config import Settings
+from ledger.errors import (
+    ConfigError,
+    LimitExceededError,
+    MalformedError,
+    OriginMismatchError,
+    PrevMismatchError,
+    RejectedEventError,
+    VersionConflictError,
+    VersionGapError,
+)
+from ledger.keyfiles import LogKey, format_agent_key, format_log_signer_key, load_agent_key, load_log_key, write_private_file
+from ledger.kinds import require_kind
+from ledger.storage.db import current_revision, head_revision, make_engine, migrate
+from ledger.storage.store import SqlStore, StoredCheckpoint, StreamHead, WriteTx
+from verifier.event import (
+    POLICY_AGENT,
+    SALT_SIZE,
+    Envelope,
+    Leaf,
+    verify_body,
+    verify_event_signature,
+)
+from verifier.keys import KeyChange, KeyRecord, authorize
+from verifier.merkle import (
+    EMPTY_ROOT,
+    consistency_ranges,
+    inclusion_ranges,
+    leaf_hash,
+    node_hash,
+    range_hash,
+    range_nodes,
+    verify_consistency,
+    verify_inclusion,
+)
+from verifier.note import VerifierKey, checkpoint_text, sign_note, verify_checkpoint
+
+__all__ = [
+    "ConsistencyProof",
+    "InclusionProof",
+    "Ledger",
+    "Receipt",
+    "Submission",
+    "system_clock_us",
+]
+
+Clock = Callable[[], int]
+
+
+def system_clock_us() -> int:
+    """Wall-clock microseconds since the Unix epoch (the outermost layer's clock)."""
+    return time.time_ns() // 1000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Submission:
+    """A signed event as an agent submits it: exact envelope bytes, signature, body, salt."""
+
+    envelope: bytes
+    signature: bytes
+    body: bytes
+    salt: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InclusionProof:
+    index: int
+    size: int
+    leaf_hash: bytes
+    root: bytes
+    hashes: tuple[bytes, ...]
+    checkpoint: bytes | None  # the signed note for ``size``, when one was published
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsistencyProof:
+    old_size: int
+    new_size: int
+    old_root: bytes
+    new_root: bytes
+    hashes: tuple[bytes, ...]
+    old_checkpoint: bytes | None
+    new_checkpoint: bytes | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Receipt:
+    """What an acknowledged append returns: where the event is and the proof of it."""
+
+    index: int
+    timestamp_us: int
+    leaf_hash: bytes
+    leaf: bytes
+    agent: str
+    kind: str
+    version: int
+    checkpoint: bytes
+    proof: InclusionProof
+
+
+@dataclass(slots=True)
+class _Prepared:
+    sub: Submission
+    envelope: Envelope
+    spec_group: str
+
+
+@dataclass(slots=True)
+class _BatchKeys:
+    """Key state seen by entries of one batch: the database plus this batch's changes."""
+
+    tx: WriteTx
+    added: dict[str, KeyRecord] = field(default_factory=dict)
+    retired: dict[str, tuple[int, str]] = field(default_factory=dict)
+    active: dict[str, str | None] = field(default_factory=dict)
+
+    def key(self, key_id: str) -> KeyRecord | None:
+        rec = self.added.get(key_id) or self.tx.key(key_id)
+        if rec is not None and key_id in self.retired:
+            at, how = self.retired[key_id]
+            rec = KeyRecord(
+                key_id=rec.key_id, agent=rec.agent, public_key=rec.public_key,
+                added_at=rec.added_at, retired_at=at, retired_how=how,
+            )
+        return rec
+
+    def active_key(self, agent: str) -> str | None:
+        if agent in self.active:
+            return self.active[agent]
+        return self.tx.active_key(agent)
+
+    def apply(self, change: KeyChange | None, index: int) -> None:
+        if change is None:
+            return
+        if change.retire_key_id is not None:
+            self.retired[change.retire_key_id] = (index, change.retire_how or "revoked")
+            self.active[change.agent] = None
+        if change.add is not None:
+            self.added[change.add.key_id] = change.add
+            self.active[change.add.agent] = change.add.key_id
+
+
+class Ledger:
+    """One log: its store, its signing key, its limits and its clock."""
+
+    def __init__(
+        self,
+        store: SqlStore,
+        log_key: LogKey,
+        *,
+        clock: Clock = system_clock_us,
+        max_leaf_bytes: int = 65_535,
+        max_body_bytes: int = 64 * 1024,
+        policy_key: Ed25519PrivateKey | None = None,
+    ) -> None:
+        state = store.state()
+        if state is None:
+            raise ConfigError("the database holds no log; run `engram init`")
+        if state.origin != log_key.name or state.log_vkey != log_key.vkey:
+            raise ConfigError(
+                f"the log key ({log_key.vkey}) is not the key of this database's log ({state.log_vkey})"
+            )
+        self.store = store
+        self.log_key = log_key
+        self.origin = log_key.name
+        self.verifier_key = VerifierKey.parse(log_key.vkey)
+        self.clock = clock
+        self.max_leaf_bytes = max_leaf_bytes
+        self.max_body_bytes = max_body_bytes
+        self.policy_key = policy_key
+
+    # -- set-up -----------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        engine: Engine,
+        log_key: LogKey,
+        *,
+        clock: Clock = system_clock_us,
+        policy_key: Ed25519PrivateKey | None = None,
+        **limits: int,
+    ) -> Ledger:
+        """Migrate the database, record the log identity, sign the empty checkpoint, and
+        register the ledger's policy agent (index 0) when a policy key is given."""
+        migrate(engine)
+        store = SqlStore(engine)
+        note = sign_note(checkpoint_text(log_key.name, 0, EMPTY_ROOT), log_key.name, log_key.private_key)
+        store.initialise(
+            origin=log_key.name,
+            log_vkey=log_key.vkey,
+            checkpoint=StoredCheckpoint(size=0, root=EMPTY_ROOT, note=note, signed_at_us=clock()),
+        )
+        ledger = cls(store, log_key, clock=clock, policy_key=policy_key, **limits)
+        if policy_key is not None:
+            from ledger.sdk import AgentSigner  # the SDK builds on this module
+
+            signer = AgentSigner(POLICY_AGENT, policy_key, origin=ledger.origin)
+            ledger.append([signer.registration(client_time_us=clock())], operator=True, system=True)
+        return ledger
+
+    @classmethod
+    def init_home(cls, settings: Settings, origin: str | None, *, clock: Clock = system_clock_us) -> Ledger:
+        """`engram init`: create keys (unless given), the database and the log.
+
+        With ``origin`` None, an existing key file's name is the origin, else a unique
+        local origin is made up.
+        """
+        if settings.log_key_file.exists():
+            log_key = load_log_key(settings.log_key_file)
+            if origin is not None and log_key.name != origin:
+                raise ConfigError(
+                    f"the log key file names origin {log_key.name!r}, not {origin!r}"
+                )
+        else:
+            if origin is None:
+                origin = f"localhost/engram-{secrets.token_hex(4)}"
+            VerifierKey.from_public_key(origin, bytes(32))  # validates the origin as a key name
+            log_key = LogKey(origin, Ed25519PrivateKey.generate())
+            write_private_file(settings.log_key_file, format_log_signer_key(log_key))
+        if settings.policy_key_file.exists():
+            _, policy_key = load_agent_key(settings.policy_key_file)
+        else:
+            policy_key = Ed25519PrivateKey.generate()
+            write_private_file(settings.policy_key_file, format_agent_key(POLICY_AGENT, policy_key))
+        engine = make_engine(settings.database_url)
+        return cls.create(
+            engine,
+            log_key,
+            clock=clock,
+            policy_key=policy_key,
+            max_leaf_bytes=settings.max_leaf_bytes,
+            max_body_bytes=settings.max_body_bytes,
+        )
+
+    @classmethod
+    def open(cls, settings: Settings, *, clock: Clock = system_clock_us) -> Ledger:
+        """Open an initialised ledger; refuses a database whose schema is not current."""
+        log_key = load_log_key(settings.log_key_file)
+        engine = make_engine(settings.database_url)
+        if current_revision(engine) != head_revision():
+            raise ConfigError("the database schema is missing or outdated; run `engram init`")
+        policy_key = None
+        if settings.policy_key_file.exists():
+            _, policy_key = load_agent_key(settings.policy_key_file)
+        return cls(
+            SqlStore(engine),
+            log_key,
+            clock=clock,
+            max_leaf_bytes=settings.max_leaf_bytes,
+            max_body_bytes=settings.max_body_bytes,
+            policy_key=policy_key,
+        )
+
+    @property
+    def vkey(self) -> str:
+        return self.log_key.vkey
+
+    # -- append -----------------------------------------------------------------------
+
+    def _prepare(self, sub: Submission, *, operator: bool, system: bool) -> _Prepared:
+        if not isinstance(sub.envelope, bytes) or not isinstance(sub.signature, bytes):
+            raise MalformedError("envelope and signature must be bytes", check="submission.type")
+        if len(sub.signature) != 64:
+            raise MalformedError("an Ed25519 signature is 64 bytes", check="event.signature")
+        envelope = Envelope.from_bytes(sub.envelope)
+        if envelope.origin != self.origin:
+            raise OriginMismatchError(
+                f"event is for log {envelope.origin!r}, this log is {self.origin!r}", check="envelope.origin"
+            )
+        spec = require_kind(envelope.kind)
+        if envelope.agent.startswith("engram.") and not system:
+            raise RejectedEventError(
+                f"agent ids beginning with 'engram.' are reserved for the ledger: {envelope.agent}",
+                check="ledger.reserved_agent",
+            )
+        if envelope.kind == "key.registered" and not operator:
+            raise RejectedEventError(
+                "registering an agent key needs operator authorization", check="ledger.registration"
+            )
+        if len(sub.salt) != SALT_SIZE:
+            raise MalformedError(f"salt must be {SALT_SIZE} bytes", check="body.salt")
+        if len(sub.body) > self.max_body_bytes:
+            raise LimitExceededError(
+                f"body of {len(sub.body)} bytes exceeds the limit of {self.max_body_bytes}", check="body.size"
+            )
+        verify_body(envelope, sub.salt, sub.body, max_bytes=self.max_body_bytes)
+        return _Prepared(sub=sub, envelope=envelope, spec_group=spec.group)
+
+    def append(
+        self, submissions: Sequence[Submission], *, operator: bool = False, system: bool = False
+    ) -> list[Receipt]:
+        """Append a batch of signed events atomically; return verified receipts.
+
+        Args:
+            submissions: the signed events, in the order they are to be appended.
+            operator: the caller is the operator (allows ``key.registered``).
+            system: the caller is the ledger itself (allows reserved ``engram.*`` agents).
+
+        Raises:
+            VerificationError subclasses: bad input (nothing written).
+            ConflictError subclasses: a stream's head moved; carries the current head.
+            StorageError: the database failed (nothing acknowledged).
+        """
+        if not submissions:
+            raise MalformedError("a batch holds at least one event", check="submission.empty")
+        if len(submissions) > 10_000:
+            raise LimitExceededError("a batch holds at most 10000 events", check="submission.batch")
+        prepared = [self._prepare(s, operator=operator, system=system) for s in submissions]
+
+        with self.store.write() as tx:
+            state = tx.lock_state()
+            size = state.size
+            last_ts = state.last_timestamp_us
+            frontier = [
+                (lvl, idx, h)
+                for (lvl, idx), h in zip(
+                    range_nodes(0, size) if size else [],
+                    self._frontier_hashes(tx, size),
+                    strict=True,
+                )
+            ]
+            keys = _BatchKeys(tx)
+            heads: dict[tuple[str, str], StreamHead] = {}
+            leaf_rows: list[dict[str, Any]] = []
+            body_rows: list[dict[str, Any]] = []
+            node_rows: list[dict[str, Any]] = []
+            key_adds: list[KeyRecord] = []
+            key_retires: list[tuple[str, int, str]] = []
+            built: list[Leaf] = []
+
+            for p in prepared:
+                env = p.envelope
+                index = size
+                # Authenticate first, so that only the stream's signer learns its head.
+                decision = authorize(keys, env, index)
+                verify_event_signature(env, p.sub.signature, decision.signer_public_key)
+                self._check_stream(env, heads.get(env.stream) or tx.stream_head(env.agent, env.kind))
+                keys.apply(decision.change, index)
+                if decision.change is not None:
+                    if decision.change.retire_key_id is not None:
+                        key_retires.append((decision.change.retire_key_id, index, decision.change.retire_how or "revoked"))
+                    if decision.change.add is not None:
+                        key_adds.append(decision.change.add)
+
+                ts = max(self.clock(), last_ts + 1)
+                leaf = Leaf.build(index=index, timestamp_us=ts, envelope=env, signature=p.sub.signature)
+                if len(leaf.raw) > self.max_leaf_bytes:
+                    raise LimitExceededError(
+                        f"leaf of {len(leaf.raw)} bytes exceeds the limit of {self.max_leaf_bytes}",
+                        check="leaf.size",
+                    )
+                lh = leaf_hash(leaf.raw)
+                leaf_rows.append(
+                    {
+                        "idx": index, "leaf_hash": lh, "agent": env.agent, "kind": env.kind,
+                        "version": env.version, "key_id": env.key_id, "timestamp_us": ts, "leaf": leaf.raw,
+                    }
+                )
+                body_rows.append({"idx": index, "salt": p.sub.salt, "body": p.sub.body})
+                # Extend the frontier: every completed perfect subtree becomes a stored node.
+                frontier.append((0, index, lh))
+                node_rows.append({"level": 0, "idx": index, "hash": lh})
+                while len(frontier) >= 2 and frontier[-1][0] == frontier[-2][0]:
+                    (lvl, li, lhash), (_, _, rhash) = frontier[-2], frontier[-1]
+                    merged = (lvl + 1, li >> 1, node_hash(lhash, rhash))
+                    frontier[-2:] = [merged]
+                    node_rows.append({"level": merged[0], "idx": merged[1], "hash": merged[2]})
+                heads[env.stream] = StreamHead(agent=env.agent, kind=env.kind, version=env.version, leaf_hash=lh, index=index)
+                built.append(leaf)
+                size += 1
+                last_ts = ts
+
+            root = range_hash([h for _, _, h in frontier])
+            note = sign_note(checkpoint_text(self.origin, size, root), self.origin, self.log_key.private_key)
+            checkpoint = StoredCheckpoint(size=size, root=root, note=note, signed_at_us=last_ts)
+            tx.write_batch(
+                leaf_rows=leaf_rows, body_rows=body_rows, node_rows=node_rows, heads=heads,
+                key_adds=key_adds, key_retires=key_retires, new_size=size,
+                last_timestamp_us=last_ts, checkpoint=checkpoint,
+            )
+        # Committed: acknowledge with proofs checked by the trusted core.
+        verify_checkpoint(note, self.verifier_key)
+        proofs = self.prove_inclusion_many([lf.index for lf in built], size)
+        receipts = []
+        for lf, proof in zip(built, proofs, strict=True):
+            verify_inclusion(leaf_hash=proof.leaf_hash, index=lf.index, size=size, proof=proof.hashes, root=root)
+            receipts.append(
+                Receipt(
+                    index=lf.index, timestamp_us=lf.timestamp_us, leaf_hash=proof.leaf_hash, leaf=lf.raw,
+                    agent=lf.envelope.agent, kind=lf.envelope.kind, version=lf.envelope.version,
+                    checkpoint=note, proof=proof,
+                )
+            )
+        return receipts
+
+    @staticmethod
+    def _frontier_hashes(tx: WriteTx, size: int) -> list[bytes]:
+        if size == 0:
+            return []
+        coords = range_nodes(0, size)
+        got = tx.nodes(coords)
+        return [got[c] for c in coords]
+
+    @staticmethod
+    def _check_stream(env: Envelope, head: StreamHead | None) -> None:
+        head_version = None if head is None else head.version
+        head_hash = None if head is None else head.leaf_hash.hex()
+        expected = 0 if head is None else head.version + 1
+        ctx = {"agent": env.agent, "kind": env.kind, "head_version": head_version, "head_leaf_hash": head_hash}
+        if env.version < expected:
+            raise VersionConflictError(
+                f"stream {env.agent}/{env.kind} already has version {env.version}; next is {expected}", **ctx
+            )
+        if env.version > expected:
+            raise VersionGapError(
+                f"stream {env.agent}/{env.kind} version {env.version} skips ahead; next is {expected}", **ctx
+            )
+        if head is not None and env.prev != head_hash:
+            raise PrevMismatchError(
+                f"stream {env.agent}/{env.kind} prev {env.prev} is not the head {head_hash}", **ctx
+            )
+
+    # -- reads and proofs -------------------------------------------------------------
+
+    def latest_checkpoint(self) -> StoredCheckpoint:
+        return self.store.latest_checkpoint()
+
+    def size(self) -> int:
+        return self.store.latest_checkpoint().size
+
+    def stream_head(self, agent: str, kind: str) -> StreamHead | None:
+        return self.store.stream_head(agent, kind)
+
+    def root_at(self, size: int) -> bytes:
+        self._check_size(size)
+        if size == 0:
+            return EMPTY_ROOT
+        coords = range_nodes(0, size)
+        got = self.store.nodes(coords)
+        return range_hash([got[c] for c in coords])
+
+    def _check_size(self, size: int) -> int:
+        latest = self.store.latest_checkpoint().size
+        if not 0 <= size <= latest:
+            raise MalformedError(
+                f"size {size} is not within the latest checkpoint's size {latest}", check="proof.size"
+            )
+        return latest
+
+    def prove_inclusion_many(self, indices: Sequence[int], size: int) -> list[InclusionProof]:
+        """Inclusion proofs for several indices in the tree of ``size``: one node read."""
+        self._check_size(size)
+        for i in indices:
+            if not 0 <= i < size:
+                raise MalformedError(f"index {i} is not below size {size}", check="proof.index")
+        plans = [(i, inclusion_ranges(i, size)) for i in indices]
+        coords: list[tuple[int, int]] = [(0, i) for i in indices]
+        for _, ranges in plans:
+            for lo, hi in ranges:
+                coords.extend(range_nodes(lo, hi))
+        coords.extend(range_nodes(0, size))
+        got = self.store.nodes(coords)
+        root = range_hash([got[c] for c in range_nodes(0, size)])
+        cp = self.store.checkpoint(size)
+        out = []
+        for i, ranges in plans:
+            hashes = tuple(range_hash([got[c] for c in range_nodes(lo, hi)]) for lo, hi in ranges)
+            out.append(
+                InclusionProof(
+                    index=i, size=size, leaf_hash=got[(0, i)], root=root, hashes=hashes,
+                    checkpoint=None if cp is None else cp.note,
+                )
+            )
+        return out
+
+    def prove_inclusion(self, index: int, size: int | None = None) -> InclusionProof:
+        """Inclusion proof of leaf ``index`` in the tree of ``size`` (default: latest checkpoint)."""
+        if size is None:
+            size = self.store.latest_checkpoint().size
+        proof = self.prove_inclusion_many([index], size)[0]
+        verify_inclusion(leaf_hash=proof.leaf_hash, index=index, size=size, proof=proof.hashes, root=proof.root)
+        return proof
+
+    def prove_consistency(self, old_size: int, new_size: int | None = None) -> ConsistencyProof:
+        """Consistency proof from ``old_size`` to ``new_size`` (default: latest checkpoint)."""
+        if new_size is None:
+            new_size = self.store.latest_checkpoint().size
+        self._check_size(new_size)
+        if not 0 <= old_size <= new_size:
+            raise MalformedError(
+                f"old size {old_size} is not within [0, {new_size}]", check="proof.size"
+            )
+        ranges = consistency_ranges(old_size, new_size)
+        coords = [c for lo, hi in ranges for c in range_nodes(lo, hi)]
+        if old_size:
+            coords += range_nodes(0, old_size)
+        if new_size:
+            coords += range_nodes(0, new_size)
+        got = self.store.nodes(coords)
+        hashes = tuple(range_hash([got[c] for c in range_nodes(lo, hi)]) for lo, hi in ranges)
+        old_root = range_hash([got[c] for c in range_nodes(0, old_size)]) if old_size else EMPTY_ROOT
+        new_root = range_hash([got[c] for c in range_nodes(0, new_size)]) if new_size else EMPTY_ROOT
+        verify_consistency(old_size=old_size, new_size=new_size, old_root=old_root, new_root=new_root, proof=hashes)
+        old_cp, new_cp = self.store.checkpoint(old_size), self.store.checkpoint(new_size)
+        return ConsistencyProof(
+            old_size=old_size, new_size=new_size, old_root=old_root, new_root=new_root, hashes=hashes,
+            old_checkpoint=None if old_cp is None else old_cp.note,
+            new_checkpoint=None if new_cp is None else new_cp.note,
+        )
+
+    # -- policy authority ---------------------------------------------------------------
+
+    def force_revoke(self, agent: str, reason: str) -> Receipt:
+        """Revoke ``agent``'s active key with the ledger policy key (lost or compromised key)."""
+        if self.policy_key is None:
+            raise ConfigError("this ledger has no policy key; forced revocation is unavailable")
+        from ledger.sdk import AgentSigner  # the SDK builds on this module
+
+        head = self.stream_head(agent, "key.revoked")
+        signer = AgentSigner(agent, self.policy_key, origin=self.origin)
+        sub = signer.event(
+            "key.revoked",
+            {"reason": reason, "by": POLICY_AGENT},
+            version=0 if head is None else head.version + 1,
+            prev=None if head is None else head.leaf_hash.hex(),
+            client_time_us=self.clock(),
+        )
+        return self.append([sub], system=True)[0]

@@ -1,0 +1,288 @@
+"""Agent SDK: keys, signed events, stream heads, and submission with verified receipts.
+
+An agent holds an Ed25519 key and the log's verifier key (its trust anchor). It builds
+envelopes (specs/event-envelope.md), signs the exact canonical bytes, submits them through
+a transport (in-process now; HTTP later), and accepts a receipt only after checking with
+:mod:`verifier` that the checkpoint is signed by the log, the leaf carries exactly the
+envelope it signed, and the inclusion proof leads to the checkpoint's root.
+
+Stream heads: each event names the leaf hash of its stream's previous entry (``prev``),
+which the server only fixes when it assigns the index and timestamp, so one stream's events
+are submitted one after another; events of different streams can share a batch. A
+:class:`ConflictError` (another writer moved the stream) is retried with the new head.
+
+Example::
+
+    agent = Agent.generate("support-bot", log_vkey=ledger.vkey, transport=InProcess(ledger))
+    agent.register()                       # operator-authorized key registration
+    receipt = agent.append("pact.outcome", {"pact": "p-1", "result": "fulfilled", "quality": 94})
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from ledger.errors import ConflictError, MalformedError, ProofError, SignatureError
+from ledger.keyfiles import format_agent_key, load_agent_key, write_private_file
+from ledger.log import Ledger, Receipt, Submission
+from verifier.event import (
+    SALT_SIZE,
+    Envelope,
+    Leaf,
+    agent_key_id,
+    body_commitment,
+    check_agent_id,
+    sign_event,
+    sign_pop,
+)
+from verifier.jcs import canonical_bytes
+from verifier.merkle import verify_inclusion
+from verifier.note import VerifierKey, verify_checkpoint
+
+__all__ = ["Agent", "AgentSigner", "InProcess", "StreamState", "Transport"]
+
+
+def _submission(envelope: bytes, signature: bytes, body: bytes, salt: bytes) -> Submission:
+    return Submission(envelope=envelope, signature=signature, body=body, salt=salt)
+
+
+class AgentSigner:
+    """Builds and signs envelopes for one agent key (stateless about streams)."""
+
+    def __init__(
+        self,
+        agent: str,
+        private_key: Ed25519PrivateKey,
+        *,
+        origin: str,
+        rand: Callable[[int], bytes] = os.urandom,
+    ) -> None:
+        self.agent = check_agent_id(agent)
+        self.private_key = private_key
+        self.public_key = private_key.public_key().public_bytes_raw()
+        self.key_id = agent_key_id(self.public_key)
+        self.origin = origin
+        self._rand = rand
+
+    def event(
+        self,
+        kind: str,
+        body: Mapping[str, Any],
+        *,
+        version: int,
+        prev: str | None,
+        client_time_us: int,
+        new_key: Ed25519PrivateKey | None = None,
+    ) -> Submission:
+        """Sign one event. ``body`` must be a JSON object without floats."""
+        if not isinstance(body, Mapping):
+            raise MalformedError("a body is a JSON object", check="body.type")
+        body_bytes = canonical_bytes(dict(body))
+        salt = self._rand(SALT_SIZE)
+        envelope = Envelope(
+            origin=self.origin,
+            agent=self.agent,
+            key_id=self.key_id,
+            kind=kind,
+            version=version,
+            prev=prev,
+            client_time_us=client_time_us,
+            body_commitment=body_commitment(salt, body_bytes),
+            new_key=None if new_key is None else sign_pop(origin=self.origin, agent=self.agent, private_key=new_key),
+        )
+        # Round-trip through the strict parser so the SDK never submits what the log refuses.
+        raw = envelope.canonical()
+        Envelope.from_bytes(raw)
+        return _submission(raw, sign_event(envelope, self.private_key), body_bytes, salt)
+
+    def registration(
+        self, *, client_time_us: int, version: int = 0, prev: str | None = None, body: Mapping[str, Any] | None = None
+    ) -> Submission:
+        """A self-signed ``key.registered`` event for this key (proof of possession inside)."""
+        return self.event(
+            "key.registered", body or {}, version=version, prev=prev,
+            client_time_us=client_time_us, new_key=self.private_key,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StreamState:
+    version: int
+    leaf_hash: str
+
+
+class Transport(Protocol):
+    """How an agent reaches a log."""
+
+    def submit(self, submissions: Sequence[Submission], *, operator: bool = False) -> list[Receipt]: ...
+
+    def head(self, agent: str, kind: str) -> StreamState | None: ...
+
+
+class InProcess:
+    """Transport that calls a :class:`~ledger.log.Ledger` in the same process."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    def submit(self, submissions: Sequence[Submission], *, operator: bool = False) -> list[Receipt]:
+        return self.ledger.append(submissions, operator=operator)
+
+    def head(self, agent: str, kind: str) -> StreamState | None:
+        h = self.ledger.stream_head(agent, kind)
+        return None if h is None else StreamState(h.version, h.leaf_hash.hex())
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+class Agent:
+    """A stateful agent client: tracks its stream heads and verifies every receipt."""
+
+    def __init__(
+        self,
+        signer: AgentSigner,
+        *,
+        log_vkey: str,
+        transport: Transport,
+        clock: Callable[[], int] = _now_us,
+        max_retries: int = 5,
+    ) -> None:
+        self.signer = signer
+        self.log_key = VerifierKey.parse(log_vkey)
+        if self.log_key.name != signer.origin:
+            raise MalformedError("the agent's origin is not the log key's name", check="origin")
+        self.transport = transport
+        self.clock = clock
+        self.max_retries = max_retries
+        self.heads: dict[str, StreamState] = {}
+
+    # -- construction -----------------------------------------------------------------
+
+    @classmethod
+    def generate(cls, agent: str, *, log_vkey: str, transport: Transport, **kw: Any) -> Agent:
+        origin = VerifierKey.parse(log_vkey).name
+        return cls(AgentSigner(agent, Ed25519PrivateKey.generate(), origin=origin), log_vkey=log_vkey, transport=transport, **kw)
+
+    @classmethod
+    def load(cls, path: Path, *, log_vkey: str, transport: Transport, **kw: Any) -> Agent:
+        agent, key = load_agent_key(path)
+        origin = VerifierKey.parse(log_vkey).name
+        return cls(AgentSigner(agent, key, origin=origin), log_vkey=log_vkey, transport=transport, **kw)
+
+    def save(self, path: Path) -> None:
+        """Write the agent key to ``path`` (mode 0600, never overwriting)."""
+        write_private_file(path, format_agent_key(self.signer.agent, self.signer.private_key))
+
+    @property
+    def agent_id(self) -> str:
+        return self.signer.agent
+
+    # -- heads --------------------------------------------------------------------------
+
+    def _head(self, kind: str, *, refresh: bool = False) -> StreamState | None:
+        if refresh or kind not in self.heads:
+            h = self.transport.head(self.signer.agent, kind)
+            if h is None:
+                self.heads.pop(kind, None)
+                return None
+            self.heads[kind] = h
+        return self.heads[kind]
+
+    def _next(self, kind: str, *, refresh: bool = False) -> tuple[int, str | None]:
+        h = self._head(kind, refresh=refresh)
+        return (0, None) if h is None else (h.version + 1, h.leaf_hash)
+
+    # -- receipts ---------------------------------------------------------------------
+
+    def _check_receipt(self, sub: Submission, receipt: Receipt) -> None:
+        """Accept a receipt only if the log signed a checkpoint that includes our event."""
+        cp = verify_checkpoint(receipt.checkpoint, self.log_key)
+        leaf = Leaf.from_bytes(receipt.leaf, origin=self.signer.origin)
+        if leaf.envelope.canonical() != sub.envelope or leaf.signature != sub.signature:
+            raise SignatureError("the receipt's leaf does not carry the event we signed", check="receipt.leaf")
+        if leaf.index != receipt.index or receipt.proof.size != cp.size:
+            raise ProofError("the receipt's index or size disagrees with its leaf/checkpoint", check="receipt.index")
+        verify_inclusion(
+            leaf_hash=leaf.hash, index=leaf.index, size=cp.size, proof=receipt.proof.hashes, root=cp.root
+        )
+
+    def _submit(self, subs: Sequence[Submission], *, operator: bool = False) -> list[Receipt]:
+        receipts = self.transport.submit(subs, operator=operator)
+        if len(receipts) != len(subs):
+            raise ProofError("the log returned a different number of receipts", check="receipt.count")
+        for sub, r in zip(subs, receipts, strict=True):
+            self._check_receipt(sub, r)
+            self.heads[r.kind] = StreamState(r.version, r.leaf_hash.hex())
+        return receipts
+
+    # -- operations -------------------------------------------------------------------
+
+    def _with_retry(self, kind: str, build: Callable[[int, str | None], Submission], *, operator: bool = False) -> Receipt:
+        version, prev = self._next(kind)
+        for attempt in range(self.max_retries + 1):
+            try:
+                return self._submit([build(version, prev)], operator=operator)[0]
+            except ConflictError as e:
+                if attempt == self.max_retries:
+                    raise
+                version = e.next_version
+                prev = e.head_leaf_hash
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def register(self, body: Mapping[str, Any] | None = None) -> Receipt:
+        """Register this agent's key (the transport must carry operator authority)."""
+        return self._with_retry(
+            "key.registered",
+            lambda v, p: self.signer.registration(client_time_us=self.clock(), version=v, prev=p, body=body),
+            operator=True,
+        )
+
+    def append(self, kind: str, body: Mapping[str, Any]) -> Receipt:
+        """Sign and append one event to stream (this agent, ``kind``); retries conflicts."""
+        return self._with_retry(
+            kind, lambda v, p: self.signer.event(kind, body, version=v, prev=p, client_time_us=self.clock())
+        )
+
+    def append_many(self, events: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Receipt]:
+        """Append events of *distinct* streams in one atomic batch (no retry)."""
+        kinds = [k for k, _ in events]
+        if len(set(kinds)) != len(kinds):
+            raise MalformedError(
+                "one batch holds at most one event per stream: prev is fixed only when the log assigns it",
+                check="submission.stream",
+            )
+        subs = []
+        for kind, body in events:
+            version, prev = self._next(kind)
+            subs.append(self.signer.event(kind, body, version=version, prev=prev, client_time_us=self.clock()))
+        return self._submit(subs)
+
+    def rotate(self, new_key: Ed25519PrivateKey | None = None) -> Receipt:
+        """Hand over to a new key (signed by the current one); later events use the new key."""
+        new_key = new_key or Ed25519PrivateKey.generate()
+        receipt = self._with_retry(
+            "key.rotated",
+            lambda v, p: self.signer.event(
+                "key.rotated", {}, version=v, prev=p, client_time_us=self.clock(), new_key=new_key
+            ),
+        )
+        self.signer = AgentSigner(self.signer.agent, new_key, origin=self.signer.origin)
+        return receipt
+
+    def revoke(self, reason: str = "") -> Receipt:
+        """Revoke this agent's active key; the agent cannot sign until re-registered."""
+        return self._with_retry(
+            "key.revoked",
+            lambda v, p: self.signer.event(
+                "key.revoked", {"reason": reason}, version=v, prev=p, client_time_us=self.clock()
+            ),
+        )

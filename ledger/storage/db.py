@@ -1,0 +1,84 @@
+"""Engine construction and migrations for SQLite (embedded default) and PostgreSQL.
+
+SQLite is opened in WAL mode with ``synchronous=FULL`` so that a committed (acknowledged)
+append is on disk before the commit returns, and with the driver's implicit transaction
+handling turned off so that this module decides how each transaction begins: write
+transactions begin with ``BEGIN IMMEDIATE``, taking SQLite's single writer lock up front
+(see store.py for why appends must serialize). PostgreSQL runs at READ COMMITTED with the
+default ``synchronous_commit=on``.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
+
+__all__ = ["alembic_config", "current_revision", "head_revision", "make_engine", "migrate"]
+
+WRITE_OPTION = "engram_write"
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """Create an engine with Engram's durability and locking settings."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url, connect_args={"timeout": 60, "check_same_thread": False}, poolclass=NullPool, **kwargs
+        )
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=FULL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA busy_timeout=60000")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: Any) -> None:
+            mode = "IMMEDIATE" if conn.get_execution_options().get(WRITE_OPTION) else "DEFERRED"
+            conn.exec_driver_sql(f"BEGIN {mode}")
+
+        return engine
+    if parsed.get_backend_name() == "postgresql":
+        return create_engine(url, pool_pre_ping=True, isolation_level="READ COMMITTED", **kwargs)
+    raise ValueError(f"unsupported database backend {parsed.get_backend_name()!r}")
+
+
+def alembic_config() -> Config:
+    script_location = str(resources.files("migrations"))
+    cfg = Config()
+    cfg.set_main_option("script_location", script_location)
+    return cfg
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest revision (idempotent)."""
+    cfg = alembic_config()
+    with engine.connect() as conn:
+        conn = conn.execution_options(**{WRITE_OPTION: True})
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+        conn.commit()
+
+
+def head_revision() -> str | None:
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()

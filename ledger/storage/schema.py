@@ -1,0 +1,141 @@
+"""The database schema (SQLAlchemy Core). Alembic migrations in ``migrations/`` own it.
+
+Log tables (append-only; database triggers reject UPDATE, DELETE and TRUNCATE):
+
+* ``leaves``: one row per log entry, the exact leaf bytes verbatim plus columns copied from
+  them for lookups. ``idx`` is dense from 0 (serialized appends, see store.py).
+* ``nodes``: the hash of every *complete* perfect subtree, ``(level, idx)`` covering leaves
+  ``[idx * 2**level, (idx + 1) * 2**level)``. A complete subtree never changes, so rows are
+  immutable; level 8L rows are exactly the C2SP tile hashes of tile level L.
+* ``checkpoints``: every signed checkpoint note, by tree size.
+
+Mutable state, always written in the same transaction as the leaves it summarises:
+
+* ``log_state``: the single row that appenders lock; size, last timestamp, origin, key.
+* ``stream_heads``: the current head of every (agent, kind) stream.
+* ``agent_keys``: agent keys with their valid span (retired_at set by rotation/revocation).
+* ``bodies``: salt and body bytes beside each leaf; erasable without touching the log.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Index,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+__all__ = [
+    "APPEND_ONLY_TABLES",
+    "agent_keys",
+    "bodies",
+    "checkpoints",
+    "leaves",
+    "log_state",
+    "metadata",
+    "nodes",
+    "stream_heads",
+]
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+log_state = Table(
+    "log_state",
+    metadata,
+    Column("id", SmallInteger, primary_key=True, autoincrement=False),
+    Column("origin", String(255), nullable=False),
+    Column("log_vkey", Text, nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("last_timestamp_us", BigInteger, nullable=False),
+    CheckConstraint("id = 1", name="single_row"),
+    CheckConstraint("size >= 0", name="size_nonneg"),
+)
+
+leaves = Table(
+    "leaves",
+    metadata,
+    Column("idx", BigInteger, primary_key=True, autoincrement=False),
+    Column("leaf_hash", LargeBinary(32), nullable=False),
+    Column("agent", String(64), nullable=False),
+    Column("kind", String(128), nullable=False),
+    Column("version", BigInteger, nullable=False),
+    Column("key_id", String(32), nullable=False),
+    Column("timestamp_us", BigInteger, nullable=False),
+    Column("leaf", LargeBinary, nullable=False),
+    UniqueConstraint("agent", "kind", "version"),
+    UniqueConstraint("leaf_hash"),
+    UniqueConstraint("timestamp_us"),
+    CheckConstraint("idx >= 0", name="idx_nonneg"),
+    CheckConstraint("version >= 0", name="version_nonneg"),
+)
+
+bodies = Table(
+    "bodies",
+    metadata,
+    Column("idx", BigInteger, ForeignKey("leaves.idx"), primary_key=True, autoincrement=False),
+    Column("salt", LargeBinary(16), nullable=False),
+    Column("body", LargeBinary, nullable=False),
+)
+
+nodes = Table(
+    "nodes",
+    metadata,
+    Column("level", SmallInteger, nullable=False),
+    Column("idx", BigInteger, nullable=False),
+    Column("hash", LargeBinary(32), nullable=False),
+    PrimaryKeyConstraint("level", "idx"),
+    CheckConstraint("level >= 0 AND level < 64", name="level_range"),
+)
+
+checkpoints = Table(
+    "checkpoints",
+    metadata,
+    Column("size", BigInteger, primary_key=True, autoincrement=False),
+    Column("root", LargeBinary(32), nullable=False),
+    Column("note", LargeBinary, nullable=False),
+    Column("signed_at_us", BigInteger, nullable=False),
+)
+
+stream_heads = Table(
+    "stream_heads",
+    metadata,
+    Column("agent", String(64), nullable=False),
+    Column("kind", String(128), nullable=False),
+    Column("version", BigInteger, nullable=False),
+    Column("leaf_hash", LargeBinary(32), nullable=False),
+    Column("idx", BigInteger, nullable=False),
+    PrimaryKeyConstraint("agent", "kind"),
+)
+
+agent_keys = Table(
+    "agent_keys",
+    metadata,
+    Column("key_id", String(32), primary_key=True),
+    Column("agent", String(64), nullable=False),
+    Column("public_key", LargeBinary(32), nullable=False),
+    Column("added_at", BigInteger, nullable=False),
+    Column("retired_at", BigInteger, nullable=True),
+    Column("retired_how", String(16), nullable=True),
+    Index(None, "agent"),
+)
+
+#: Tables whose rows, once written, never change (enforced by triggers in the migration).
+APPEND_ONLY_TABLES = ("leaves", "nodes", "checkpoints")

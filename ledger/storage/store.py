@@ -1,0 +1,350 @@
+"""SQL storage adapter for the log (SQLite and PostgreSQL through SQLAlchemy Core).
+
+Ordering is a storage invariant. Every append runs in one transaction that first takes the
+log's single writer lock, then reads the log size, assigns the next indices, and commits
+leaves, Merkle nodes, stream heads, key state and the new signed checkpoint together.
+
+Why a single lock and not a sequence: indices must be dense (a leaf index is a position in
+the Merkle tree) and must appear in commit order. A database sequence hands out numbers
+that a rolled-back transaction never uses (gaps) and lets a later index commit before an
+earlier one (a reader would see a hole). Serializing appends on one lock costs little
+because an append is a handful of indexed inserts, and it makes "size = number of leaves"
+true in every committed state.
+
+* SQLite: ``BEGIN IMMEDIATE`` takes the database's one write lock at the start of the
+  transaction (other processes wait up to busy_timeout), see db.py.
+* PostgreSQL: ``SELECT ... FROM log_state WHERE id = 1 FOR UPDATE`` locks the single state
+  row at READ COMMITTED; a second appender blocks on it, and after the first commits it
+  re-reads the row (and every later statement sees the committed leaves), so it continues
+  from the new size. Readers never block.
+
+Crash safety: the transaction is atomic, so after a crash the database holds either the
+whole batch (leaves + nodes + checkpoint) or none of it; a commit returns only after the
+WAL (SQLite ``synchronous=FULL``) or the commit record (PostgreSQL) is on disk, and the
+ledger acknowledges an append only after the commit returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine, and_, func, insert, select, tuple_, update
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from ledger.errors import ConfigError, StorageError
+from ledger.storage.db import WRITE_OPTION
+from ledger.storage.schema import (
+    agent_keys,
+    bodies,
+    checkpoints,
+    leaves,
+    log_state,
+    nodes,
+    stream_heads,
+)
+from verifier.keys import KeyRecord
+
+__all__ = ["LogState", "SqlStore", "StoredCheckpoint", "StreamHead", "WriteTx"]
+
+_IN_CHUNK = 400  # bound the size of one IN (...) list
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogState:
+    origin: str
+    log_vkey: str
+    size: int
+    last_timestamp_us: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamHead:
+    agent: str
+    kind: str
+    version: int
+    leaf_hash: bytes
+    index: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredCheckpoint:
+    size: int
+    root: bytes
+    note: bytes
+    signed_at_us: int
+
+
+def _key_record(row: Any) -> KeyRecord:
+    return KeyRecord(
+        key_id=row.key_id,
+        agent=row.agent,
+        public_key=bytes(row.public_key),
+        added_at=row.added_at,
+        retired_at=row.retired_at,
+        retired_how=row.retired_how,
+    )
+
+
+class WriteTx:
+    """Operations available inside the serialized append transaction."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def lock_state(self) -> LogState:
+        stmt = select(log_state).where(log_state.c.id == 1)
+        if self._conn.dialect.name == "postgresql":
+            stmt = stmt.with_for_update()
+        row = self._conn.execute(stmt).one_or_none()
+        if row is None:
+            raise ConfigError("the log is not initialised; run `engram init`")
+        return LogState(
+            origin=row.origin, log_vkey=row.log_vkey, size=row.size, last_timestamp_us=row.last_timestamp_us
+        )
+
+    def stream_head(self, agent: str, kind: str) -> StreamHead | None:
+        return _stream_head(self._conn, agent, kind)
+
+    def key(self, key_id: str) -> KeyRecord | None:
+        row = self._conn.execute(select(agent_keys).where(agent_keys.c.key_id == key_id)).one_or_none()
+        return None if row is None else _key_record(row)
+
+    def active_key(self, agent: str) -> str | None:
+        row = self._conn.execute(
+            select(agent_keys.c.key_id).where(
+                and_(agent_keys.c.agent == agent, agent_keys.c.retired_at.is_(None))
+            )
+        ).one_or_none()
+        return None if row is None else str(row.key_id)
+
+    def nodes(self, coords: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+        return _fetch_nodes(self._conn, coords)
+
+    def write_batch(
+        self,
+        *,
+        leaf_rows: list[dict[str, Any]],
+        body_rows: list[dict[str, Any]],
+        node_rows: list[dict[str, Any]],
+        heads: dict[tuple[str, str], StreamHead],
+        key_adds: list[KeyRecord],
+        key_retires: list[tuple[str, int, str]],
+        new_size: int,
+        last_timestamp_us: int,
+        checkpoint: StoredCheckpoint,
+    ) -> None:
+        c = self._conn
+        c.execute(insert(leaves), leaf_rows)
+        if body_rows:
+            c.execute(insert(bodies), body_rows)
+        c.execute(insert(nodes), node_rows)
+        for (agent, kind), head in heads.items():
+            res = c.execute(
+                update(stream_heads)
+                .where(and_(stream_heads.c.agent == agent, stream_heads.c.kind == kind))
+                .values(version=head.version, leaf_hash=head.leaf_hash, idx=head.index)
+            )
+            if res.rowcount == 0:
+                c.execute(
+                    insert(stream_heads).values(
+                        agent=agent, kind=kind, version=head.version, leaf_hash=head.leaf_hash, idx=head.index
+                    )
+                )
+        for key_id, at, how in key_retires:
+            c.execute(
+                update(agent_keys)
+                .where(and_(agent_keys.c.key_id == key_id, agent_keys.c.retired_at.is_(None)))
+                .values(retired_at=at, retired_how=how)
+            )
+        for rec in key_adds:
+            c.execute(
+                insert(agent_keys).values(
+                    key_id=rec.key_id, agent=rec.agent, public_key=rec.public_key, added_at=rec.added_at
+                )
+            )
+        c.execute(
+            update(log_state).where(log_state.c.id == 1).values(size=new_size, last_timestamp_us=last_timestamp_us)
+        )
+        c.execute(
+            insert(checkpoints).values(
+                size=checkpoint.size, root=checkpoint.root, note=checkpoint.note, signed_at_us=checkpoint.signed_at_us
+            )
+        )
+
+
+def _stream_head(conn: Connection, agent: str, kind: str) -> StreamHead | None:
+    row = conn.execute(
+        select(stream_heads).where(and_(stream_heads.c.agent == agent, stream_heads.c.kind == kind))
+    ).one_or_none()
+    if row is None:
+        return None
+    return StreamHead(agent=agent, kind=kind, version=row.version, leaf_hash=bytes(row.leaf_hash), index=row.idx)
+
+
+def _fetch_nodes(conn: Connection, coords: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+    wanted = sorted(set(coords))
+    out: dict[tuple[int, int], bytes] = {}
+    for i in range(0, len(wanted), _IN_CHUNK):
+        chunk = wanted[i : i + _IN_CHUNK]
+        rows = conn.execute(
+            select(nodes.c.level, nodes.c.idx, nodes.c.hash).where(tuple_(nodes.c.level, nodes.c.idx).in_(chunk))
+        )
+        for r in rows:
+            out[(r.level, r.idx)] = bytes(r.hash)
+    missing = [c for c in wanted if c not in out]
+    if missing:
+        raise StorageError(f"stored Merkle nodes are missing: {missing[:5]}")
+    return out
+
+
+class SqlStore:
+    """Reads and the write transaction over one SQLAlchemy engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @property
+    def backend(self) -> str:
+        return self.engine.dialect.name
+
+    @contextmanager
+    def write(self) -> Iterator[WriteTx]:
+        """The serialized append transaction; commits on success, rolls back on any error."""
+        try:
+            with self.engine.connect() as conn:
+                conn = conn.execution_options(**{WRITE_OPTION: True})
+                with conn.begin():
+                    yield WriteTx(conn)
+        except DBAPIError as e:
+            raise StorageError(f"database error during append: {e.orig!r}") from e
+        except SQLAlchemyError as e:
+            raise StorageError(f"database error during append: {e}") from e
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        try:
+            with self.engine.connect() as conn, conn.begin():
+                yield conn
+        except DBAPIError as e:
+            raise StorageError(f"database error: {e.orig!r}") from e
+
+    # -- state ------------------------------------------------------------------------
+
+    def initialise(self, *, origin: str, log_vkey: str, checkpoint: StoredCheckpoint) -> None:
+        with self.write() as tx:
+            conn = tx._conn
+            if conn.execute(select(log_state.c.id)).first() is not None:
+                raise ConfigError("the database already holds a log")
+            conn.execute(
+                insert(log_state).values(id=1, origin=origin, log_vkey=log_vkey, size=0, last_timestamp_us=0)
+            )
+            conn.execute(
+                insert(checkpoints).values(
+                    size=checkpoint.size, root=checkpoint.root, note=checkpoint.note, signed_at_us=checkpoint.signed_at_us
+                )
+            )
+
+    def state(self) -> LogState | None:
+        with self.read() as conn:
+            row = conn.execute(select(log_state).where(log_state.c.id == 1)).one_or_none()
+        if row is None:
+            return None
+        return LogState(origin=row.origin, log_vkey=row.log_vkey, size=row.size, last_timestamp_us=row.last_timestamp_us)
+
+    def stream_head(self, agent: str, kind: str) -> StreamHead | None:
+        with self.read() as conn:
+            return _stream_head(conn, agent, kind)
+
+    def stream_heads(self, agent: str) -> list[StreamHead]:
+        with self.read() as conn:
+            rows = conn.execute(select(stream_heads).where(stream_heads.c.agent == agent).order_by(stream_heads.c.kind))
+            return [
+                StreamHead(agent=agent, kind=r.kind, version=r.version, leaf_hash=bytes(r.leaf_hash), index=r.idx)
+                for r in rows
+            ]
+
+    def keys_of(self, agent: str) -> list[KeyRecord]:
+        with self.read() as conn:
+            rows = conn.execute(select(agent_keys).where(agent_keys.c.agent == agent).order_by(agent_keys.c.added_at))
+            return [_key_record(r) for r in rows]
+
+    # -- checkpoints ------------------------------------------------------------------
+
+    def latest_checkpoint(self) -> StoredCheckpoint:
+        with self.read() as conn:
+            row = conn.execute(select(checkpoints).order_by(checkpoints.c.size.desc()).limit(1)).one_or_none()
+        if row is None:
+            raise ConfigError("the log has no checkpoint; run `engram init`")
+        return StoredCheckpoint(size=row.size, root=bytes(row.root), note=bytes(row.note), signed_at_us=row.signed_at_us)
+
+    def checkpoint(self, size: int) -> StoredCheckpoint | None:
+        with self.read() as conn:
+            row = conn.execute(select(checkpoints).where(checkpoints.c.size == size)).one_or_none()
+        if row is None:
+            return None
+        return StoredCheckpoint(size=row.size, root=bytes(row.root), note=bytes(row.note), signed_at_us=row.signed_at_us)
+
+    def checkpoint_sizes(self) -> list[int]:
+        with self.read() as conn:
+            return [r[0] for r in conn.execute(select(checkpoints.c.size).order_by(checkpoints.c.size))]
+
+    # -- leaves and nodes -------------------------------------------------------------
+
+    def nodes(self, coords: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+        with self.read() as conn:
+            return _fetch_nodes(conn, coords)
+
+    def nodes_at_level(self, level: int, start: int, end: int) -> list[bytes]:
+        """Hashes of nodes ``(level, start..end-1)`` in order; all must exist."""
+        with self.read() as conn:
+            rows = conn.execute(
+                select(nodes.c.idx, nodes.c.hash)
+                .where(and_(nodes.c.level == level, nodes.c.idx >= start, nodes.c.idx < end))
+                .order_by(nodes.c.idx)
+            ).all()
+        if len(rows) != end - start:
+            raise StorageError(f"level {level} nodes {start}..{end} are incomplete")
+        return [bytes(r.hash) for r in rows]
+
+    def leaf(self, index: int) -> bytes | None:
+        with self.read() as conn:
+            row = conn.execute(select(leaves.c.leaf).where(leaves.c.idx == index)).one_or_none()
+        return None if row is None else bytes(row.leaf)
+
+    def leaves(self, start: int, end: int) -> list[bytes]:
+        with self.read() as conn:
+            rows = conn.execute(
+                select(leaves.c.idx, leaves.c.leaf)
+                .where(and_(leaves.c.idx >= start, leaves.c.idx < end))
+                .order_by(leaves.c.idx)
+            ).all()
+        if [r.idx for r in rows] != list(range(start, end)):
+            raise StorageError(f"leaves {start}..{end} are not all present")
+        return [bytes(r.leaf) for r in rows]
+
+    def index_of_leaf_hash(self, leaf_hash: bytes) -> int | None:
+        with self.read() as conn:
+            row = conn.execute(select(leaves.c.idx).where(leaves.c.leaf_hash == leaf_hash)).one_or_none()
+        return None if row is None else int(row.idx)
+
+    def body(self, index: int) -> tuple[bytes, bytes] | None:
+        with self.read() as conn:
+            row = conn.execute(select(bodies.c.salt, bodies.c.body).where(bodies.c.idx == index)).one_or_none()
+        return None if row is None else (bytes(row.salt), bytes(row.body))
+
+    def counts(self) -> dict[str, int]:
+        with self.read() as conn:
+            return {
+                "leaves": conn.execute(select(func.count()).select_from(leaves)).scalar_one(),
+                "nodes": conn.execute(select(func.count()).select_from(nodes)).scalar_one(),
+                "checkpoints": conn.execute(select(func.count()).select_from(checkpoints)).scalar_one(),
+            }
+
+    def leaves_iter(self, start: int, end: int, batch: int = 1024) -> Iterable[tuple[int, bytes]]:
+        for lo in range(start, end, batch):
+            hi = min(end, lo + batch)
+            for i, leaf in enumerate(self.leaves(lo, hi)):
+                yield lo + i, leaf

@@ -1,0 +1,129 @@
+"""C2SP tlog-tiles: paths, tile contents, and a static export of the whole log.
+
+Layout (c2sp.org/tlog-tiles, height 8, specs/tiles.md):
+
+* ``checkpoint``: the signed checkpoint note the directory is consistent with.
+* ``tile/<L>/<N>``: 256 hashes of 32 bytes. Level 0 holds leaf hashes; level L holds the
+  hashes of perfect subtrees of 256**L leaves. These are exactly the stored Merkle nodes at
+  tree level 8L, so a tile is read, never recomputed.
+* ``tile/<L>/<N>.p/<W>``: the partial tile with the W < 256 hashes that exist at the
+  checkpoint's size (served only where the level has a non-empty remainder).
+* ``tile/entries/<N>[.p/<W>]``: leaves ``256N ...``, each prefixed by its big-endian uint16
+  length (which is why leaves are capped at 65,535 bytes).
+* ``N`` is written in groups of three digits, all but the last prefixed with ``x``:
+  1234067 -> ``x001/x234/067``.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ledger.errors import ConfigError, StorageError
+from ledger.storage.store import SqlStore
+from verifier.merkle import leaf_hash
+
+__all__ = ["TILE_HEIGHT", "TILE_WIDTH", "ExportSummary", "export_tiles", "tile_path", "tiles_for_size"]
+
+TILE_HEIGHT = 8
+TILE_WIDTH = 1 << TILE_HEIGHT  # 256
+
+
+def _index_path(n: int) -> str:
+    digits = str(n)
+    digits = digits.zfill(-(-len(digits) // 3) * 3)
+    groups = [digits[i : i + 3] for i in range(0, len(digits), 3)]
+    return "/".join([f"x{g}" for g in groups[:-1]] + [groups[-1]])
+
+
+def tile_path(level: int | str, n: int, width: int = TILE_WIDTH) -> str:
+    """Path of tile ``n`` at ``level`` (``"entries"`` for entry bundles), partial if width < 256."""
+    if not 0 < width <= TILE_WIDTH:
+        raise ValueError(f"tile width {width} is not in 1..256")
+    suffix = "" if width == TILE_WIDTH else f".p/{width}"
+    return f"tile/{level}/{_index_path(n)}{suffix}"
+
+
+def tiles_for_size(size: int) -> Iterator[tuple[int, int, int]]:
+    """Every hash tile ``(level, n, width)`` of a tree of ``size`` leaves (full, then partial)."""
+    level = 0
+    count = size  # number of stored hashes at tree level 8*level
+    while count > 0:
+        full, rest = divmod(count, TILE_WIDTH)
+        for n in range(full):
+            yield level, n, TILE_WIDTH
+        if rest:
+            yield level, full, rest
+        level += 1
+        count >>= TILE_HEIGHT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExportSummary:
+    size: int
+    hash_tiles: int
+    entry_bundles: int
+    bytes_written: int
+
+
+def _write(root: Path, rel: str, data: bytes) -> int:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return len(data)
+
+
+def export_tiles(
+    store: SqlStore,
+    directory: Path,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> ExportSummary:
+    """Write a complete static tlog-tiles tree for the latest checkpoint into ``directory``.
+
+    The directory must be empty or absent. Everything is written before ``checkpoint``, so
+    a reader that finds the checkpoint finds every tile it implies. Each entry is checked to
+    hash to its level-0 tile hash as it is written.
+    """
+    if directory.exists() and any(directory.iterdir()):
+        raise ConfigError(f"{directory} is not empty; export into a new directory")
+    directory.mkdir(parents=True, exist_ok=True)
+    cp = store.latest_checkpoint()
+    size = cp.size
+    total = sum(1 for _ in tiles_for_size(size)) + -(-size // TILE_WIDTH)
+    done = written = hash_tiles = bundles = 0
+
+    for level, n, width in tiles_for_size(size):
+        hashes = store.nodes_at_level(level * TILE_HEIGHT, n * TILE_WIDTH, n * TILE_WIDTH + width)
+        written += _write(directory, tile_path(level, n, width), b"".join(hashes))
+        hash_tiles += 1
+        done += 1
+        if progress:
+            progress(done, total)
+
+    for n in range(-(-size // TILE_WIDTH)):
+        start = n * TILE_WIDTH
+        end = min(size, start + TILE_WIDTH)
+        leaves = store.leaves(start, end)
+        tile_hashes = store.nodes_at_level(0, start, end)
+        parts = []
+        for i, (leaf, expected) in enumerate(zip(leaves, tile_hashes, strict=True)):
+            if leaf_hash(leaf) != expected:
+                raise StorageError(f"leaf {start + i} does not hash to its stored tile hash")
+            parts.append(struct.pack(">H", len(leaf)) + leaf)
+        written += _write(directory, tile_path("entries", n, end - start), b"".join(parts))
+        bundles += 1
+        done += 1
+        if progress:
+            progress(done, total)
+
+    written += _write(directory, "checkpoint", cp.note)
+    return ExportSummary(size=size, hash_tiles=hash_tiles, entry_bundles=bundles, bytes_written=written)

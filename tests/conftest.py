@@ -1,0 +1,155 @@
+"""Shared fixtures: backends (SQLite file, PostgreSQL database per test), ledgers, agents.
+
+PostgreSQL: a per-run template database is created and migrated once; each test gets its
+own database cloned from it (fast), and everything is dropped at the end of the run. The
+server is ENGRAM_TEST_PG_URL or postgresql://postgres@127.0.0.1:5432/postgres. In CI
+(CI=true) an unreachable server fails the run; elsewhere the Postgres tests skip with a
+message saying how to start it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy import Engine
+
+from ledger.keyfiles import LogKey
+from ledger.log import Ledger
+from ledger.sdk import Agent, InProcess
+from ledger.storage.db import make_engine, migrate
+
+PG_ADMIN_URL = os.environ.get("ENGRAM_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+IN_CI = os.environ.get("CI", "").lower() == "true"
+ORIGIN = "example.com/engram-test"
+
+
+def _pg_unavailable(reason: str) -> None:
+    msg = (
+        f"PostgreSQL is not reachable at {PG_ADMIN_URL} ({reason}). Start it with "
+        "`pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start` "
+        "or set ENGRAM_TEST_PG_URL."
+    )
+    if IN_CI:
+        pytest.fail("CI requires the PostgreSQL tests: " + msg, pytrace=False)
+    pytest.skip(msg)
+
+
+class PgServer:
+    """Creates and drops the databases of one test run."""
+
+    def __init__(self, admin_url: str) -> None:
+        import psycopg
+
+        self._psycopg = psycopg
+        self.admin_url = admin_url
+        self.prefix = f"engram_test_{secrets.token_hex(4)}"
+        self.template = f"{self.prefix}_tpl"
+        self.created: list[str] = []
+        self._n = itertools.count()
+        self._exec(f'CREATE DATABASE "{self.template}"')
+        self.created.append(self.template)
+        engine = make_engine(self.url(self.template))
+        migrate(engine)
+        engine.dispose()
+
+    def _exec(self, sql: str) -> None:
+        with self._psycopg.connect(self.admin_url, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(sql)
+
+    def url(self, db: str) -> str:
+        base = self.admin_url.rsplit("/", 1)[0]
+        base = base.replace("postgresql://", "postgresql+psycopg://", 1)
+        return f"{base}/{db}"
+
+    def new_database(self) -> str:
+        name = f"{self.prefix}_{next(self._n)}"
+        self._exec(f'CREATE DATABASE "{name}" TEMPLATE "{self.template}"')
+        self.created.append(name)
+        return self.url(name)
+
+    def drop_all(self) -> None:
+        for name in reversed(self.created):
+            self._exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_ADMIN_URL, connect_timeout=5) as conn:
+            conn.execute("SELECT 1")
+    except Exception as e:
+        _pg_unavailable(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+    server = PgServer(PG_ADMIN_URL)
+    yield server
+    server.drop_all()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def db_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path / 'engram.db'}"
+    server: PgServer = request.getfixturevalue("pg_server")
+    return server.new_database()
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    eng = make_engine(db_url)
+    yield eng
+    eng.dispose()
+
+
+class StepClock:
+    """A deterministic microsecond clock that the test can move, even backwards."""
+
+    def __init__(self, start: int = 1_790_000_000_000_000, step: int = 1000) -> None:
+        self.now = start
+        self.step = step
+
+    def __call__(self) -> int:
+        self.now += self.step
+        return self.now
+
+
+@pytest.fixture
+def clock() -> StepClock:
+    return StepClock()
+
+
+@pytest.fixture
+def log_key() -> LogKey:
+    return LogKey(ORIGIN, Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
+
+
+@pytest.fixture
+def policy_key() -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
+
+
+@pytest.fixture
+def ledger(engine: Engine, log_key: LogKey, clock: StepClock, policy_key: Ed25519PrivateKey) -> Ledger:
+    return Ledger.create(engine, log_key, clock=clock, policy_key=policy_key)
+
+
+@pytest.fixture
+def make_agent(ledger: Ledger, clock: StepClock) -> Callable[[str], Agent]:
+    def make(name: str, *, register: bool = True) -> Agent:
+        agent = Agent.generate(name, log_vkey=ledger.vkey, transport=InProcess(ledger), clock=clock)
+        if register:
+            agent.register()
+        return agent
+
+    return make

@@ -1,0 +1,378 @@
+"""The log contract: every backend (SQLite, PostgreSQL) passes the same suite."""
+
+from __future__ import annotations
+
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from alembic import command
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import DBAPIError
+
+from ledger.errors import (
+    CanonicalFormError,
+    ConflictError,
+    KeyStateError,
+    LimitExceededError,
+    MalformedError,
+    OriginMismatchError,
+    PrevMismatchError,
+    RejectedEventError,
+    SignatureError,
+    UnknownKeyError,
+    VerificationError,
+    VersionConflictError,
+    VersionGapError,
+)
+from ledger.log import Ledger, Submission
+from ledger.sdk import Agent, AgentSigner, InProcess
+from ledger.storage.db import alembic_config
+from ledger.tiles import TILE_WIDTH, export_tiles, tile_path, tiles_for_size
+from tests.conftest import StepClock
+from verifier.errors import StreamChainError
+from verifier.event import Leaf, body_commitment
+from verifier.jcs import canonical_bytes
+from verifier.keys import KeyHistory
+from verifier.merkle import EMPTY_ROOT, leaf_hash, root_from_leaf_hashes, verify_consistency, verify_inclusion
+from verifier.note import VerifierKey, verify_checkpoint
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def replay(ledger: Ledger) -> KeyHistory:
+    """Audit the whole log with the trusted core only: leaves, keys, chains, time, root."""
+    cp = verify_checkpoint(ledger.latest_checkpoint().note, VerifierKey.parse(ledger.vkey))
+    history = KeyHistory()
+    heads: dict[tuple[str, str], tuple[int, str]] = {}
+    last_ts = 0
+    hashes = []
+    for i, raw in ledger.store.leaves_iter(0, cp.size):
+        leaf = Leaf.from_bytes(raw, origin=cp.origin)
+        assert leaf.index == i
+        assert leaf.timestamp_us > last_ts, "server timestamps strictly increase"
+        last_ts = leaf.timestamp_us
+        history.check_and_apply(leaf)
+        env = leaf.envelope
+        version, prev = heads.get(env.stream, (-1, None))
+        if env.version != version + 1 or env.prev != prev:
+            raise StreamChainError(f"stream {env.stream} broken at {i}")
+        heads[env.stream] = (env.version, leaf.hash.hex())
+        hashes.append(leaf.hash)
+    assert root_from_leaf_hashes(hashes) == cp.root
+    return history
+
+
+def test_init_signs_the_empty_checkpoint_and_registers_the_policy_agent(ledger: Ledger) -> None:
+    assert ledger.store.checkpoint(0) is not None
+    assert verify_checkpoint(ledger.store.checkpoint(0).note, VerifierKey.parse(ledger.vkey)).root == EMPTY_ROOT
+    assert ledger.size() == 1
+    history = replay(ledger)
+    assert history.active_key("engram.policy") is not None
+
+
+def test_append_returns_a_receipt_the_verifier_accepts(ledger: Ledger, make_agent: Callable[..., Agent]) -> None:
+    alice = make_agent("alice")
+    r = alice.append("pact.outcome", {"pact": "p-1", "result": "fulfilled", "quality": 94})
+    cp = verify_checkpoint(r.checkpoint, VerifierKey.parse(ledger.vkey))
+    assert (r.index, cp.size) == (2, 3)
+    verify_inclusion(leaf_hash=leaf_hash(r.leaf), index=r.index, size=cp.size, proof=r.proof.hashes, root=cp.root)
+    assert ledger.store.leaf(r.index) == r.leaf
+    salt, body = ledger.store.body(r.index)
+    assert body == canonical_bytes({"pact": "p-1", "result": "fulfilled", "quality": 94})
+    assert Leaf.from_bytes(r.leaf).envelope.body_commitment == body_commitment(salt, body)
+    assert ledger.store.index_of_leaf_hash(r.leaf_hash) == r.index
+
+
+def test_proofs_verify_for_random_indices_and_sizes(ledger: Ledger, make_agent: Callable[..., Agent]) -> None:
+    agents = [make_agent(f"agent-{i}") for i in range(3)]
+    for i in range(70):
+        agents[i % 3].append(["session.turn", "memory.written"][i % 2], {"i": i})
+    latest = ledger.size()
+    vkey = VerifierKey.parse(ledger.vkey)
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        size = data.draw(st.integers(min_value=1, max_value=latest))
+        index = data.draw(st.integers(min_value=0, max_value=size - 1))
+        proof = ledger.prove_inclusion(index, size)
+        cp = verify_checkpoint(proof.checkpoint, vkey)  # every batch signed a checkpoint
+        assert cp.size == size
+        verify_inclusion(leaf_hash=leaf_hash(ledger.store.leaf(index)), index=index, size=size, proof=proof.hashes, root=cp.root)
+        old = data.draw(st.integers(min_value=0, max_value=size))
+        cons = ledger.prove_consistency(old, size)
+        old_cp = verify_checkpoint(ledger.store.checkpoint(old).note, vkey)
+        verify_consistency(old_size=old, new_size=size, old_root=old_cp.root, new_root=cp.root, proof=cons.hashes)
+
+    check()
+    replay(ledger)
+
+
+def test_timestamps_strictly_increase_even_when_the_clock_goes_back(
+    ledger: Ledger, make_agent: Callable[..., Agent], clock: StepClock
+) -> None:
+    alice = make_agent("alice")
+    stamps = []
+    for step in (1000, -5_000_000, 0, 0, -1, 10):
+        clock.step = step
+        stamps.append(alice.append("session.turn", {"step": step}).timestamp_us)
+    assert all(b > a for a, b in zip(stamps, stamps[1:], strict=False))
+    replay(ledger)
+
+
+def test_stored_hash_reads_are_logarithmic(ledger: Ledger, make_agent: Callable[..., Agent]) -> None:
+    alice = make_agent("alice")
+    for i in range(40):
+        alice.append("session.turn", {"i": i})
+    seen: list[int] = []
+    original = ledger.store.nodes
+
+    def counting(coords):  # noqa: ANN001, ANN202
+        seen.append(len(set(coords)))
+        return original(coords)
+
+    ledger.store.nodes = counting  # type: ignore[method-assign]
+    ledger.prove_inclusion(17)
+    ledger.prove_consistency(13)
+    size = ledger.size()
+    bound = 3 * (size.bit_length() + 1)
+    assert seen and all(n <= bound for n in seen), (seen, bound)
+
+
+# -- bad input: typed errors, nothing written ---------------------------------------------
+
+
+def _snapshot(ledger: Ledger) -> tuple:
+    return (ledger.store.counts(), ledger.latest_checkpoint().note, ledger.store.state())
+
+
+def _event(agent: Agent, kind: str = "pact.outcome", body: dict | None = None, **over: object) -> Submission:
+    head = agent.transport.head(agent.agent_id, kind)
+    version = over.pop("version", 0 if head is None else head.version + 1)
+    prev = over.pop("prev", None if head is None else head.leaf_hash)
+    return agent.signer.event(kind, body or {"pact": "p"}, version=version, prev=prev, client_time_us=1)
+
+
+BAD_INPUTS: list[tuple[str, Callable[[Ledger, Agent, Agent], Submission], type[Exception]]] = [
+    ("bad signature", lambda L, a, b: _with(_event(a), signature=bytes(64)), SignatureError),
+    ("short signature", lambda L, a, b: _with(_event(a), signature=bytes(10)), MalformedError),
+    ("non-canonical envelope", lambda L, a, b: _with(_event(a), envelope=_event(a).envelope.replace(b'{"agent"', b'{ "agent"')), CanonicalFormError),
+    ("float in body", lambda L, a, b: _rebody(_event(a), b'{"quality":94.5}'), CanonicalFormError),
+    ("body does not match commitment", lambda L, a, b: _with(_event(a), body=b'{"pact":"q"}'), SignatureError),
+    ("wrong salt size", lambda L, a, b: _with(_event(a), salt=bytes(8)), MalformedError),
+    ("body over the limit", lambda L, a, b: _event(a, body={"x": "y" * 70_000}), LimitExceededError),
+    ("unknown key id", lambda L, a, b: Agent.generate("alice", log_vkey=L.vkey, transport=InProcess(L)).signer.event("pact.outcome", {}, version=0, prev=None, client_time_us=1), UnknownKeyError),
+    ("another agent's key", lambda L, a, b: AgentSigner("alice", b.signer.private_key, origin=L.origin).event("pact.outcome", {}, version=0, prev=None, client_time_us=1), KeyStateError),
+    ("wrong origin", lambda L, a, b: AgentSigner("alice", a.signer.private_key, origin="other.example/log").event("pact.outcome", {}, version=0, prev=None, client_time_us=1), OriginMismatchError),
+    ("version gap", lambda L, a, b: _event(a, version=5, prev="00" * 32), VersionGapError),
+    ("version reuse", lambda L, a, b: _event(a, version=0, prev=None), VersionConflictError),
+    ("prev mismatch", lambda L, a, b: _event(a, prev="ab" * 32), PrevMismatchError),
+    ("unknown kind", lambda L, a, b: _event(a, kind="pact.unknown"), RejectedEventError),
+    ("reserved agent id", lambda L, a, b: AgentSigner("engram.policy", a.signer.private_key, origin=L.origin).event("pact.outcome", {}, version=0, prev=None, client_time_us=1), RejectedEventError),
+    ("registration without operator", lambda L, a, b: AgentSigner("mallory", Ed25519PrivateKey.generate(), origin=L.origin).registration(client_time_us=1), RejectedEventError),
+]
+
+
+def _with(sub: Submission, **changes: bytes) -> Submission:
+    fields = {"envelope": sub.envelope, "signature": sub.signature, "body": sub.body, "salt": sub.salt}
+    fields.update(changes)
+    return Submission(**fields)
+
+
+def _rebody(sub: Submission, body: bytes) -> Submission:
+    return _with(sub, body=body)
+
+
+@pytest.mark.parametrize(("name", "build", "error"), BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
+def test_bad_input_gets_a_typed_error_and_writes_nothing(
+    ledger: Ledger, make_agent: Callable[..., Agent], name: str, build: Callable, error: type[Exception]
+) -> None:
+    alice, bob = make_agent("alice"), make_agent("bob")
+    alice.append("pact.outcome", {"pact": "p-0"})
+    before = _snapshot(ledger)
+    sub = build(ledger, alice, bob)
+    with pytest.raises(error) as e:
+        ledger.append([sub])
+    assert str(e.value)
+    if isinstance(e.value, ConflictError):
+        assert e.value.head_version == 0 and e.value.next_version == 1
+    assert _snapshot(ledger) == before
+    # A good event in the same batch is not written either: batches are atomic.
+    with pytest.raises(error):
+        ledger.append([_event(bob, "session.turn", {"t": 1}), sub])
+    assert _snapshot(ledger) == before
+    replay(ledger)
+
+
+def test_oversized_leaf_is_refused(
+    ledger: Ledger, make_agent: Callable[..., Agent], log_key, clock: StepClock  # noqa: ANN001
+) -> None:
+    alice = make_agent("alice")
+    sub = _event(alice, "session.turn", {"t": 1})
+    # The leaf wraps the envelope with index, timestamp and signature, so it is larger.
+    strict = Ledger(ledger.store, log_key, clock=clock, max_leaf_bytes=len(sub.envelope) + 10)
+    before = _snapshot(ledger)
+    with pytest.raises(LimitExceededError) as e:
+        strict.append([sub])
+    assert e.value.check == "leaf.size"
+    assert _snapshot(ledger) == before
+    assert ledger.append([sub])[0].version == 0
+
+
+def test_sdk_retries_when_another_writer_moved_the_stream(ledger: Ledger, make_agent: Callable[..., Agent], clock: StepClock) -> None:
+    alice = make_agent("alice")
+    twin = Agent(alice.signer, log_vkey=ledger.vkey, transport=InProcess(ledger), clock=clock)
+    alice.append("memory.written", {"n": 1})
+    twin.heads["memory.written"] = alice.heads["memory.written"]
+    alice.append("memory.written", {"n": 2})
+    r = twin.append("memory.written", {"n": 3})  # stale head -> conflict -> retried
+    assert r.version == 2
+    replay(ledger)
+
+
+def test_key_rotation_and_revocation(ledger: Ledger, make_agent: Callable[..., Agent]) -> None:
+    alice = make_agent("alice")
+    old = alice.signer
+    alice.append("commitment", {"promise": "x"})
+    alice.rotate()
+    alice.append("commitment", {"promise": "y"})
+    head = ledger.stream_head("alice", "commitment")
+    with pytest.raises(KeyStateError, match="rotated"):
+        ledger.append([old.event("commitment", {}, version=head.version + 1, prev=head.leaf_hash.hex(), client_time_us=1)])
+    ledger.force_revoke("alice", "key leaked")
+    with pytest.raises(KeyStateError, match="revoked"):
+        alice.append("commitment", {"promise": "z"})
+    assert [k.retired_how for k in ledger.store.keys_of("alice")] == ["rotated", "revoked"]
+    history = replay(ledger)
+    assert history.active_key("alice") is None
+    # The agent can be given a new key by the operator afterwards.
+    fresh = Agent.generate("alice", log_vkey=ledger.vkey, transport=InProcess(ledger))
+    fresh.register()
+    fresh.append("commitment", {"promise": "again"})
+    replay(ledger)
+
+
+# -- storage invariants -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("table", ["leaves", "nodes", "checkpoints"])
+def test_log_tables_are_append_only_in_the_database(ledger: Ledger, engine: Engine, table: str) -> None:
+    column = {"leaves": "leaf", "nodes": "hash", "checkpoints": "note"}[table]
+    for sql in (f"UPDATE {table} SET {column} = {column}", f"DELETE FROM {table}"):
+        with pytest.raises(DBAPIError, match="append-only"), engine.begin() as conn:
+            conn.execute(text(sql))
+    if engine.dialect.name == "postgresql":
+        with pytest.raises(DBAPIError, match="append-only"), engine.begin() as conn:
+            conn.execute(text(f"TRUNCATE {table} CASCADE"))
+    replay(ledger)
+
+
+def test_alembic_check_finds_no_drift(ledger: Ledger, engine: Engine) -> None:
+    cfg = alembic_config()
+    with engine.connect() as conn:
+        cfg.attributes["connection"] = conn
+        command.check(cfg)  # raises AutogenerateDiffsDetected on drift
+
+
+def test_tiles_export_is_complete_and_recomputes_the_root(
+    ledger: Ledger, make_agent: Callable[..., Agent], tmp_path: Path
+) -> None:
+    alice = make_agent("alice")
+    for i in range(300):
+        alice.append("session.turn", {"i": i}) if i % 50 else alice.append_many(
+            [("session.turn", {"i": i}), ("memory.written", {"i": i})]
+        )
+    size = ledger.size()
+    summary = export_tiles(ledger.store, tmp_path / "tiles")
+    assert summary.size == size
+    d = tmp_path / "tiles"
+    cp = verify_checkpoint((d / "checkpoint").read_bytes(), VerifierKey.parse(ledger.vkey))
+    expected = set()
+    for level, n, width in tiles_for_size(size):
+        data = (d / tile_path(level, n, width)).read_bytes()
+        assert len(data) == 32 * width
+        expected.add(tile_path(level, n, width))
+    leaf_hashes = []
+    for n in range(-(-size // TILE_WIDTH)):
+        width = min(TILE_WIDTH, size - n * TILE_WIDTH)
+        data = (d / tile_path("entries", n, width)).read_bytes()
+        expected.add(tile_path("entries", n, width))
+        pos = 0
+        while pos < len(data):
+            (length,) = struct.unpack(">H", data[pos : pos + 2])
+            leaf_hashes.append(leaf_hash(data[pos + 2 : pos + 2 + length]))
+            pos += 2 + length
+    level0 = b"".join((d / tile_path(0, n, w)).read_bytes() for lv, n, w in tiles_for_size(size) if lv == 0)
+    assert level0 == b"".join(leaf_hashes)
+    assert root_from_leaf_hashes(leaf_hashes) == cp.root and cp.size == size
+    written = {str(p.relative_to(d)) for p in d.rglob("*") if p.is_file()} - {"checkpoint"}
+    assert written == expected
+    assert tile_path(1, 0, 1) in expected  # level 1 exists once a full level-0 tile does
+
+
+# -- concurrency and crashes ---------------------------------------------------------------
+
+
+def _worker(db_url: str, name: str, count: int, *, register: bool) -> subprocess.Popen[str]:
+    args = [sys.executable, "-m", "tests.contract.worker", db_url, name, str(count)]
+    if register:
+        args.append("--register")
+    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.slow
+def test_concurrent_processes_append_into_one_gap_free_sequence(ledger: Ledger, db_url: str) -> None:
+    workers = [_worker(db_url, f"w{i}", 40, register=True) for i in range(4)]
+    acks: list[int] = []
+    for w in workers:
+        out, err = w.communicate(timeout=300)
+        assert w.returncode == 0, err
+        acks += [int(line.split()[1]) for line in out.splitlines()]
+    assert len(acks) == 160 and len(set(acks)) == 160
+    size = ledger.size()
+    assert size == 1 + 4 + 160
+    assert ledger.store.counts()["leaves"] == size
+    vkey = VerifierKey.parse(ledger.vkey)
+    sizes = ledger.store.checkpoint_sizes()
+    for old, new in zip(sizes, sizes[1:], strict=False):
+        o = verify_checkpoint(ledger.store.checkpoint(old).note, vkey)
+        n = verify_checkpoint(ledger.store.checkpoint(new).note, vkey)
+        verify_consistency(old_size=old, new_size=new, old_root=o.root, new_root=n.root, proof=ledger.prove_consistency(old, new).hashes)
+    replay(ledger)
+
+
+@pytest.mark.slow
+def test_a_killed_writer_loses_no_acknowledged_entry(ledger: Ledger, db_url: str) -> None:
+    w = _worker(db_url, "crashy", 100_000, register=True)
+    acked: list[tuple[int, str]] = []
+    deadline = time.monotonic() + 60
+    assert w.stdout is not None
+    while len(acked) < 60 and time.monotonic() < deadline:
+        line = w.stdout.readline()
+        if not line:
+            break
+        _, idx, h = line.split()
+        acked.append((int(idx), h))
+    os.kill(w.pid, signal.SIGKILL)  # no clean shutdown: mid-transaction at any point
+    w.wait(timeout=30)
+    assert len(acked) >= 60
+    for idx, h in acked:
+        assert leaf_hash(ledger.store.leaf(idx)).hex() == h
+    state = ledger.store.state()
+    cp = ledger.latest_checkpoint()
+    assert state.size == cp.size == ledger.store.counts()["leaves"]
+    replay(ledger)  # stored hashes and the checkpoint agree with the leaves
+    # And the log keeps working after the crash.
+    bob = Agent.generate("bob", log_vkey=ledger.vkey, transport=InProcess(ledger))
+    bob.register()
+    assert bob.append("session.turn", {"after": "crash"}).index == cp.size + 1

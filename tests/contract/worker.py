@@ -1,0 +1,45 @@
+"""Subprocess worker for concurrency and crash tests: appends events and reports each ack.
+
+Usage: python -m tests.contract.worker DB_URL AGENT COUNT [--register]
+
+Prints one line ``ack <index> <leaf_hash_hex>`` per acknowledged append, flushed at once,
+so that a parent that kills this process knows exactly which appends were acknowledged.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from ledger.keyfiles import LogKey
+from ledger.log import Ledger
+from ledger.sdk import Agent, AgentSigner, InProcess
+from ledger.storage.db import make_engine
+from ledger.storage.store import SqlStore
+
+ORIGIN = "example.com/engram-test"
+LOG_SEED = bytes(range(32))
+
+
+def agent_key(name: str) -> Ed25519PrivateKey:
+    import hashlib
+
+    return Ed25519PrivateKey.from_private_bytes(hashlib.sha256(name.encode()).digest())
+
+
+def main(argv: list[str]) -> None:
+    url, name, count = argv[0], argv[1], int(argv[2])
+    ledger = Ledger(SqlStore(make_engine(url)), LogKey(ORIGIN, Ed25519PrivateKey.from_private_bytes(LOG_SEED)))
+    agent = Agent(AgentSigner(name, agent_key(name), origin=ORIGIN), log_vkey=ledger.vkey, transport=InProcess(ledger), max_retries=50)
+    if "--register" in argv:
+        agent.register()
+    kinds = ["session.turn", "memory.written"]
+    for i in range(count):
+        r = agent.append(kinds[i % 2], {"n": i, "worker": name})
+        sys.stdout.write(f"ack {r.index} {r.leaf_hash.hex()}\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,111 @@
+"""The `engram` command line, end to end, as an operator runs it (both backends)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from verifier.merkle import leaf_hash, verify_consistency, verify_inclusion
+from verifier.note import VerifierKey, verify_checkpoint
+
+ENGRAM = str(Path(sys.executable).parent / "engram")
+
+
+def run(home: Path, *args: str, db_url: str | None = None, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ENGRAM_HOME": str(home), "COLUMNS": "200"}
+    env.pop("ENGRAM_DATABASE_URL", None)
+    if db_url:
+        env["ENGRAM_DATABASE_URL"] = db_url
+    proc = subprocess.run([ENGRAM, *args], env=env, capture_output=True, text=True, timeout=300)
+    if ok:
+        assert proc.returncode == 0, proc.stderr + proc.stdout
+    return proc
+
+
+@pytest.fixture
+def cli_db(backend: str, request: pytest.FixtureRequest) -> str | None:
+    if backend == "sqlite":
+        return None
+    return request.getfixturevalue("pg_server").new_database()
+
+
+def test_operator_journey(tmp_path: Path, cli_db: str | None) -> None:
+    home = tmp_path / "home"
+    init = run(home, "init", "--origin", "example.com/engram-cli", db_url=cli_db)
+    assert "initialised" in init.stdout
+    assert stat.S_IMODE((home / "log.key").stat().st_mode) == 0o600
+    assert stat.S_IMODE((home / "policy.key").stat().st_mode) == 0o600
+
+    demo = run(home, "demo", db_url=cli_db)
+    assert "demo complete" in demo.stdout
+    assert demo.stdout.count("refused") >= 5
+
+    vkey = VerifierKey.parse(run(home, "log", "key", db_url=cli_db).stdout.strip())
+    note = run(home, "log", "checkpoint", db_url=cli_db).stdout.encode()
+    cp = verify_checkpoint(note, vkey)
+    assert cp.size > 300
+
+    proof = json.loads(run(home, "log", "prove", "--index", "7", db_url=cli_db).stdout)
+    leaf = run(home, "log", "entry", "--index", "7", db_url=cli_db).stdout.rstrip("\n").encode()
+    verify_inclusion(
+        leaf_hash=leaf_hash(leaf), index=7, size=cp.size,
+        proof=[base64.b64decode(h) for h in proof["proof"]], root=cp.root,
+    )
+    tlog_proof = run(home, "log", "prove", "--index", "7", "--format", "tlog-proof", db_url=cli_db).stdout
+    header, _, checkpoint_part = tlog_proof.partition("\n\n")
+    lines = header.split("\n")
+    assert lines[:2] == ["c2sp.org/tlog-proof@v1", "index 7"]
+    assert [base64.b64decode(h) for h in lines[2:]] == [base64.b64decode(h) for h in proof["proof"]]
+    assert checkpoint_part.encode() == note
+
+    cons = json.loads(run(home, "log", "prove-consistency", "--old", "3", db_url=cli_db).stdout)
+    old = verify_checkpoint(cons["old_checkpoint"].encode(), vkey)
+    verify_consistency(
+        old_size=3, new_size=cp.size, old_root=old.root, new_root=cp.root,
+        proof=[base64.b64decode(h) for h in cons["proof"]],
+    )
+
+    out = tmp_path / "tiles"
+    run(home, "export", "tiles", str(out), db_url=cli_db)
+    assert (out / "checkpoint").read_bytes() == note
+    assert (out / "tile" / "0" / "000").stat().st_size == 8192
+
+    # Agent key management from the command line.
+    keyfile = tmp_path / "carol.key"
+    run(home, "agent", "create", "carol", "--key-file", str(keyfile), db_url=cli_db)
+    appended = run(home, "event", "append", "--key-file", str(keyfile), "--kind", "commitment",
+                   "--body", '{"promise":"reply within a day"}', db_url=cli_db)
+    receipt = json.loads(appended.stdout)
+    assert receipt["stream"] == ["carol", "commitment"] and receipt["version"] == 0
+    run(home, "agent", "revoke", "carol", "--reason", "laptop lost", db_url=cli_db)
+    refused = run(home, "event", "append", "--key-file", str(keyfile), "--kind", "commitment",
+                  "--body", "{}", db_url=cli_db, ok=False)
+    assert refused.returncode == 1 and "revoked" in refused.stderr
+
+
+def test_errors_are_clear_and_exit_1(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    missing = run(home, "log", "key", ok=False)
+    assert missing.returncode == 1 and "engram init" in missing.stderr
+    run(home, "init")
+    again = run(home, "init", ok=False)
+    assert again.returncode == 1 and "already" in again.stderr
+    bad = run(home, "log", "prove", "--index", "5", ok=False)
+    assert bad.returncode == 1 and "index 5" in bad.stderr
+    floats = tmp_path / "k.key"
+    run(home, "agent", "create", "dave", "--key-file", str(floats))
+    rejected = run(home, "event", "append", "--key-file", str(floats), "--kind", "pact.outcome", "--body", '{"q":1.5}', ok=False)
+    assert rejected.returncode == 1 and "float" in rejected.stderr
+    usage = run(home, "log", "prove", ok=False)
+    assert usage.returncode == 2
+    exported = tmp_path / "nonempty"
+    exported.mkdir()
+    (exported / "x").write_text("x")
+    assert run(home, "export", "tiles", str(exported), ok=False).returncode == 1

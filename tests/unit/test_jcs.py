@@ -1,0 +1,81 @@
+"""RFC 8785 canonical JSON: agrees with the rfc8785 package, strict parsing, round trips."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import rfc8785
+from hypothesis import given
+from hypothesis import strategies as st
+
+from verifier.errors import CanonicalFormError, LimitExceededError, MalformedError
+from verifier.jcs import MAX_SAFE_INTEGER, canonical_bytes, parse_canonical, parse_strict
+
+# Unicode text without lone surrogates (not representable in UTF-8 and rejected by JCS).
+text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-MAX_SAFE_INTEGER, max_value=MAX_SAFE_INTEGER)
+    | text,
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(text, children, max_size=5),
+    max_leaves=30,
+)
+
+
+@given(json_values)
+def test_matches_the_rfc8785_package(value: object) -> None:
+    assert canonical_bytes(value) == rfc8785.dumps(value)
+
+
+@given(json_values)
+def test_canonical_bytes_round_trip(value: object) -> None:
+    data = canonical_bytes(value)
+    assert parse_canonical(data, max_bytes=1 << 20) == value
+
+
+@given(json_values)
+def test_pretty_printed_json_is_not_canonical_unless_identical(value: object) -> None:
+    pretty = json.dumps(value, indent=1, ensure_ascii=True).encode()
+    if pretty == canonical_bytes(value):
+        return
+    with pytest.raises(CanonicalFormError):
+        parse_canonical(pretty, max_bytes=1 << 20)
+
+
+def test_keys_sort_by_utf16_code_units_not_code_points() -> None:
+    # U+1F600 is D83D DE00 in UTF-16, which sorts before U+FB01; code-point order is reversed.
+    assert canonical_bytes({"\ufb01": 2, "\U0001f600": 1}) == '{"\U0001f600":1,"\ufb01":2}'.encode()
+
+
+@pytest.mark.parametrize("value", [1.0, -0.0, 0.5, float("nan"), float("inf"), {"confidence": 1.0}])
+def test_floats_are_refused_even_when_integral(value: object) -> None:
+    # 1.0 would canonicalize to "1" and lose its type; the peers that sign floats diverge here.
+    with pytest.raises(CanonicalFormError):
+        canonical_bytes(value)
+
+
+@pytest.mark.parametrize("value", [2**53, -(2**53), 10**20])
+def test_unsafe_integers_are_refused(value: int) -> None:
+    with pytest.raises(CanonicalFormError):
+        canonical_bytes(value)
+
+
+def test_size_limit_is_checked_before_parsing() -> None:
+    with pytest.raises(LimitExceededError):
+        parse_strict(b"[" + b"1," * 1000 + b"1]", max_bytes=100)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"\xff", b'{"a":1', b"{'a':1}", b"[1,]", b'{"a":1}x', b"\xef\xbb\xbf{}", b'"\xed\xa0\x80"'],
+)
+def test_malformed_input_is_refused(data: bytes) -> None:
+    with pytest.raises(MalformedError):
+        parse_strict(data, max_bytes=1000)
+
+
+def test_deep_nesting_is_refused_without_recursion_errors() -> None:
+    with pytest.raises(LimitExceededError):
+        parse_strict(b"[" * 100_000 + b"]" * 100_000, max_bytes=1 << 20)

@@ -1,0 +1,166 @@
+"""Known-answer vectors in specs/vectors, loaded by both the verifier and the ledger side."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from ledger.sdk import AgentSigner
+from tests.tools.make_vectors import all_vectors, render
+from verifier.errors import ProofError, VerificationError
+from verifier.event import Envelope, Leaf, verify_body
+from verifier.jcs import canonical_bytes, parse_canonical, parse_strict
+from verifier.keys import KeyHistory
+from verifier.merkle import (
+    EMPTY_ROOT,
+    leaf_hash,
+    root_from_leaf_hashes,
+    verify_consistency,
+    verify_inclusion,
+)
+from verifier.note import Checkpoint, SignedNote, VerifierKey, verify_checkpoint
+
+VECTORS = Path(__file__).resolve().parents[2] / "specs" / "vectors"
+
+
+def load(name: str) -> dict:
+    return json.loads((VECTORS / name).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("name", ["merkle.json", "checkpoint.json", "event.json", "jcs.json"])
+def test_committed_vectors_are_what_the_generator_writes(name: str) -> None:
+    # A format change must be deliberate: regenerate, review the diff, bump the spec version.
+    assert (VECTORS / name).read_text(encoding="utf-8") == render(all_vectors()[name])
+
+
+def test_rfc6962_roots_for_sizes_0_to_8() -> None:
+    v = load("merkle.json")
+    hashes = [leaf_hash(bytes.fromhex(x)) for x in v["leaves"]]
+    assert EMPTY_ROOT.hex() == v["roots"][0]
+    for n, root in enumerate(v["roots"]):
+        assert root_from_leaf_hashes(hashes[:n]).hex() == root
+
+
+def test_inclusion_vectors_verify_and_fail_when_tampered() -> None:
+    v = load("merkle.json")
+    hashes = [leaf_hash(bytes.fromhex(x)) for x in v["leaves"]]
+    assert len(v["inclusion"]) == 36
+    for case in v["inclusion"]:
+        proof = [bytes.fromhex(h) for h in case["proof"]]
+        root = bytes.fromhex(v["roots"][case["size"]])
+        ok = verify_inclusion(leaf_hash=hashes[case["index"]], index=case["index"], size=case["size"], proof=proof, root=root)
+        assert ok.root == root
+        if proof:
+            bad = [bytearray(p) for p in proof]
+            bad[-1][0] ^= 1
+            with pytest.raises(ProofError):
+                verify_inclusion(leaf_hash=hashes[case["index"]], index=case["index"], size=case["size"], proof=[bytes(b) for b in bad], root=root)
+        if case["size"] > 1:
+            with pytest.raises(ProofError):  # right proof, wrong leaf position
+                verify_inclusion(
+                    leaf_hash=hashes[case["index"]], index=(case["index"] + 1) % case["size"],
+                    size=case["size"], proof=proof, root=root,
+                )
+
+
+def test_consistency_vectors_verify() -> None:
+    v = load("merkle.json")
+    assert len(v["consistency"]) == 44
+    for case in v["consistency"]:
+        m, n = case["old_size"], case["new_size"]
+        proof = [bytes.fromhex(h) for h in case["proof"]]
+        verify_consistency(
+            old_size=m, new_size=n, old_root=bytes.fromhex(v["roots"][m]), new_root=bytes.fromhex(v["roots"][n]), proof=proof
+        )
+        if 0 < m < n:
+            with pytest.raises(ProofError):
+                verify_consistency(
+                    old_size=m, new_size=n, old_root=bytes.fromhex(v["roots"][m - 1]),
+                    new_root=bytes.fromhex(v["roots"][n]), proof=proof,
+                )
+
+
+@pytest.mark.parametrize("case", load("merkle.json")["invalid_inclusion"], ids=lambda c: c["why"])
+def test_invalid_inclusion_vectors(case: dict) -> None:
+    v = load("merkle.json")
+    hashes = [leaf_hash(bytes.fromhex(x)) for x in v["leaves"]]
+    root = root_from_leaf_hashes(hashes[: case["size"]])
+    lh = hashes[min(case["index"], 7)]
+    with pytest.raises(ProofError) as e:
+        verify_inclusion(leaf_hash=lh, index=case["index"], size=case["size"], proof=[bytes.fromhex(h) for h in case["proof"]], root=root)
+    assert e.value.check == case["check"]
+
+
+def test_odd_node_is_never_duplicated() -> None:
+    v = load("merkle.json")["odd_duplication"]
+    assert v["root_abc"] != v["root_abcc"]
+
+
+def test_c2sp_example_notes_verify() -> None:
+    for case in load("checkpoint.json")["external"]:
+        key = VerifierKey.parse(case["vkey"])
+        assert SignedNote.parse(case["note"].encode()).verify([key]) == (key,)
+
+
+def test_engram_checkpoint_vectors() -> None:
+    v = load("checkpoint.json")
+    key = VerifierKey.parse(v["log_vkey"])
+    seed = bytes.fromhex(v["log_seed_hex"])
+    assert key.public_key == Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes_raw()
+    for case in v["checkpoints"]:
+        cp = verify_checkpoint(case["note"].encode(), key)
+        assert (cp.origin, cp.size, cp.root.hex()) == (case["origin"], case["size"], case["root"])
+
+
+@pytest.mark.parametrize("case", load("checkpoint.json")["invalid_checkpoints"], ids=lambda c: c["why"])
+def test_invalid_checkpoint_texts(case: dict) -> None:
+    with pytest.raises(VerificationError) as e:
+        Checkpoint.parse_text(case["text"])
+    assert e.value.check == case["check"]
+
+
+def test_event_vectors_verify_with_key_history() -> None:
+    v = load("event.json")
+    history = KeyHistory()
+    for ev in v["events"]:
+        leaf = Leaf.from_bytes(ev["leaf"].encode(), origin=v["origin"])
+        assert leaf.hash.hex() == ev["leaf_hash"]
+        assert leaf.envelope.canonical().decode() == ev["envelope_jcs"]
+        history.check_and_apply(leaf)
+        verify_body(leaf.envelope, bytes.fromhex(ev["salt_hex"]), ev["body_jcs"].encode())
+    assert history.active_key("vector-agent") != v["agent_key_id"]  # rotated at the end
+
+
+def test_ledger_sdk_reproduces_event_vectors() -> None:
+    """The agent SDK, given the vector's seed, salt and time, signs the same bytes."""
+    v = load("event.json")
+    key = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(v["agent_seed_hex"]))
+    for ev in v["events"][1:3]:
+        env = Envelope.from_bytes(ev["envelope_jcs"].encode())
+        signer = AgentSigner(v["agent"], key, origin=v["origin"], rand=lambda n, s=ev["salt_hex"]: bytes.fromhex(s))
+        sub = signer.event(
+            env.kind, ev["body"], version=env.version, prev=env.prev, client_time_us=env.client_time_us
+        )
+        assert sub.envelope.decode() == ev["envelope_jcs"]
+        assert base64.b64encode(sub.signature).decode() == ev["signature_b64"]
+        assert sub.body.decode() == ev["body_jcs"]
+        leaf = Leaf.build(index=ev["index"], timestamp_us=ev["timestamp_us"], envelope=env, signature=sub.signature)
+        assert leaf.raw.decode() == ev["leaf"]
+
+
+def test_jcs_vectors() -> None:
+    v = load("jcs.json")
+    for case in v["valid"]:
+        assert canonical_bytes(parse_strict(case["input"].encode(), max_bytes=1 << 16)).decode() == case["canonical"]
+        parse_canonical(case["canonical"].encode(), max_bytes=1 << 16)
+    for case in v["invalid"]:
+        with pytest.raises(VerificationError) as e:
+            parse_strict(case["input"].encode(), max_bytes=1 << 16)
+        assert e.value.check == case["check"], case
+    for text in v["non_canonical"]:
+        with pytest.raises(VerificationError):
+            parse_canonical(text.encode(), max_bytes=1 << 16)

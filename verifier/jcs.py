@@ -1,0 +1,264 @@
+"""RFC 8785 (JCS) canonical JSON for Engram's signed data, with a strict parser.
+
+Trust role: every JSON object that is signed or hashed (event envelopes, leaves, bodies) is
+produced by :func:`canonical_bytes` and, when received, accepted only if
+``canonical_bytes(parse(b)) == b`` (:func:`parse_canonical`). Verifiers therefore check the
+exact bytes they were given; re-encoding is used only to prove the bytes are the one
+canonical form.
+
+Invariants (specs/event-envelope.md §2):
+
+* Only the JSON subset without numbers other than integers is allowed: no floats, no
+  exponents, no fractions, integers within ``[-(2**53-1), 2**53-1]`` (the I-JSON safe range).
+  RFC 8785 serialises numbers the ECMAScript way; the safe-integer subset makes that the
+  plain decimal form, so no float formatting is needed and none is implemented.
+* Object keys are unique (RFC 7493); a duplicate is rejected, never silently overwritten.
+* Keys are sorted by UTF-16 code units (RFC 8785 §3.2.3), not by code points.
+* Strings are valid Unicode scalar values (no lone surrogates); the text is UTF-8 without BOM.
+* Nesting depth and input size are bounded by the caller-provided limits.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from verifier.errors import CanonicalFormError, LimitExceededError, MalformedError
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_SAFE_INTEGER",
+    "JSONValue",
+    "canonical_bytes",
+    "parse_canonical",
+    "parse_strict",
+]
+
+MAX_SAFE_INTEGER = 2**53 - 1
+MAX_DEPTH = 32
+
+JSONValue = Any  # None | bool | int | str | list[JSONValue] | dict[str, JSONValue]
+
+_ESCAPES = {
+    0x08: "\\b",
+    0x09: "\\t",
+    0x0A: "\\n",
+    0x0C: "\\f",
+    0x0D: "\\r",
+    0x22: '\\"',
+    0x5C: "\\\\",
+}
+
+
+def _encode_string(s: str, out: list[str]) -> None:
+    out.append('"')
+    for ch in s:
+        cp = ord(ch)
+        if 0xD800 <= cp <= 0xDFFF:
+            raise CanonicalFormError("string holds a lone surrogate", check="canonical.string")
+        esc = _ESCAPES.get(cp)
+        if esc is not None:
+            out.append(esc)
+        elif cp < 0x20:
+            out.append(f"\\u{cp:04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+
+
+def _utf16_key(s: str) -> bytes:
+    # RFC 8785 §3.2.3: sort by UTF-16 code units. Big-endian UTF-16 bytes compare in the
+    # same order as the code-unit sequence.
+    try:
+        return s.encode("utf-16-be")
+    except UnicodeEncodeError as e:
+        raise CanonicalFormError("key holds a lone surrogate", check="canonical.string") from e
+
+
+def _encode(value: JSONValue, out: list[str], depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise LimitExceededError(f"nesting deeper than {MAX_DEPTH}", check="canonical.depth")
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            raise CanonicalFormError(
+                f"integer {value} is outside the safe range +-(2^53-1)", check="canonical.integer"
+            )
+        out.append(str(int(value)))
+    elif isinstance(value, str):
+        _encode_string(value, out)
+    elif isinstance(value, float):
+        raise CanonicalFormError(
+            "floats are not allowed in signed data; use integers or decimal strings",
+            check="canonical.float",
+        )
+    elif isinstance(value, list | tuple):
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            _encode(item, out, depth + 1)
+        out.append("]")
+    elif isinstance(value, dict):
+        for k in value:
+            if not isinstance(k, str):
+                raise CanonicalFormError("object keys must be strings", check="canonical.key")
+        out.append("{")
+        for i, k in enumerate(sorted(value, key=_utf16_key)):
+            if i:
+                out.append(",")
+            _encode_string(k, out)
+            out.append(":")
+            _encode(value[k], out, depth + 1)
+        out.append("}")
+    else:
+        raise CanonicalFormError(
+            f"type {type(value).__name__} has no JSON form", check="canonical.type"
+        )
+
+
+def canonical_bytes(value: JSONValue) -> bytes:
+    """Return the RFC 8785 canonical UTF-8 bytes of ``value``.
+
+    Raises:
+        CanonicalFormError: floats, out-of-range integers, lone surrogates, non-string keys.
+        LimitExceededError: nesting deeper than :data:`MAX_DEPTH`.
+    """
+    out: list[str] = []
+    _encode(value, out, 0)
+    return "".join(out).encode("utf-8")
+
+
+def _reject_float(text: str) -> Any:
+    raise CanonicalFormError(f"number {text!r} is not an integer", check="canonical.float")
+
+
+def _reject_constant(text: str) -> Any:
+    raise MalformedError(f"{text} is not JSON", check="json.syntax")
+
+
+def _checked_int(text: str) -> int:
+    # Bound the digits before int() so a huge literal costs nothing.
+    if len(text) > 17:
+        raise CanonicalFormError(
+            f"integer literal of {len(text)} digits is outside the safe range",
+            check="canonical.integer",
+        )
+    value = int(text)
+    if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        raise CanonicalFormError(
+            f"integer {value} is outside the safe range +-(2^53-1)", check="canonical.integer"
+        )
+    return value
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in obj:
+            raise MalformedError(f"duplicate object key {k!r}", check="json.duplicate_key")
+        obj[k] = v
+    return obj
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_tree(value: JSONValue, depth: int = 0) -> None:
+    """Bound the nesting and reject lone surrogates (escaped ``\\ud800`` parses without error)."""
+    if depth > MAX_DEPTH:
+        raise LimitExceededError(f"nesting deeper than {MAX_DEPTH}", check="canonical.depth")
+    if isinstance(value, str):
+        if _SURROGATE.search(value):
+            raise CanonicalFormError("string holds a lone surrogate", check="canonical.string")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_tree(k, depth + 1)
+            _check_tree(v, depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            _check_tree(v, depth + 1)
+
+
+def parse_strict(data: bytes, *, max_bytes: int) -> JSONValue:
+    """Parse JSON strictly: UTF-8 without BOM, no duplicate keys, integers only, bounded.
+
+    Raises:
+        LimitExceededError: ``data`` is longer than ``max_bytes`` or nests too deep.
+        MalformedError: not UTF-8, not JSON, duplicate keys, NaN/Infinity.
+        CanonicalFormError: floats or integers outside the safe range.
+    """
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise MalformedError("input must be bytes", check="json.type")
+    data = bytes(data)
+    if len(data) > max_bytes:
+        raise LimitExceededError(
+            f"{len(data)} bytes exceeds the limit of {max_bytes}", check="json.size"
+        )
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise MalformedError("byte order mark is not allowed", check="json.encoding")
+    try:
+        text = data.decode("utf-8", errors="strict")
+    except UnicodeDecodeError as e:
+        raise MalformedError(f"not valid UTF-8: {e.reason}", check="json.encoding") from e
+    # A quick pre-check keeps the recursive-descent parser far from Python's recursion limit.
+    if text.count("[") + text.count("{") > 0 and _max_bracket_depth(text) > MAX_DEPTH + 1:
+        raise LimitExceededError(f"nesting deeper than {MAX_DEPTH}", check="canonical.depth")
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=_unique_object,
+            parse_float=_reject_float,
+            parse_int=_checked_int,
+            parse_constant=_reject_constant,
+        )
+    except (MalformedError, CanonicalFormError):
+        raise
+    except (ValueError, RecursionError) as e:
+        raise MalformedError(f"not JSON: {e}", check="json.syntax") from e
+    _check_tree(value)
+    return value
+
+
+def _max_bracket_depth(text: str) -> int:
+    # Nesting depth of the raw text, skipping brackets inside strings; O(n), no recursion.
+    depth = best = 0
+    in_str = esc = False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            best = max(best, depth)
+        elif ch in "]}":
+            depth -= 1
+    return best
+
+
+def parse_canonical(data: bytes, *, max_bytes: int) -> JSONValue:
+    """Parse ``data`` strictly and require it to be exactly its RFC 8785 canonical form.
+
+    Raises:
+        CanonicalFormError: the bytes parse but are not the canonical encoding.
+        (and everything :func:`parse_strict` raises)
+    """
+    value = parse_strict(data, max_bytes=max_bytes)
+    if canonical_bytes(value) != bytes(data):
+        raise CanonicalFormError(
+            "JSON is not in RFC 8785 canonical form (key order, whitespace or escapes)",
+            check="canonical.form",
+        )
+    return value
