@@ -83,14 +83,18 @@ def tlog_proof_text(p: InclusionProof) -> str:
 def init(
     origin: Annotated[
         str | None,
-        typer.Option(help="Log origin (a schema-less URL such as example.com/engram); default: a unique local one."),
+        typer.Option(
+            help="Log origin (a schema-less URL such as example.com/engram); default: a unique local one."
+        ),
     ] = None,
 ) -> None:
     """Create the database, the log signing key (0600) and the policy key under ENGRAM_HOME."""
     settings = Settings.from_env()
     ledger = Ledger.init_home(settings, origin)
     cp = ledger.latest_checkpoint()
-    out.print(f"[bold green]initialised[/] log [bold]{ledger.origin}[/] at {ledger.store.engine.url.render_as_string()}")
+    out.print(
+        f"[bold green]initialised[/] log [bold]{ledger.origin}[/] at {ledger.store.engine.url.render_as_string()}"
+    )
     out.print(f"log key file: {settings.log_key_file} (mode 0600)")
     out.print(f"verifier key: {ledger.vkey}")
     out.print(f"size {cp.size}: the ledger policy agent's key is entry 0")
@@ -98,7 +102,9 @@ def init(
 
 @app.command()
 def demo(
-    server: Annotated[str | None, typer.Option(help="Run against an Engram server (not yet available).")] = None,
+    server: Annotated[
+        str | None, typer.Option(help="Run against an Engram server (not yet available).")
+    ] = None,
 ) -> None:
     """A realistic end-to-end scenario on the embedded SQLite default."""
     if server is not None:
@@ -130,7 +136,9 @@ def log_checkpoint(
 def log_prove(
     index: Annotated[int, typer.Option(help="Leaf index.")],
     size: Annotated[int | None, typer.Option(help="Tree size (default: latest checkpoint).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="json or tlog-proof (c2sp.org/tlog-proof@v1).")] = "json",
+    fmt: Annotated[
+        str, typer.Option("--format", help="json or tlog-proof (c2sp.org/tlog-proof@v1).")
+    ] = "json",
 ) -> None:
     """Inclusion proof of leaf INDEX in the tree of SIZE, verified before printing."""
     proof = _ledger().prove_inclusion(index, size)
@@ -167,8 +175,12 @@ def export_tiles_cmd(directory: Annotated[Path, typer.Argument(help="An empty or
 
     ledger = _ledger()
     with Progress(
-        TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(), console=err, transient=True,
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
     ) as progress:
         task = progress.add_task("exporting tiles", total=None)
 
@@ -246,9 +258,13 @@ def event_append(
     out.print_json(
         json.dumps(
             {
-                "index": r.index, "timestamp_us": r.timestamp_us, "leaf_hash": _b64(r.leaf_hash),
-                "stream": [r.agent, r.kind], "version": r.version,
-                "proof": [_b64(h) for h in r.proof.hashes], "checkpoint": r.checkpoint.decode("utf-8"),
+                "index": r.index,
+                "timestamp_us": r.timestamp_us,
+                "leaf_hash": _b64(r.leaf_hash),
+                "stream": [r.agent, r.kind],
+                "version": r.version,
+                "proof": [_b64(h) for h in r.proof.hashes],
+                "checkpoint": r.checkpoint.decode("utf-8"),
             }
         )
     )

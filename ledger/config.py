@@ -66,5 +66,7 @@ class Settings:
             log_key_file=Path(env.get("ENGRAM_LOG_KEY_FILE") or home / "log.key").expanduser(),
             policy_key_file=Path(env.get("ENGRAM_POLICY_KEY_FILE") or home / "policy.key").expanduser(),
             max_leaf_bytes=_int_env(env, "ENGRAM_MAX_LEAF_BYTES", DEFAULT_MAX_LEAF_BYTES, 1024, 65_535),
-            max_body_bytes=_int_env(env, "ENGRAM_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, 1, 16 * 1024 * 1024),
+            max_body_bytes=_int_env(
+                env, "ENGRAM_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, 1, 16 * 1024 * 1024
+            ),
         )

@@ -67,7 +67,9 @@ def _session(agent: Agent, rng: random.Random, n_turns: int, topic: str) -> list
             (
                 "memory.written",
                 {
-                    "session": sid, "category": "LEARNING", "confidence": rng.randint(60, 99),
+                    "session": sid,
+                    "category": "LEARNING",
+                    "confidence": rng.randint(60, 99),
                     "content": f"customers asking about {topic} want a timeline first",
                     "tags": [topic.replace(" ", "-")],
                 },
@@ -78,7 +80,7 @@ def _session(agent: Agent, rng: random.Random, n_turns: int, topic: str) -> list
 
 
 def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str, object]:
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 - scenario content, not secrets
     ledger = _open_or_init(settings, console)
     vkey = ledger.vkey
     transport = InProcess(ledger)
@@ -94,7 +96,9 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
     console.rule("[bold]2. Agents work: sessions, pact outcomes, evaluations, commitments")
     counts: dict[str, int] = {}
     fulfilled = qualities = 0
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console, transient=True) as progress:
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console, transient=True
+    ) as progress:
         task = progress.add_task("sessions", total=_SESSIONS)
         for i in range(_SESSIONS):
             topic = rng.choice(_TOPICS)
@@ -107,33 +111,58 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
                 support.append(
                     "pact.outcome",
                     {
-                        "pact": f"pact-{i:03d}", "result": "fulfilled" if ok else "violated",
-                        "quality": quality, "evidence": f"ticket #{1000 + i} closed",
+                        "pact": f"pact-{i:03d}",
+                        "result": "fulfilled" if ok else "violated",
+                        "quality": quality,
+                        "evidence": f"ticket #{1000 + i} closed",
                     },
                 )
             )
             receipts += research.append_many(
                 [
-                    ("eval.outcome", {"eval": f"bench-{i}", "result": "pass" if rng.random() < 0.8 else "fail", "score": rng.randint(50, 100)}),
-                    ("memory.written", {"category": "PERFORMANCE", "content": f"{rng.choice(_FINDINGS)} noted in run {i}", "confidence": rng.randint(50, 95), "tags": ["run"]}),
+                    (
+                        "eval.outcome",
+                        {
+                            "eval": f"bench-{i}",
+                            "result": "pass" if rng.random() < 0.8 else "fail",
+                            "score": rng.randint(50, 100),
+                        },
+                    ),
+                    (
+                        "memory.written",
+                        {
+                            "category": "PERFORMANCE",
+                            "content": f"{rng.choice(_FINDINGS)} noted in run {i}",
+                            "confidence": rng.randint(50, 95),
+                            "tags": ["run"],
+                        },
+                    ),
                 ]
             )
             if i == 5:
-                receipts.append(support.append("commitment", {"promise": "follow up on open refunds within 24h", "due_days": 1}))
+                receipts.append(
+                    support.append(
+                        "commitment", {"promise": "follow up on open refunds within 24h", "due_days": 1}
+                    )
+                )
             for r in receipts:
                 counts[r.kind] = counts.get(r.kind, 0) + 1
             progress.advance(task)
             if i == _SESSIONS // 2:
                 old_signer = support.signer
                 rr = support.rotate()
-                console.print(f"{support.agent_id} rotated to key {support.signer.key_id} at index {rr.index}")
+                console.print(
+                    f"{support.agent_id} rotated to key {support.signer.key_id} at index {rr.index}"
+                )
     table = Table(title="events appended by the agents")
     table.add_column("kind")
     table.add_column("count", justify="right")
     for kind, n in sorted(counts.items()):
         table.add_row(kind, str(n))
     console.print(table)
-    console.print(f"pact outcomes: {fulfilled} of {_SESSIONS} fulfilled, mean quality {qualities / _SESSIONS:.1f}")
+    console.print(
+        f"pact outcomes: {fulfilled} of {_SESSIONS} fulfilled, mean quality {qualities / _SESSIONS:.1f}"
+    )
 
     console.rule("[bold]3. What the log refuses (nothing is written)")
     size_before = ledger.size()
@@ -150,27 +179,44 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
     head = ledger.stream_head(support.agent_id, "pact.outcome")
     assert head is not None
     good = support.signer.event(
-        "pact.outcome", {"pact": "pact-x", "result": "fulfilled", "quality": 100},
-        version=head.version + 1, prev=head.leaf_hash.hex(), client_time_us=ledger.clock(),
+        "pact.outcome",
+        {"pact": "pact-x", "result": "fulfilled", "quality": 100},
+        version=head.version + 1,
+        prev=head.leaf_hash.hex(),
+        client_time_us=ledger.clock(),
     )
     forged = Submission(envelope=good.envelope, signature=bytes(64), body=good.body, salt=good.salt)
     attempt("a forged signature", [forged])
     reused = support.signer.event(
-        "pact.outcome", {"pact": "pact-y", "result": "fulfilled", "quality": 100},
-        version=head.version, prev=None if head.version == 0 else "00" * 32, client_time_us=ledger.clock(),
+        "pact.outcome",
+        {"pact": "pact-y", "result": "fulfilled", "quality": 100},
+        version=head.version,
+        prev=None if head.version == 0 else "00" * 32,
+        client_time_us=ledger.clock(),
     )
     attempt("a reused stream version", [reused])
     stale = support.signer.event(
-        "pact.outcome", {"pact": "pact-z", "result": "fulfilled", "quality": 100},
-        version=head.version + 1, prev="ab" * 32, client_time_us=ledger.clock(),
+        "pact.outcome",
+        {"pact": "pact-z", "result": "fulfilled", "quality": 100},
+        version=head.version + 1,
+        prev="ab" * 32,
+        client_time_us=ledger.clock(),
     )
     attempt("a stale prev link", [stale])
     retired = old_signer.event(
-        "pact.outcome", {"pact": "pact-w", "result": "fulfilled", "quality": 100},
-        version=head.version + 1, prev=head.leaf_hash.hex(), client_time_us=ledger.clock(),
+        "pact.outcome",
+        {"pact": "pact-w", "result": "fulfilled", "quality": 100},
+        version=head.version + 1,
+        prev=head.leaf_hash.hex(),
+        client_time_us=ledger.clock(),
     )
     attempt("an event signed by the rotated-out key", [retired])
-    tampered_body = Submission(envelope=good.envelope, signature=good.signature, body=b'{"pact":"pact-x","quality":0}', salt=good.salt)
+    tampered_body = Submission(
+        envelope=good.envelope,
+        signature=good.signature,
+        body=b'{"pact":"pact-x","quality":0}',
+        salt=good.salt,
+    )
     attempt("a body that does not match its signed commitment", [tampered_body])
     for label, why in refusals:
         console.print(f"[red]refused[/] {label}: {escape(why)}")
@@ -188,15 +234,25 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
         leaf_bytes = ledger.store.leaf(idx)
         assert leaf_bytes is not None
         leaf = Leaf.from_bytes(leaf_bytes, origin=verified.origin)
-        verify_inclusion(leaf_hash=leaf.hash, index=idx, size=verified.size, proof=proof.hashes, root=verified.root)
+        verify_inclusion(
+            leaf_hash=leaf.hash, index=idx, size=verified.size, proof=proof.hashes, root=verified.root
+        )
         console.print(
             f"entry {idx} ({leaf.envelope.agent} {leaf.envelope.kind} v{leaf.envelope.version}) is in the log: "
             f"{len(proof.hashes)}-hash inclusion proof verified"
         )
     old = early_checkpoint
     cons = ledger.prove_consistency(old.size, verified.size)
-    verify_consistency(old_size=old.size, new_size=verified.size, old_root=old.root, new_root=verified.root, proof=cons.hashes)
-    console.print(f"the log at size {verified.size} extends the checkpoint at size {old.size}: {len(cons.hashes)}-hash consistency proof verified")
+    verify_consistency(
+        old_size=old.size,
+        new_size=verified.size,
+        old_root=old.root,
+        new_root=verified.root,
+        proof=cons.hashes,
+    )
+    console.print(
+        f"the log at size {verified.size} extends the checkpoint at size {old.size}: {len(cons.hashes)}-hash consistency proof verified"
+    )
 
     console.rule("[bold]5. Static C2SP tlog-tiles export for auditors and standard tooling")
     tiles_dir = settings.home / f"tiles-{verified.size}"
@@ -204,7 +260,9 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
         console.print(f"{tiles_dir} exists already; skipping export")
     else:
         summary = export_tiles(ledger.store, tiles_dir)
-        console.print(f"exported {summary.hash_tiles} hash tiles and {summary.entry_bundles} entry bundles to {tiles_dir}")
+        console.print(
+            f"exported {summary.hash_tiles} hash tiles and {summary.entry_bundles} entry bundles to {tiles_dir}"
+        )
 
     console.rule("[bold]How to check it yourself")
     home = settings.home
@@ -212,7 +270,9 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
     console.print(f"  ENGRAM_HOME={home} engram log checkpoint                 # the signed checkpoint note")
     console.print(f"  ENGRAM_HOME={home} engram log prove --index {sample[-1]} --format tlog-proof")
     console.print(f"  ENGRAM_HOME={home} engram log prove-consistency --old {old.size}")
-    console.print(f"  ENGRAM_HOME={home} engram export tiles DIR   # C2SP tlog-tiles; any RFC 6962 tool can recompute the root")
+    console.print(
+        f"  ENGRAM_HOME={home} engram export tiles DIR   # C2SP tlog-tiles; any RFC 6962 tool can recompute the root"
+    )
     console.print("[bold green]demo complete[/]")
     return {
         "size": verified.size,

@@ -58,7 +58,7 @@ def format_log_signer_key(key: LogKey) -> str:
 
 
 def parse_log_signer_key(text: str) -> LogKey:
-    parts = text.strip().split("+", 4)  # the base64 key may itself contain '+' 
+    parts = text.strip().split("+", 4)  # the base64 key may itself contain '+'
     if len(parts) != 5 or parts[0] != "PRIVATE" or parts[1] != "KEY":
         raise ConfigError("log key file is not a PRIVATE+KEY+name+id+key signer key")
     _, _, name, kid, blob = parts
@@ -103,7 +103,11 @@ def load_log_key(path: Path) -> LogKey:
 
 def format_agent_key(agent: str, key: Ed25519PrivateKey) -> str:
     return json.dumps(
-        {"format": "engram.agent-key/v1", "agent": agent, "seed": base64.b64encode(_seed(key)).decode("ascii")}
+        {
+            "format": "engram.agent-key/v1",
+            "agent": agent,
+            "seed": base64.b64encode(_seed(key)).decode("ascii"),
+        }
     )
 
 

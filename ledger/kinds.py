@@ -25,9 +25,15 @@ class KindSpec:
 
 
 _SPECS = (
-    KindSpec(name="key.registered", group="key", description="an agent key, self-signed, with proof of possession"),
+    KindSpec(
+        name="key.registered", group="key", description="an agent key, self-signed, with proof of possession"
+    ),
     KindSpec(name="key.rotated", group="key", description="the active key hands over to a new key"),
-    KindSpec(name="key.revoked", group="key", description="the active key stops signing (by the agent or the policy key)"),
+    KindSpec(
+        name="key.revoked",
+        group="key",
+        description="the active key stops signing (by the agent or the policy key)",
+    ),
     KindSpec(name="session.opened", group="session", description="a working session starts"),
     KindSpec(name="session.turn", group="session", description="a message or tool call, full fidelity"),
     KindSpec(name="session.closed", group="session", description="a working session ends"),
@@ -41,7 +47,9 @@ _SPECS = (
     KindSpec(name="memory.erased", group="memory", description="a body erased; the leaf stays"),
     KindSpec(name="pact.outcome", group="record", description="a pact fulfilled or violated, with quality"),
     KindSpec(name="eval.outcome", group="record", description="an evaluation result"),
-    KindSpec(name="boundary.event", group="record", description="scope violation, safety intervention, anomaly"),
+    KindSpec(
+        name="boundary.event", group="record", description="scope violation, safety intervention, anomaly"
+    ),
     KindSpec(name="commitment", group="record", description="a cross-session promise"),
     KindSpec(name="share.revoked", group="share", description="a share token revoked by its id"),
 )
@@ -54,8 +62,7 @@ def require_kind(kind: str) -> KindSpec:
     spec = KINDS.get(kind)
     if spec is None:
         raise RejectedEventError(
-            f"unknown event kind {kind!r}; registry v{REGISTRY_VERSION} knows "
-            + ", ".join(sorted(KINDS)),
+            f"unknown event kind {kind!r}; registry v{REGISTRY_VERSION} knows " + ", ".join(sorted(KINDS)),
             check="ledger.kind",
         )
     return spec

@@ -25,7 +25,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -34,6 +34,7 @@ from sqlalchemy import Engine
 from ledger.config import Settings
 from ledger.errors import (
     ConfigError,
+    ConflictError,
     LimitExceededError,
     MalformedError,
     OriginMismatchError,
@@ -42,7 +43,14 @@ from ledger.errors import (
     VersionConflictError,
     VersionGapError,
 )
-from ledger.keyfiles import LogKey, format_agent_key, format_log_signer_key, load_agent_key, load_log_key, write_private_file
+from ledger.keyfiles import (
+    LogKey,
+    format_agent_key,
+    format_log_signer_key,
+    load_agent_key,
+    load_log_key,
+    write_private_file,
+)
 from ledger.kinds import require_kind
 from ledger.storage.db import current_revision, head_revision, make_engine, migrate
 from ledger.storage.store import SqlStore, StoredCheckpoint, StreamHead, WriteTx
@@ -140,36 +148,37 @@ class _Prepared:
 
 @dataclass(slots=True)
 class _BatchKeys:
-    """Key state seen by entries of one batch: the database plus this batch's changes."""
+    """Key state seen by the entries of one batch: what the database held when the batch
+    took the lock (preloaded for every key id and agent the batch names), plus the changes
+    of the batch's earlier entries."""
 
-    tx: WriteTx
-    added: dict[str, KeyRecord] = field(default_factory=dict)
-    retired: dict[str, tuple[int, str]] = field(default_factory=dict)
-    active: dict[str, str | None] = field(default_factory=dict)
+    keys: dict[str, KeyRecord]
+    active: dict[str, str | None]
 
     def key(self, key_id: str) -> KeyRecord | None:
-        rec = self.added.get(key_id) or self.tx.key(key_id)
-        if rec is not None and key_id in self.retired:
-            at, how = self.retired[key_id]
-            rec = KeyRecord(
-                key_id=rec.key_id, agent=rec.agent, public_key=rec.public_key,
-                added_at=rec.added_at, retired_at=at, retired_how=how,
-            )
-        return rec
+        return self.keys.get(key_id)
 
     def active_key(self, agent: str) -> str | None:
-        if agent in self.active:
-            return self.active[agent]
-        return self.tx.active_key(agent)
+        if agent not in self.active:  # pragma: no cover - every named agent is preloaded
+            raise KeyError(agent)
+        return self.active[agent]
 
     def apply(self, change: KeyChange | None, index: int) -> None:
         if change is None:
             return
         if change.retire_key_id is not None:
-            self.retired[change.retire_key_id] = (index, change.retire_how or "revoked")
+            old = self.keys[change.retire_key_id]
+            self.keys[old.key_id] = KeyRecord(
+                key_id=old.key_id,
+                agent=old.agent,
+                public_key=old.public_key,
+                added_at=old.added_at,
+                retired_at=index,
+                retired_how=change.retire_how,
+            )
             self.active[change.agent] = None
         if change.add is not None:
-            self.added[change.add.key_id] = change.add
+            self.keys[change.add.key_id] = change.add
             self.active[change.add.agent] = change.add.key_id
 
 
@@ -242,9 +251,7 @@ class Ledger:
         if settings.log_key_file.exists():
             log_key = load_log_key(settings.log_key_file)
             if origin is not None and log_key.name != origin:
-                raise ConfigError(
-                    f"the log key file names origin {log_key.name!r}, not {origin!r}"
-                )
+                raise ConfigError(f"the log key file names origin {log_key.name!r}, not {origin!r}")
         else:
             if origin is None:
                 origin = f"localhost/engram-{secrets.token_hex(4)}"
@@ -353,7 +360,15 @@ class Ledger:
                     strict=True,
                 )
             ]
-            keys = _BatchKeys(tx)
+            envs = [p.envelope for p in prepared]
+            key_ids = [e.key_id for e in envs] + [e.new_key.key_id for e in envs if e.new_key is not None]
+            active = tx.load_active_keys([e.agent for e in envs] + [POLICY_AGENT])
+            # Active keys are loaded too: a forced revocation retires a key it does not name.
+            keys = _BatchKeys(
+                keys=tx.load_keys(key_ids + [k for k in active.values() if k is not None]),
+                active=active,
+            )
+            db_heads = tx.load_heads(e.stream for e in envs)
             heads: dict[tuple[str, str], StreamHead] = {}
             leaf_rows: list[dict[str, Any]] = []
             body_rows: list[dict[str, Any]] = []
@@ -367,12 +382,16 @@ class Ledger:
                 index = size
                 # Authenticate first, so that only the stream's signer learns its head.
                 decision = authorize(keys, env, index)
-                verify_event_signature(env, p.sub.signature, decision.signer_public_key)
-                self._check_stream(env, heads.get(env.stream) or tx.stream_head(env.agent, env.kind))
+                verify_event_signature(
+                    env, p.sub.signature, decision.signer_public_key, envelope_jcs=p.sub.envelope
+                )
+                self._check_stream(env, heads.get(env.stream) or db_heads.get(env.stream))
                 keys.apply(decision.change, index)
                 if decision.change is not None:
                     if decision.change.retire_key_id is not None:
-                        key_retires.append((decision.change.retire_key_id, index, decision.change.retire_how or "revoked"))
+                        key_retires.append(
+                            (decision.change.retire_key_id, index, decision.change.retire_how or "revoked")
+                        )
                     if decision.change.add is not None:
                         key_adds.append(decision.change.add)
 
@@ -386,8 +405,14 @@ class Ledger:
                 lh = leaf_hash(leaf.raw)
                 leaf_rows.append(
                     {
-                        "idx": index, "leaf_hash": lh, "agent": env.agent, "kind": env.kind,
-                        "version": env.version, "key_id": env.key_id, "timestamp_us": ts, "leaf": leaf.raw,
+                        "idx": index,
+                        "leaf_hash": lh,
+                        "agent": env.agent,
+                        "kind": env.kind,
+                        "version": env.version,
+                        "key_id": env.key_id,
+                        "timestamp_us": ts,
+                        "leaf": leaf.raw,
                     }
                 )
                 body_rows.append({"idx": index, "salt": p.sub.salt, "body": p.sub.body})
@@ -399,7 +424,9 @@ class Ledger:
                     merged = (lvl + 1, li >> 1, node_hash(lhash, rhash))
                     frontier[-2:] = [merged]
                     node_rows.append({"level": merged[0], "idx": merged[1], "hash": merged[2]})
-                heads[env.stream] = StreamHead(agent=env.agent, kind=env.kind, version=env.version, leaf_hash=lh, index=index)
+                heads[env.stream] = StreamHead(
+                    agent=env.agent, kind=env.kind, version=env.version, leaf_hash=lh, index=index
+                )
                 built.append(leaf)
                 size += 1
                 last_ts = ts
@@ -408,21 +435,35 @@ class Ledger:
             note = sign_note(checkpoint_text(self.origin, size, root), self.origin, self.log_key.private_key)
             checkpoint = StoredCheckpoint(size=size, root=root, note=note, signed_at_us=last_ts)
             tx.write_batch(
-                leaf_rows=leaf_rows, body_rows=body_rows, node_rows=node_rows, heads=heads,
-                key_adds=key_adds, key_retires=key_retires, new_size=size,
-                last_timestamp_us=last_ts, checkpoint=checkpoint,
+                leaf_rows=leaf_rows,
+                body_rows=body_rows,
+                node_rows=node_rows,
+                heads=heads,
+                key_adds=key_adds,
+                key_retires=key_retires,
+                new_size=size,
+                last_timestamp_us=last_ts,
+                checkpoint=checkpoint,
             )
         # Committed: acknowledge with proofs checked by the trusted core.
         verify_checkpoint(note, self.verifier_key)
         proofs = self.prove_inclusion_many([lf.index for lf in built], size)
         receipts = []
         for lf, proof in zip(built, proofs, strict=True):
-            verify_inclusion(leaf_hash=proof.leaf_hash, index=lf.index, size=size, proof=proof.hashes, root=root)
+            verify_inclusion(
+                leaf_hash=proof.leaf_hash, index=lf.index, size=size, proof=proof.hashes, root=root
+            )
             receipts.append(
                 Receipt(
-                    index=lf.index, timestamp_us=lf.timestamp_us, leaf_hash=proof.leaf_hash, leaf=lf.raw,
-                    agent=lf.envelope.agent, kind=lf.envelope.kind, version=lf.envelope.version,
-                    checkpoint=note, proof=proof,
+                    index=lf.index,
+                    timestamp_us=lf.timestamp_us,
+                    leaf_hash=proof.leaf_hash,
+                    leaf=lf.raw,
+                    agent=lf.envelope.agent,
+                    kind=lf.envelope.kind,
+                    version=lf.envelope.version,
+                    checkpoint=note,
+                    proof=proof,
                 )
             )
         return receipts
@@ -440,18 +481,20 @@ class Ledger:
         head_version = None if head is None else head.version
         head_hash = None if head is None else head.leaf_hash.hex()
         expected = 0 if head is None else head.version + 1
-        ctx = {"agent": env.agent, "kind": env.kind, "head_version": head_version, "head_leaf_hash": head_hash}
+        error: type[ConflictError] | None = None
         if env.version < expected:
-            raise VersionConflictError(
-                f"stream {env.agent}/{env.kind} already has version {env.version}; next is {expected}", **ctx
-            )
-        if env.version > expected:
-            raise VersionGapError(
-                f"stream {env.agent}/{env.kind} version {env.version} skips ahead; next is {expected}", **ctx
-            )
-        if head is not None and env.prev != head_hash:
-            raise PrevMismatchError(
-                f"stream {env.agent}/{env.kind} prev {env.prev} is not the head {head_hash}", **ctx
+            error, why = VersionConflictError, f"already has version {env.version}; next is {expected}"
+        elif env.version > expected:
+            error, why = VersionGapError, f"version {env.version} skips ahead; next is {expected}"
+        elif head is not None and env.prev != head_hash:
+            error, why = PrevMismatchError, f"prev {env.prev} is not the head {head_hash}"
+        if error is not None:
+            raise error(
+                f"stream {env.agent}/{env.kind} {why}",
+                agent=env.agent,
+                kind=env.kind,
+                head_version=head_version,
+                head_leaf_hash=head_hash,
             )
 
     # -- reads and proofs -------------------------------------------------------------
@@ -501,7 +544,11 @@ class Ledger:
             hashes = tuple(range_hash([got[c] for c in range_nodes(lo, hi)]) for lo, hi in ranges)
             out.append(
                 InclusionProof(
-                    index=i, size=size, leaf_hash=got[(0, i)], root=root, hashes=hashes,
+                    index=i,
+                    size=size,
+                    leaf_hash=got[(0, i)],
+                    root=root,
+                    hashes=hashes,
                     checkpoint=None if cp is None else cp.note,
                 )
             )
@@ -510,9 +557,11 @@ class Ledger:
     def prove_inclusion(self, index: int, size: int | None = None) -> InclusionProof:
         """Inclusion proof of leaf ``index`` in the tree of ``size`` (default: latest checkpoint)."""
         if size is None:
-            size = self.store.latest_checkpoint().size
+            size = self.size()
         proof = self.prove_inclusion_many([index], size)[0]
-        verify_inclusion(leaf_hash=proof.leaf_hash, index=index, size=size, proof=proof.hashes, root=proof.root)
+        verify_inclusion(
+            leaf_hash=proof.leaf_hash, index=index, size=size, proof=proof.hashes, root=proof.root
+        )
         return proof
 
     def prove_consistency(self, old_size: int, new_size: int | None = None) -> ConsistencyProof:
@@ -521,9 +570,7 @@ class Ledger:
             new_size = self.store.latest_checkpoint().size
         self._check_size(new_size)
         if not 0 <= old_size <= new_size:
-            raise MalformedError(
-                f"old size {old_size} is not within [0, {new_size}]", check="proof.size"
-            )
+            raise MalformedError(f"old size {old_size} is not within [0, {new_size}]", check="proof.size")
         ranges = consistency_ranges(old_size, new_size)
         coords = [c for lo, hi in ranges for c in range_nodes(lo, hi)]
         if old_size:
@@ -534,10 +581,16 @@ class Ledger:
         hashes = tuple(range_hash([got[c] for c in range_nodes(lo, hi)]) for lo, hi in ranges)
         old_root = range_hash([got[c] for c in range_nodes(0, old_size)]) if old_size else EMPTY_ROOT
         new_root = range_hash([got[c] for c in range_nodes(0, new_size)]) if new_size else EMPTY_ROOT
-        verify_consistency(old_size=old_size, new_size=new_size, old_root=old_root, new_root=new_root, proof=hashes)
+        verify_consistency(
+            old_size=old_size, new_size=new_size, old_root=old_root, new_root=new_root, proof=hashes
+        )
         old_cp, new_cp = self.store.checkpoint(old_size), self.store.checkpoint(new_size)
         return ConsistencyProof(
-            old_size=old_size, new_size=new_size, old_root=old_root, new_root=new_root, hashes=hashes,
+            old_size=old_size,
+            new_size=new_size,
+            old_root=old_root,
+            new_root=new_root,
+            hashes=hashes,
             old_checkpoint=None if old_cp is None else old_cp.note,
             new_checkpoint=None if new_cp is None else new_cp.note,
         )

@@ -95,7 +95,9 @@ class AgentSigner:
             prev=prev,
             client_time_us=client_time_us,
             body_commitment=body_commitment(salt, body_bytes),
-            new_key=None if new_key is None else sign_pop(origin=self.origin, agent=self.agent, private_key=new_key),
+            new_key=None
+            if new_key is None
+            else sign_pop(origin=self.origin, agent=self.agent, private_key=new_key),
         )
         # Round-trip through the strict parser so the SDK never submits what the log refuses.
         raw = envelope.canonical()
@@ -103,12 +105,21 @@ class AgentSigner:
         return _submission(raw, sign_event(envelope, self.private_key), body_bytes, salt)
 
     def registration(
-        self, *, client_time_us: int, version: int = 0, prev: str | None = None, body: Mapping[str, Any] | None = None
+        self,
+        *,
+        client_time_us: int,
+        version: int = 0,
+        prev: str | None = None,
+        body: Mapping[str, Any] | None = None,
     ) -> Submission:
         """A self-signed ``key.registered`` event for this key (proof of possession inside)."""
         return self.event(
-            "key.registered", body or {}, version=version, prev=prev,
-            client_time_us=client_time_us, new_key=self.private_key,
+            "key.registered",
+            body or {},
+            version=version,
+            prev=prev,
+            client_time_us=client_time_us,
+            new_key=self.private_key,
         )
 
 
@@ -170,7 +181,12 @@ class Agent:
     @classmethod
     def generate(cls, agent: str, *, log_vkey: str, transport: Transport, **kw: Any) -> Agent:
         origin = VerifierKey.parse(log_vkey).name
-        return cls(AgentSigner(agent, Ed25519PrivateKey.generate(), origin=origin), log_vkey=log_vkey, transport=transport, **kw)
+        return cls(
+            AgentSigner(agent, Ed25519PrivateKey.generate(), origin=origin),
+            log_vkey=log_vkey,
+            transport=transport,
+            **kw,
+        )
 
     @classmethod
     def load(cls, path: Path, *, log_vkey: str, transport: Transport, **kw: Any) -> Agent:
@@ -208,9 +224,13 @@ class Agent:
         cp = verify_checkpoint(receipt.checkpoint, self.log_key)
         leaf = Leaf.from_bytes(receipt.leaf, origin=self.signer.origin)
         if leaf.envelope.canonical() != sub.envelope or leaf.signature != sub.signature:
-            raise SignatureError("the receipt's leaf does not carry the event we signed", check="receipt.leaf")
+            raise SignatureError(
+                "the receipt's leaf does not carry the event we signed", check="receipt.leaf"
+            )
         if leaf.index != receipt.index or receipt.proof.size != cp.size:
-            raise ProofError("the receipt's index or size disagrees with its leaf/checkpoint", check="receipt.index")
+            raise ProofError(
+                "the receipt's index or size disagrees with its leaf/checkpoint", check="receipt.index"
+            )
         verify_inclusion(
             leaf_hash=leaf.hash, index=leaf.index, size=cp.size, proof=receipt.proof.hashes, root=cp.root
         )
@@ -226,7 +246,9 @@ class Agent:
 
     # -- operations -------------------------------------------------------------------
 
-    def _with_retry(self, kind: str, build: Callable[[int, str | None], Submission], *, operator: bool = False) -> Receipt:
+    def _with_retry(
+        self, kind: str, build: Callable[[int, str | None], Submission], *, operator: bool = False
+    ) -> Receipt:
         version, prev = self._next(kind)
         for attempt in range(self.max_retries + 1):
             try:
@@ -263,7 +285,9 @@ class Agent:
         subs = []
         for kind, body in events:
             version, prev = self._next(kind)
-            subs.append(self.signer.event(kind, body, version=version, prev=prev, client_time_us=self.clock()))
+            subs.append(
+                self.signer.event(kind, body, version=version, prev=prev, client_time_us=self.clock())
+            )
         return self._submit(subs)
 
     def rotate(self, new_key: Ed25519PrivateKey | None = None) -> Receipt:

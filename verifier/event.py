@@ -29,7 +29,6 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from verifier.errors import (
-    CanonicalFormError,
     LimitExceededError,
     MalformedError,
     OriginMismatchError,
@@ -298,18 +297,26 @@ def _ed25519_verify(public_key: bytes, signature: bytes, message: bytes, check: 
         raise SignatureError(f"{what} does not verify", check=check) from e
 
 
-def verify_event_signature(envelope: Envelope, signature: bytes, public_key: bytes) -> None:
+def verify_event_signature(
+    envelope: Envelope, signature: bytes, public_key: bytes, *, envelope_jcs: bytes | None = None
+) -> None:
     """Raise :class:`SignatureError` unless ``signature`` is the key's over the envelope.
 
     The caller has chosen ``public_key`` as the key valid for ``envelope.key_id`` at this
     log position (see :mod:`verifier.keys`); the key id must match the key.
+    ``envelope_jcs`` may pass the exact bytes the envelope was parsed from (already proven
+    canonical by :meth:`Envelope.from_bytes`) to save re-encoding them.
     """
     if not hmac.compare_digest(agent_key_id(public_key), envelope.key_id):
         raise SignatureError("envelope key_id does not belong to that public key", check="event.key_id")
     if len(signature) != 64:
         raise SignatureError("Ed25519 signatures are 64 bytes", check="event.signature")
+    signed = envelope.canonical() if envelope_jcs is None else envelope_jcs
     _ed25519_verify(
-        public_key, signature, event_signing_input(envelope.canonical()), "event.signature",
+        public_key,
+        signature,
+        event_signing_input(signed),
+        "event.signature",
         f"event signature of {envelope.agent}/{envelope.kind} v{envelope.version}",
     )
 
@@ -322,14 +329,18 @@ def verify_pop(envelope: Envelope) -> NewKey:
     _ed25519_verify(
         nk.public_key,
         nk.pop,
-        pop_signing_input(origin=envelope.origin, agent=envelope.agent, key_id=nk.key_id, public_key=nk.public_key),
+        pop_signing_input(
+            origin=envelope.origin, agent=envelope.agent, key_id=nk.key_id, public_key=nk.public_key
+        ),
         "key.pop",
         f"proof of possession for key {nk.key_id}",
     )
     return nk
 
 
-def verify_body(envelope: Envelope, salt: bytes, body: bytes, *, max_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Any:
+def verify_body(
+    envelope: Envelope, salt: bytes, body: bytes, *, max_bytes: int = DEFAULT_MAX_BODY_BYTES
+) -> Any:
     """Check a disclosed body against the envelope's commitment; return the parsed body.
 
     The body must be a canonical JSON object; the commitment is compared in constant time.
@@ -380,10 +391,7 @@ class Leaf:
         """
         if len(data) > max_bytes:
             raise LimitExceededError(f"leaf of {len(data)} bytes exceeds {max_bytes}", check="leaf.size")
-        try:
-            obj = parse_canonical(data, max_bytes=max_bytes)
-        except CanonicalFormError:
-            raise
+        obj = parse_canonical(data, max_bytes=max_bytes)
         o = _exact_fields(obj, {"format", "index", "timestamp_us", "event", "sig"}, set(), "leaf.fields")
         if o["format"] != LEAF_FORMAT:
             raise MalformedError(f"unknown leaf format {o['format']!r}", check="leaf.format")
@@ -399,4 +407,6 @@ class Leaf:
             raise OriginMismatchError(
                 f"leaf names origin {envelope.origin!r}, expected {origin!r}", check="leaf.origin"
             )
-        return cls(index=index, timestamp_us=timestamp_us, envelope=envelope, signature=signature, raw=bytes(data))
+        return cls(
+            index=index, timestamp_us=timestamp_us, envelope=envelope, signature=signature, raw=bytes(data)
+        )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from json.encoder import encode_basestring as _c_encode_string
 from typing import Any
 
 from verifier.errors import CanonicalFormError, LimitExceededError, MalformedError
@@ -37,34 +38,19 @@ __all__ = [
 
 MAX_SAFE_INTEGER = 2**53 - 1
 MAX_DEPTH = 32
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 JSONValue = Any  # None | bool | int | str | list[JSONValue] | dict[str, JSONValue]
 
-_ESCAPES = {
-    0x08: "\\b",
-    0x09: "\\t",
-    0x0A: "\\n",
-    0x0C: "\\f",
-    0x0D: "\\r",
-    0x22: '\\"',
-    0x5C: "\\\\",
-}
-
 
 def _encode_string(s: str, out: list[str]) -> None:
-    out.append('"')
-    for ch in s:
-        cp = ord(ch)
-        if 0xD800 <= cp <= 0xDFFF:
-            raise CanonicalFormError("string holds a lone surrogate", check="canonical.string")
-        esc = _ESCAPES.get(cp)
-        if esc is not None:
-            out.append(esc)
-        elif cp < 0x20:
-            out.append(f"\\u{cp:04x}")
-        else:
-            out.append(ch)
-    out.append('"')
+    # The standard library's C string encoder (ensure_ascii=False) produces exactly the
+    # RFC 8785 / ECMAScript escaping: \" \\ \b \f \n \r \t, other controls as \u00xx in
+    # lowercase hex, everything else (DEL and U+2028/9 included) as is. Checked against
+    # the rfc8785 package by tests/unit/test_jcs.py.
+    if _SURROGATE.search(s):
+        raise CanonicalFormError("string holds a lone surrogate", check="canonical.string")
+    out.append(_c_encode_string(s))
 
 
 def _utf16_key(s: str) -> bytes:
@@ -118,9 +104,7 @@ def _encode(value: JSONValue, out: list[str], depth: int) -> None:
             _encode(value[k], out, depth + 1)
         out.append("}")
     else:
-        raise CanonicalFormError(
-            f"type {type(value).__name__} has no JSON form", check="canonical.type"
-        )
+        raise CanonicalFormError(f"type {type(value).__name__} has no JSON form", check="canonical.type")
 
 
 def canonical_bytes(value: JSONValue) -> bytes:
@@ -167,9 +151,6 @@ def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _check_tree(value: JSONValue, depth: int = 0) -> None:
     """Bound the nesting and reject lone surrogates (escaped ``\\ud800`` parses without error)."""
     if depth > MAX_DEPTH:
@@ -198,9 +179,7 @@ def parse_strict(data: bytes, *, max_bytes: int) -> JSONValue:
         raise MalformedError("input must be bytes", check="json.type")
     data = bytes(data)
     if len(data) > max_bytes:
-        raise LimitExceededError(
-            f"{len(data)} bytes exceeds the limit of {max_bytes}", check="json.size"
-        )
+        raise LimitExceededError(f"{len(data)} bytes exceeds the limit of {max_bytes}", check="json.size")
     if data.startswith(b"\xef\xbb\xbf"):
         raise MalformedError("byte order mark is not allowed", check="json.encoding")
     try:

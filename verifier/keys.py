@@ -91,7 +91,9 @@ def authorize(view: KeyView, envelope: Envelope, index: int) -> KeyDecision:
     if kind == "key.registered":
         nk = verify_pop(envelope)
         if envelope.key_id != nk.key_id:
-            raise KeyStateError("key.registered must be signed by the key it registers", check="key.registered")
+            raise KeyStateError(
+                "key.registered must be signed by the key it registers", check="key.registered"
+            )
         if view.key(nk.key_id) is not None:
             raise KeyStateError(f"key {nk.key_id} is already registered", check="key.registered")
         if view.active_key(envelope.agent) is not None:
@@ -100,7 +102,9 @@ def authorize(view: KeyView, envelope: Envelope, index: int) -> KeyDecision:
                 check="key.registered",
             )
         record = KeyRecord(key_id=nk.key_id, agent=envelope.agent, public_key=nk.public_key, added_at=index)
-        return KeyDecision(signer_public_key=nk.public_key, change=KeyChange(add=record, agent=envelope.agent))
+        return KeyDecision(
+            signer_public_key=nk.public_key, change=KeyChange(add=record, agent=envelope.agent)
+        )
 
     signer = view.key(envelope.key_id)
     if signer is None:
@@ -141,7 +145,9 @@ def authorize(view: KeyView, envelope: Envelope, index: int) -> KeyDecision:
         record = KeyRecord(key_id=nk.key_id, agent=envelope.agent, public_key=nk.public_key, added_at=index)
         return KeyDecision(
             signer_public_key=signer.public_key,
-            change=KeyChange(add=record, retire_key_id=signer.key_id, retire_how="rotated", agent=envelope.agent),
+            change=KeyChange(
+                add=record, retire_key_id=signer.key_id, retire_how="rotated", agent=envelope.agent
+            ),
         )
     if envelope.new_key is not None:  # pragma: no cover - Envelope.from_obj forbids this
         raise MalformedError("only key events carry new_key", check="envelope.new_key")

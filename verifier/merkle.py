@@ -277,29 +277,25 @@ def verify_consistency(
     _check_hash(new_root, "new root")
     _check_proof_list(proof, "consistency")
     if not (
-        isinstance(old_size, int)
-        and isinstance(new_size, int)
-        and 0 <= old_size <= new_size <= MAX_TREE_SIZE
+        isinstance(old_size, int) and isinstance(new_size, int) and 0 <= old_size <= new_size <= MAX_TREE_SIZE
     ):
         raise ProofError(
             f"old size {old_size} is not within [0, new size {new_size}]", check="consistency.range"
         )
     if new_size == 0 and not hmac.compare_digest(new_root, EMPTY_ROOT):
-        raise ProofError("the empty tree's root must be SHA-256(\"\")", check="consistency.new_root")
+        raise ProofError('the empty tree\'s root must be SHA-256("")', check="consistency.new_root")
     if old_size == 0:
         if proof:
             raise ProofError("a proof from the empty tree must be empty", check="consistency.empty")
         if not hmac.compare_digest(old_root, EMPTY_ROOT):
-            raise ProofError("the empty tree's root must be SHA-256(\"\")", check="consistency.old_root")
+            raise ProofError('the empty tree\'s root must be SHA-256("")', check="consistency.old_root")
         return VerifiedConsistency(old_size=0, old_root=old_root, new_size=new_size, new_root=new_root)
     if old_size == new_size:
         if proof:
             raise ProofError("a proof between equal sizes must be empty", check="consistency.empty")
         if not hmac.compare_digest(old_root, new_root):
             raise ProofError("equal sizes with different roots", check="consistency.new_root")
-        return VerifiedConsistency(
-            old_size=old_size, old_root=old_root, new_size=new_size, new_root=new_root
-        )
+        return VerifiedConsistency(old_size=old_size, old_root=old_root, new_size=new_size, new_root=new_root)
     expected = len(consistency_ranges(old_size, new_size))
     if len(proof) != expected:
         raise ProofError(
@@ -334,9 +330,7 @@ def verify_consistency(
         raise ProofError("recomputed old root does not match", check="consistency.old_root")
     if not hmac.compare_digest(sr, new_root):
         raise ProofError("recomputed new root does not match", check="consistency.new_root")
-    return VerifiedConsistency(
-        old_size=old_size, old_root=old_root, new_size=new_size, new_root=new_root
-    )
+    return VerifiedConsistency(old_size=old_size, old_root=old_root, new_size=new_size, new_root=new_root)
 
 
 def tree_hash_from(get_node: Callable[[int, int], bytes], size: int) -> bytes:

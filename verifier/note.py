@@ -95,9 +95,7 @@ def parse_decimal(text: str, *, check: str, maximum: int = MAX_TREE_SIZE) -> int
 
 def _check_key_name(name: str, *, check: str) -> None:
     if not name or "+" in name or _UNICODE_SPACE.search(name):
-        raise MalformedError(
-            f"key name {name[:60]!r} must be non-empty, without spaces or '+'", check=check
-        )
+        raise MalformedError(f"key name {name[:60]!r} must be non-empty, without spaces or '+'", check=check)
 
 
 def ed25519_key_id(name: str, public_key: bytes) -> bytes:
@@ -178,9 +176,7 @@ class SignedNote:
         if not isinstance(data, bytes):
             raise MalformedError("note must be bytes", check="note.type")
         if len(data) > MAX_NOTE_BYTES:
-            raise LimitExceededError(
-                f"note of {len(data)} bytes exceeds {MAX_NOTE_BYTES}", check="note.size"
-            )
+            raise LimitExceededError(f"note of {len(data)} bytes exceeds {MAX_NOTE_BYTES}", check="note.size")
         try:
             msg = data.decode("utf-8", errors="strict")
         except UnicodeDecodeError as e:
@@ -308,9 +304,7 @@ class VerifiedCheckpoint:
     signed_by: tuple[VerifierKey, ...]
 
 
-def verify_checkpoint(
-    data: bytes, log_key: VerifierKey, *, origin: str | None = None
-) -> VerifiedCheckpoint:
+def verify_checkpoint(data: bytes, log_key: VerifierKey, *, origin: str | None = None) -> VerifiedCheckpoint:
     """Verify a checkpoint note against the log's verifier key.
 
     Steps:

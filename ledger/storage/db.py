@@ -20,7 +20,6 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.pool import NullPool
 
 __all__ = ["alembic_config", "current_revision", "head_revision", "make_engine", "migrate"]
 
@@ -33,9 +32,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(
-            url, connect_args={"timeout": 60, "check_same_thread": False}, poolclass=NullPool, **kwargs
-        )
+        engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False}, **kwargs)
 
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_conn: Any, _record: Any) -> None:

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, func, insert, select, tuple_, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from ledger.errors import ConfigError, StorageError
@@ -123,6 +125,46 @@ class WriteTx:
     def nodes(self, coords: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
         return _fetch_nodes(self._conn, coords)
 
+    # Bulk reads for one batch: three queries instead of three per event.
+
+    def load_heads(self, streams: Iterable[tuple[str, str]]) -> dict[tuple[str, str], StreamHead]:
+        wanted = sorted(set(streams))
+        out: dict[tuple[str, str], StreamHead] = {}
+        for i in range(0, len(wanted), _IN_CHUNK):
+            rows = self._conn.execute(
+                select(stream_heads).where(
+                    tuple_(stream_heads.c.agent, stream_heads.c.kind).in_(wanted[i : i + _IN_CHUNK])
+                )
+            )
+            for r in rows:
+                out[(r.agent, r.kind)] = StreamHead(
+                    agent=r.agent, kind=r.kind, version=r.version, leaf_hash=bytes(r.leaf_hash), index=r.idx
+                )
+        return out
+
+    def load_keys(self, key_ids: Iterable[str]) -> dict[str, KeyRecord]:
+        wanted = sorted(set(key_ids))
+        out: dict[str, KeyRecord] = {}
+        for i in range(0, len(wanted), _IN_CHUNK):
+            for r in self._conn.execute(
+                select(agent_keys).where(agent_keys.c.key_id.in_(wanted[i : i + _IN_CHUNK]))
+            ):
+                out[r.key_id] = _key_record(r)
+        return out
+
+    def load_active_keys(self, agents: Iterable[str]) -> dict[str, str | None]:
+        wanted = sorted(set(agents))
+        out: dict[str, str | None] = dict.fromkeys(wanted)
+        for i in range(0, len(wanted), _IN_CHUNK):
+            rows = self._conn.execute(
+                select(agent_keys.c.agent, agent_keys.c.key_id).where(
+                    and_(agent_keys.c.agent.in_(wanted[i : i + _IN_CHUNK]), agent_keys.c.retired_at.is_(None))
+                )
+            )
+            for r in rows:
+                out[r.agent] = r.key_id
+        return out
+
     def write_batch(
         self,
         *,
@@ -141,18 +183,28 @@ class WriteTx:
         if body_rows:
             c.execute(insert(bodies), body_rows)
         c.execute(insert(nodes), node_rows)
-        for (agent, kind), head in heads.items():
-            res = c.execute(
-                update(stream_heads)
-                .where(and_(stream_heads.c.agent == agent, stream_heads.c.kind == kind))
-                .values(version=head.version, leaf_hash=head.leaf_hash, idx=head.index)
+        if heads:
+            upsert = (sqlite_insert if c.dialect.name == "sqlite" else pg_insert)(stream_heads)
+            c.execute(
+                upsert.on_conflict_do_update(
+                    index_elements=[stream_heads.c.agent, stream_heads.c.kind],
+                    set_={
+                        "version": upsert.excluded.version,
+                        "leaf_hash": upsert.excluded.leaf_hash,
+                        "idx": upsert.excluded.idx,
+                    },
+                ),
+                [
+                    {
+                        "agent": h.agent,
+                        "kind": h.kind,
+                        "version": h.version,
+                        "leaf_hash": h.leaf_hash,
+                        "idx": h.index,
+                    }
+                    for h in heads.values()
+                ],
             )
-            if res.rowcount == 0:
-                c.execute(
-                    insert(stream_heads).values(
-                        agent=agent, kind=kind, version=head.version, leaf_hash=head.leaf_hash, idx=head.index
-                    )
-                )
         for key_id, at, how in key_retires:
             c.execute(
                 update(agent_keys)
@@ -166,11 +218,16 @@ class WriteTx:
                 )
             )
         c.execute(
-            update(log_state).where(log_state.c.id == 1).values(size=new_size, last_timestamp_us=last_timestamp_us)
+            update(log_state)
+            .where(log_state.c.id == 1)
+            .values(size=new_size, last_timestamp_us=last_timestamp_us)
         )
         c.execute(
             insert(checkpoints).values(
-                size=checkpoint.size, root=checkpoint.root, note=checkpoint.note, signed_at_us=checkpoint.signed_at_us
+                size=checkpoint.size,
+                root=checkpoint.root,
+                note=checkpoint.note,
+                signed_at_us=checkpoint.signed_at_us,
             )
         )
 
@@ -181,7 +238,9 @@ def _stream_head(conn: Connection, agent: str, kind: str) -> StreamHead | None:
     ).one_or_none()
     if row is None:
         return None
-    return StreamHead(agent=agent, kind=kind, version=row.version, leaf_hash=bytes(row.leaf_hash), index=row.idx)
+    return StreamHead(
+        agent=agent, kind=kind, version=row.version, leaf_hash=bytes(row.leaf_hash), index=row.idx
+    )
 
 
 def _fetch_nodes(conn: Connection, coords: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
@@ -190,7 +249,9 @@ def _fetch_nodes(conn: Connection, coords: Sequence[tuple[int, int]]) -> dict[tu
     for i in range(0, len(wanted), _IN_CHUNK):
         chunk = wanted[i : i + _IN_CHUNK]
         rows = conn.execute(
-            select(nodes.c.level, nodes.c.idx, nodes.c.hash).where(tuple_(nodes.c.level, nodes.c.idx).in_(chunk))
+            select(nodes.c.level, nodes.c.idx, nodes.c.hash).where(
+                tuple_(nodes.c.level, nodes.c.idx).in_(chunk)
+            )
         )
         for r in rows:
             out[(r.level, r.idx)] = bytes(r.hash)
@@ -243,7 +304,10 @@ class SqlStore:
             )
             conn.execute(
                 insert(checkpoints).values(
-                    size=checkpoint.size, root=checkpoint.root, note=checkpoint.note, signed_at_us=checkpoint.signed_at_us
+                    size=checkpoint.size,
+                    root=checkpoint.root,
+                    note=checkpoint.note,
+                    signed_at_us=checkpoint.signed_at_us,
                 )
             )
 
@@ -252,7 +316,9 @@ class SqlStore:
             row = conn.execute(select(log_state).where(log_state.c.id == 1)).one_or_none()
         if row is None:
             return None
-        return LogState(origin=row.origin, log_vkey=row.log_vkey, size=row.size, last_timestamp_us=row.last_timestamp_us)
+        return LogState(
+            origin=row.origin, log_vkey=row.log_vkey, size=row.size, last_timestamp_us=row.last_timestamp_us
+        )
 
     def stream_head(self, agent: str, kind: str) -> StreamHead | None:
         with self.read() as conn:
@@ -260,15 +326,21 @@ class SqlStore:
 
     def stream_heads(self, agent: str) -> list[StreamHead]:
         with self.read() as conn:
-            rows = conn.execute(select(stream_heads).where(stream_heads.c.agent == agent).order_by(stream_heads.c.kind))
+            rows = conn.execute(
+                select(stream_heads).where(stream_heads.c.agent == agent).order_by(stream_heads.c.kind)
+            )
             return [
-                StreamHead(agent=agent, kind=r.kind, version=r.version, leaf_hash=bytes(r.leaf_hash), index=r.idx)
+                StreamHead(
+                    agent=agent, kind=r.kind, version=r.version, leaf_hash=bytes(r.leaf_hash), index=r.idx
+                )
                 for r in rows
             ]
 
     def keys_of(self, agent: str) -> list[KeyRecord]:
         with self.read() as conn:
-            rows = conn.execute(select(agent_keys).where(agent_keys.c.agent == agent).order_by(agent_keys.c.added_at))
+            rows = conn.execute(
+                select(agent_keys).where(agent_keys.c.agent == agent).order_by(agent_keys.c.added_at)
+            )
             return [_key_record(r) for r in rows]
 
     # -- checkpoints ------------------------------------------------------------------
@@ -278,14 +350,18 @@ class SqlStore:
             row = conn.execute(select(checkpoints).order_by(checkpoints.c.size.desc()).limit(1)).one_or_none()
         if row is None:
             raise ConfigError("the log has no checkpoint; run `engram init`")
-        return StoredCheckpoint(size=row.size, root=bytes(row.root), note=bytes(row.note), signed_at_us=row.signed_at_us)
+        return StoredCheckpoint(
+            size=row.size, root=bytes(row.root), note=bytes(row.note), signed_at_us=row.signed_at_us
+        )
 
     def checkpoint(self, size: int) -> StoredCheckpoint | None:
         with self.read() as conn:
             row = conn.execute(select(checkpoints).where(checkpoints.c.size == size)).one_or_none()
         if row is None:
             return None
-        return StoredCheckpoint(size=row.size, root=bytes(row.root), note=bytes(row.note), signed_at_us=row.signed_at_us)
+        return StoredCheckpoint(
+            size=row.size, root=bytes(row.root), note=bytes(row.note), signed_at_us=row.signed_at_us
+        )
 
     def checkpoint_sizes(self) -> list[int]:
         with self.read() as conn:
@@ -332,7 +408,9 @@ class SqlStore:
 
     def body(self, index: int) -> tuple[bytes, bytes] | None:
         with self.read() as conn:
-            row = conn.execute(select(bodies.c.salt, bodies.c.body).where(bodies.c.idx == index)).one_or_none()
+            row = conn.execute(
+                select(bodies.c.salt, bodies.c.body).where(bodies.c.idx == index)
+            ).one_or_none()
         return None if row is None else (bytes(row.salt), bytes(row.body))
 
     def counts(self) -> dict[str, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import struct
@@ -30,7 +31,6 @@ from ledger.errors import (
     RejectedEventError,
     SignatureError,
     UnknownKeyError,
-    VerificationError,
     VersionConflictError,
     VersionGapError,
 )
@@ -74,18 +74,24 @@ def replay(ledger: Ledger) -> KeyHistory:
 
 def test_init_signs_the_empty_checkpoint_and_registers_the_policy_agent(ledger: Ledger) -> None:
     assert ledger.store.checkpoint(0) is not None
-    assert verify_checkpoint(ledger.store.checkpoint(0).note, VerifierKey.parse(ledger.vkey)).root == EMPTY_ROOT
+    assert (
+        verify_checkpoint(ledger.store.checkpoint(0).note, VerifierKey.parse(ledger.vkey)).root == EMPTY_ROOT
+    )
     assert ledger.size() == 1
     history = replay(ledger)
     assert history.active_key("engram.policy") is not None
 
 
-def test_append_returns_a_receipt_the_verifier_accepts(ledger: Ledger, make_agent: Callable[..., Agent]) -> None:
+def test_append_returns_a_receipt_the_verifier_accepts(
+    ledger: Ledger, make_agent: Callable[..., Agent]
+) -> None:
     alice = make_agent("alice")
     r = alice.append("pact.outcome", {"pact": "p-1", "result": "fulfilled", "quality": 94})
     cp = verify_checkpoint(r.checkpoint, VerifierKey.parse(ledger.vkey))
     assert (r.index, cp.size) == (2, 3)
-    verify_inclusion(leaf_hash=leaf_hash(r.leaf), index=r.index, size=cp.size, proof=r.proof.hashes, root=cp.root)
+    verify_inclusion(
+        leaf_hash=leaf_hash(r.leaf), index=r.index, size=cp.size, proof=r.proof.hashes, root=cp.root
+    )
     assert ledger.store.leaf(r.index) == r.leaf
     salt, body = ledger.store.body(r.index)
     assert body == canonical_bytes({"pact": "p-1", "result": "fulfilled", "quality": 94})
@@ -108,11 +114,19 @@ def test_proofs_verify_for_random_indices_and_sizes(ledger: Ledger, make_agent: 
         proof = ledger.prove_inclusion(index, size)
         cp = verify_checkpoint(proof.checkpoint, vkey)  # every batch signed a checkpoint
         assert cp.size == size
-        verify_inclusion(leaf_hash=leaf_hash(ledger.store.leaf(index)), index=index, size=size, proof=proof.hashes, root=cp.root)
+        verify_inclusion(
+            leaf_hash=leaf_hash(ledger.store.leaf(index)),
+            index=index,
+            size=size,
+            proof=proof.hashes,
+            root=cp.root,
+        )
         old = data.draw(st.integers(min_value=0, max_value=size))
         cons = ledger.prove_consistency(old, size)
         old_cp = verify_checkpoint(ledger.store.checkpoint(old).note, vkey)
-        verify_consistency(old_size=old, new_size=size, old_root=old_cp.root, new_root=cp.root, proof=cons.hashes)
+        verify_consistency(
+            old_size=old, new_size=size, old_root=old_cp.root, new_root=cp.root, proof=cons.hashes
+        )
 
     check()
     replay(ledger)
@@ -126,7 +140,7 @@ def test_timestamps_strictly_increase_even_when_the_clock_goes_back(
     for step in (1000, -5_000_000, 0, 0, -1, 10):
         clock.step = step
         stamps.append(alice.append("session.turn", {"step": step}).timestamp_us)
-    assert all(b > a for a, b in zip(stamps, stamps[1:], strict=False))
+    assert all(b > a for a, b in itertools.pairwise(stamps))
     replay(ledger)
 
 
@@ -137,7 +151,7 @@ def test_stored_hash_reads_are_logarithmic(ledger: Ledger, make_agent: Callable[
     seen: list[int] = []
     original = ledger.store.nodes
 
-    def counting(coords):  # noqa: ANN001, ANN202
+    def counting(coords):
         seen.append(len(set(coords)))
         return original(coords)
 
@@ -166,20 +180,58 @@ def _event(agent: Agent, kind: str = "pact.outcome", body: dict | None = None, *
 BAD_INPUTS: list[tuple[str, Callable[[Ledger, Agent, Agent], Submission], type[Exception]]] = [
     ("bad signature", lambda L, a, b: _with(_event(a), signature=bytes(64)), SignatureError),
     ("short signature", lambda L, a, b: _with(_event(a), signature=bytes(10)), MalformedError),
-    ("non-canonical envelope", lambda L, a, b: _with(_event(a), envelope=_event(a).envelope.replace(b'{"agent"', b'{ "agent"')), CanonicalFormError),
+    (
+        "non-canonical envelope",
+        lambda L, a, b: _with(_event(a), envelope=_event(a).envelope.replace(b'{"agent"', b'{ "agent"')),
+        CanonicalFormError,
+    ),
     ("float in body", lambda L, a, b: _rebody(_event(a), b'{"quality":94.5}'), CanonicalFormError),
-    ("body does not match commitment", lambda L, a, b: _with(_event(a), body=b'{"pact":"q"}'), SignatureError),
+    (
+        "body does not match commitment",
+        lambda L, a, b: _with(_event(a), body=b'{"pact":"q"}'),
+        SignatureError,
+    ),
     ("wrong salt size", lambda L, a, b: _with(_event(a), salt=bytes(8)), MalformedError),
     ("body over the limit", lambda L, a, b: _event(a, body={"x": "y" * 70_000}), LimitExceededError),
-    ("unknown key id", lambda L, a, b: Agent.generate("alice", log_vkey=L.vkey, transport=InProcess(L)).signer.event("pact.outcome", {}, version=0, prev=None, client_time_us=1), UnknownKeyError),
-    ("another agent's key", lambda L, a, b: AgentSigner("alice", b.signer.private_key, origin=L.origin).event("pact.outcome", {}, version=0, prev=None, client_time_us=1), KeyStateError),
-    ("wrong origin", lambda L, a, b: AgentSigner("alice", a.signer.private_key, origin="other.example/log").event("pact.outcome", {}, version=0, prev=None, client_time_us=1), OriginMismatchError),
+    (
+        "unknown key id",
+        lambda L, a, b: Agent.generate("alice", log_vkey=L.vkey, transport=InProcess(L)).signer.event(
+            "pact.outcome", {}, version=0, prev=None, client_time_us=1
+        ),
+        UnknownKeyError,
+    ),
+    (
+        "another agent's key",
+        lambda L, a, b: AgentSigner("alice", b.signer.private_key, origin=L.origin).event(
+            "pact.outcome", {}, version=0, prev=None, client_time_us=1
+        ),
+        KeyStateError,
+    ),
+    (
+        "wrong origin",
+        lambda L, a, b: AgentSigner("alice", a.signer.private_key, origin="other.example/log").event(
+            "pact.outcome", {}, version=0, prev=None, client_time_us=1
+        ),
+        OriginMismatchError,
+    ),
     ("version gap", lambda L, a, b: _event(a, version=5, prev="00" * 32), VersionGapError),
     ("version reuse", lambda L, a, b: _event(a, version=0, prev=None), VersionConflictError),
     ("prev mismatch", lambda L, a, b: _event(a, prev="ab" * 32), PrevMismatchError),
     ("unknown kind", lambda L, a, b: _event(a, kind="pact.unknown"), RejectedEventError),
-    ("reserved agent id", lambda L, a, b: AgentSigner("engram.policy", a.signer.private_key, origin=L.origin).event("pact.outcome", {}, version=0, prev=None, client_time_us=1), RejectedEventError),
-    ("registration without operator", lambda L, a, b: AgentSigner("mallory", Ed25519PrivateKey.generate(), origin=L.origin).registration(client_time_us=1), RejectedEventError),
+    (
+        "reserved agent id",
+        lambda L, a, b: AgentSigner("engram.policy", a.signer.private_key, origin=L.origin).event(
+            "pact.outcome", {}, version=0, prev=None, client_time_us=1
+        ),
+        RejectedEventError,
+    ),
+    (
+        "registration without operator",
+        lambda L, a, b: AgentSigner("mallory", Ed25519PrivateKey.generate(), origin=L.origin).registration(
+            client_time_us=1
+        ),
+        RejectedEventError,
+    ),
 ]
 
 
@@ -215,7 +267,10 @@ def test_bad_input_gets_a_typed_error_and_writes_nothing(
 
 
 def test_oversized_leaf_is_refused(
-    ledger: Ledger, make_agent: Callable[..., Agent], log_key, clock: StepClock  # noqa: ANN001
+    ledger: Ledger,
+    make_agent: Callable[..., Agent],
+    log_key,
+    clock: StepClock,
 ) -> None:
     alice = make_agent("alice")
     sub = _event(alice, "session.turn", {"t": 1})
@@ -229,7 +284,9 @@ def test_oversized_leaf_is_refused(
     assert ledger.append([sub])[0].version == 0
 
 
-def test_sdk_retries_when_another_writer_moved_the_stream(ledger: Ledger, make_agent: Callable[..., Agent], clock: StepClock) -> None:
+def test_sdk_retries_when_another_writer_moved_the_stream(
+    ledger: Ledger, make_agent: Callable[..., Agent], clock: StepClock
+) -> None:
     alice = make_agent("alice")
     twin = Agent(alice.signer, log_vkey=ledger.vkey, transport=InProcess(ledger), clock=clock)
     alice.append("memory.written", {"n": 1})
@@ -248,7 +305,13 @@ def test_key_rotation_and_revocation(ledger: Ledger, make_agent: Callable[..., A
     alice.append("commitment", {"promise": "y"})
     head = ledger.stream_head("alice", "commitment")
     with pytest.raises(KeyStateError, match="rotated"):
-        ledger.append([old.event("commitment", {}, version=head.version + 1, prev=head.leaf_hash.hex(), client_time_us=1)])
+        ledger.append(
+            [
+                old.event(
+                    "commitment", {}, version=head.version + 1, prev=head.leaf_hash.hex(), client_time_us=1
+                )
+            ]
+        )
     ledger.force_revoke("alice", "key leaked")
     with pytest.raises(KeyStateError, match="revoked"):
         alice.append("commitment", {"promise": "z"})
@@ -344,10 +407,16 @@ def test_concurrent_processes_append_into_one_gap_free_sequence(ledger: Ledger, 
     assert ledger.store.counts()["leaves"] == size
     vkey = VerifierKey.parse(ledger.vkey)
     sizes = ledger.store.checkpoint_sizes()
-    for old, new in zip(sizes, sizes[1:], strict=False):
+    for old, new in itertools.pairwise(sizes):
         o = verify_checkpoint(ledger.store.checkpoint(old).note, vkey)
         n = verify_checkpoint(ledger.store.checkpoint(new).note, vkey)
-        verify_consistency(old_size=old, new_size=new, old_root=o.root, new_root=n.root, proof=ledger.prove_consistency(old, new).hashes)
+        verify_consistency(
+            old_size=old,
+            new_size=new,
+            old_root=o.root,
+            new_root=n.root,
+            proof=ledger.prove_consistency(old, new).hashes,
+        )
     replay(ledger)
 
 

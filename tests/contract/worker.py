@@ -30,8 +30,15 @@ def agent_key(name: str) -> Ed25519PrivateKey:
 
 def main(argv: list[str]) -> None:
     url, name, count = argv[0], argv[1], int(argv[2])
-    ledger = Ledger(SqlStore(make_engine(url)), LogKey(ORIGIN, Ed25519PrivateKey.from_private_bytes(LOG_SEED)))
-    agent = Agent(AgentSigner(name, agent_key(name), origin=ORIGIN), log_vkey=ledger.vkey, transport=InProcess(ledger), max_retries=50)
+    ledger = Ledger(
+        SqlStore(make_engine(url)), LogKey(ORIGIN, Ed25519PrivateKey.from_private_bytes(LOG_SEED))
+    )
+    agent = Agent(
+        AgentSigner(name, agent_key(name), origin=ORIGIN),
+        log_vkey=ledger.vkey,
+        transport=InProcess(ledger),
+        max_retries=50,
+    )
     if "--register" in argv:
         agent.register()
     kinds = ["session.turn", "memory.written"]

@@ -18,7 +18,9 @@ from verifier.note import VerifierKey, verify_checkpoint
 ENGRAM = str(Path(sys.executable).parent / "engram")
 
 
-def run(home: Path, *args: str, db_url: str | None = None, ok: bool = True) -> subprocess.CompletedProcess[str]:
+def run(
+    home: Path, *args: str, db_url: str | None = None, ok: bool = True
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ENGRAM_HOME": str(home), "COLUMNS": "200"}
     env.pop("ENGRAM_DATABASE_URL", None)
     if db_url:
@@ -55,8 +57,11 @@ def test_operator_journey(tmp_path: Path, cli_db: str | None) -> None:
     proof = json.loads(run(home, "log", "prove", "--index", "7", db_url=cli_db).stdout)
     leaf = run(home, "log", "entry", "--index", "7", db_url=cli_db).stdout.rstrip("\n").encode()
     verify_inclusion(
-        leaf_hash=leaf_hash(leaf), index=7, size=cp.size,
-        proof=[base64.b64decode(h) for h in proof["proof"]], root=cp.root,
+        leaf_hash=leaf_hash(leaf),
+        index=7,
+        size=cp.size,
+        proof=[base64.b64decode(h) for h in proof["proof"]],
+        root=cp.root,
     )
     tlog_proof = run(home, "log", "prove", "--index", "7", "--format", "tlog-proof", db_url=cli_db).stdout
     header, _, checkpoint_part = tlog_proof.partition("\n\n")
@@ -68,7 +73,10 @@ def test_operator_journey(tmp_path: Path, cli_db: str | None) -> None:
     cons = json.loads(run(home, "log", "prove-consistency", "--old", "3", db_url=cli_db).stdout)
     old = verify_checkpoint(cons["old_checkpoint"].encode(), vkey)
     verify_consistency(
-        old_size=3, new_size=cp.size, old_root=old.root, new_root=cp.root,
+        old_size=3,
+        new_size=cp.size,
+        old_root=old.root,
+        new_root=cp.root,
         proof=[base64.b64decode(h) for h in cons["proof"]],
     )
 
@@ -80,13 +88,34 @@ def test_operator_journey(tmp_path: Path, cli_db: str | None) -> None:
     # Agent key management from the command line.
     keyfile = tmp_path / "carol.key"
     run(home, "agent", "create", "carol", "--key-file", str(keyfile), db_url=cli_db)
-    appended = run(home, "event", "append", "--key-file", str(keyfile), "--kind", "commitment",
-                   "--body", '{"promise":"reply within a day"}', db_url=cli_db)
+    appended = run(
+        home,
+        "event",
+        "append",
+        "--key-file",
+        str(keyfile),
+        "--kind",
+        "commitment",
+        "--body",
+        '{"promise":"reply within a day"}',
+        db_url=cli_db,
+    )
     receipt = json.loads(appended.stdout)
     assert receipt["stream"] == ["carol", "commitment"] and receipt["version"] == 0
     run(home, "agent", "revoke", "carol", "--reason", "laptop lost", db_url=cli_db)
-    refused = run(home, "event", "append", "--key-file", str(keyfile), "--kind", "commitment",
-                  "--body", "{}", db_url=cli_db, ok=False)
+    refused = run(
+        home,
+        "event",
+        "append",
+        "--key-file",
+        str(keyfile),
+        "--kind",
+        "commitment",
+        "--body",
+        "{}",
+        db_url=cli_db,
+        ok=False,
+    )
     assert refused.returncode == 1 and "revoked" in refused.stderr
 
 
@@ -101,7 +130,18 @@ def test_errors_are_clear_and_exit_1(tmp_path: Path) -> None:
     assert bad.returncode == 1 and "index 5" in bad.stderr
     floats = tmp_path / "k.key"
     run(home, "agent", "create", "dave", "--key-file", str(floats))
-    rejected = run(home, "event", "append", "--key-file", str(floats), "--kind", "pact.outcome", "--body", '{"q":1.5}', ok=False)
+    rejected = run(
+        home,
+        "event",
+        "append",
+        "--key-file",
+        str(floats),
+        "--kind",
+        "pact.outcome",
+        "--body",
+        '{"q":1.5}',
+        ok=False,
+    )
     assert rejected.returncode == 1 and "float" in rejected.stderr
     usage = run(home, "log", "prove", ok=False)
     assert usage.returncode == 2
@@ -109,3 +149,24 @@ def test_errors_are_clear_and_exit_1(tmp_path: Path) -> None:
     exported.mkdir()
     (exported / "x").write_text("x")
     assert run(home, "export", "tiles", str(exported), ok=False).returncode == 1
+
+
+def test_init_takes_the_log_key_from_engram_log_key_file(tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from ledger.keyfiles import LogKey, format_log_signer_key
+
+    key = LogKey("example.com/provided", Ed25519PrivateKey.generate())
+    key_file = tmp_path / "provided.key"
+    key_file.write_text(format_log_signer_key(key) + "\n")
+    key_file.chmod(0o600)
+    home = tmp_path / "home"
+    env = {**os.environ, "ENGRAM_HOME": str(home), "ENGRAM_LOG_KEY_FILE": str(key_file)}
+    env.pop("ENGRAM_DATABASE_URL", None)
+    subprocess.run([ENGRAM, "init"], env=env, check=True, capture_output=True)
+    out = subprocess.run([ENGRAM, "log", "key"], env=env, check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == key.vkey
+    assert not (home / "log.key").exists()
+    key_file.chmod(0o644)  # a world-readable key is refused
+    bad = subprocess.run([ENGRAM, "log", "key"], env=env, capture_output=True, text=True)
+    assert bad.returncode == 1 and "chmod 600" in bad.stderr

@@ -35,7 +35,16 @@ from verifier.note import checkpoint_text, format_verifier_key, sign_note  # noq
 OUT = ROOT / "specs" / "vectors"
 
 # transparency-dev/merkle testonly/constants.go leaf inputs and RFC 6962 roots (external).
-RFC6962_LEAVES = ["", "00", "10", "2021", "3031", "40414243", "5051525354555657", "606162636465666768696a6b6c6d6e6f"]
+RFC6962_LEAVES = [
+    "",
+    "00",
+    "10",
+    "2021",
+    "3031",
+    "40414243",
+    "5051525354555657",
+    "606162636465666768696a6b6c6d6e6f",
+]
 RFC6962_ROOTS = [
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
     "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
@@ -64,7 +73,11 @@ def merkle_vectors() -> dict[str, Any]:
             )
         for m in range(0, n + 1):
             consistency.append(
-                {"old_size": m, "new_size": n, "proof": [mth(lo, hi).hex() for lo, hi in consistency_ranges(m, n)]}
+                {
+                    "old_size": m,
+                    "new_size": n,
+                    "proof": [mth(lo, hi).hex() for lo, hi in consistency_ranges(m, n)],
+                }
             )
     return {
         "description": "RFC 6962/9162 known answers: leaf inputs and roots from transparency-dev/merkle "
@@ -74,11 +87,26 @@ def merkle_vectors() -> dict[str, Any]:
         "inclusion": inclusion,
         "consistency": consistency,
         "invalid_inclusion": [
-            {"why": "index equals size", "index": 3, "size": 3, "proof": [mth(2, 3).hex()], "check": "inclusion.range"},
-            {"why": "proof one hash short", "index": 0, "size": 8, "proof": [mth(1, 2).hex(), mth(2, 4).hex()], "check": "inclusion.length"},
+            {
+                "why": "index equals size",
+                "index": 3,
+                "size": 3,
+                "proof": [mth(2, 3).hex()],
+                "check": "inclusion.range",
+            },
+            {
+                "why": "proof one hash short",
+                "index": 0,
+                "size": 8,
+                "proof": [mth(1, 2).hex(), mth(2, 4).hex()],
+                "check": "inclusion.length",
+            },
             {
                 "why": "sibling order swapped",
-                "index": 0, "size": 4, "proof": [mth(2, 4).hex(), mth(1, 2).hex()], "check": "inclusion.root",
+                "index": 0,
+                "size": 4,
+                "proof": [mth(2, 4).hex(), mth(1, 2).hex()],
+                "check": "inclusion.root",
             },
         ],
         "odd_duplication": {
@@ -127,11 +155,31 @@ def note_vectors() -> dict[str, Any]:
             {"origin": ORIGIN, "size": 0, "root": RFC6962_ROOTS[0], "note": empty.decode()},
         ],
         "invalid_checkpoints": [
-            {"why": "leading zero in size", "text": f"{ORIGIN}\n05\n{base64.b64encode(root).decode()}\n", "check": "checkpoint.size"},
-            {"why": "plus sign in size", "text": f"{ORIGIN}\n+5\n{base64.b64encode(root).decode()}\n", "check": "checkpoint.size"},
-            {"why": "extension line", "text": f"{ORIGIN}\n5\n{base64.b64encode(root).decode()}\nTimestamp: 1\n", "check": "checkpoint.extensions"},
-            {"why": "root not 32 bytes", "text": f"{ORIGIN}\n5\n{base64.b64encode(root[:31]).decode()}\n", "check": "checkpoint.root"},
-            {"why": "non-canonical base64 root", "text": f"{ORIGIN}\n5\n{base64.b64encode(root).decode()[:-1]}\n", "check": "checkpoint.root"},
+            {
+                "why": "leading zero in size",
+                "text": f"{ORIGIN}\n05\n{base64.b64encode(root).decode()}\n",
+                "check": "checkpoint.size",
+            },
+            {
+                "why": "plus sign in size",
+                "text": f"{ORIGIN}\n+5\n{base64.b64encode(root).decode()}\n",
+                "check": "checkpoint.size",
+            },
+            {
+                "why": "extension line",
+                "text": f"{ORIGIN}\n5\n{base64.b64encode(root).decode()}\nTimestamp: 1\n",
+                "check": "checkpoint.extensions",
+            },
+            {
+                "why": "root not 32 bytes",
+                "text": f"{ORIGIN}\n5\n{base64.b64encode(root[:31]).decode()}\n",
+                "check": "checkpoint.root",
+            },
+            {
+                "why": "non-canonical base64 root",
+                "text": f"{ORIGIN}\n5\n{base64.b64encode(root).decode()[:-1]}\n",
+                "check": "checkpoint.root",
+            },
         ],
     }
 
@@ -143,12 +191,27 @@ def event_vectors() -> dict[str, Any]:
     kid = agent_key_id(pub)
     out: list[dict[str, Any]] = []
 
-    def add(name: str, kind: str, body: dict[str, Any], version: int, prev: str | None, index: int, ts: int, signer: Ed25519PrivateKey, nk: Ed25519PrivateKey | None = None) -> Leaf:
+    def add(
+        name: str,
+        kind: str,
+        body: dict[str, Any],
+        version: int,
+        prev: str | None,
+        index: int,
+        ts: int,
+        signer: Ed25519PrivateKey,
+        nk: Ed25519PrivateKey | None = None,
+    ) -> Leaf:
         salt = bytes([index]) * 16
         body_jcs = canonical_bytes(body)
         env = Envelope(
-            origin=ORIGIN, agent="vector-agent", key_id=agent_key_id(signer.public_key().public_bytes_raw()),
-            kind=kind, version=version, prev=prev, client_time_us=ts - 500,
+            origin=ORIGIN,
+            agent="vector-agent",
+            key_id=agent_key_id(signer.public_key().public_bytes_raw()),
+            kind=kind,
+            version=version,
+            prev=prev,
+            client_time_us=ts - 500,
             body_commitment=body_commitment(salt, body_jcs),
             new_key=None if nk is None else sign_pop(origin=ORIGIN, agent="vector-agent", private_key=nk),
         )
@@ -171,12 +234,36 @@ def event_vectors() -> dict[str, Any]:
         )
         return leaf
 
-    reg = add("registration", "key.registered", {"description": "vector agent"}, 0, None, 0, 1_790_000_000_000_001, agent_key, agent_key)
-    first = add("first pact outcome", "pact.outcome", {"pact": "p-1", "quality": 94, "result": "fulfilled"}, 0, None, 1, 1_790_000_000_000_002, agent_key)
+    reg = add(
+        "registration",
+        "key.registered",
+        {"description": "vector agent"},
+        0,
+        None,
+        0,
+        1_790_000_000_000_001,
+        agent_key,
+        agent_key,
+    )
+    first = add(
+        "first pact outcome",
+        "pact.outcome",
+        {"pact": "p-1", "quality": 94, "result": "fulfilled"},
+        0,
+        None,
+        1,
+        1_790_000_000_000_002,
+        agent_key,
+    )
     add(
-        "second pact outcome (prev link)", "pact.outcome",
-        {"pact": "p-2", "quality": 71, "result": "violated", "note": "caf\u00e9 \U0001f600 \"quoted\"\n"},
-        1, first.hash.hex(), 2, 1_790_000_000_000_003, agent_key,
+        "second pact outcome (prev link)",
+        "pact.outcome",
+        {"pact": "p-2", "quality": 71, "result": "violated", "note": 'caf\u00e9 \U0001f600 "quoted"\n'},
+        1,
+        first.hash.hex(),
+        2,
+        1_790_000_000_000_003,
+        agent_key,
     )
     add("rotation", "key.rotated", {}, 0, None, 3, 1_790_000_000_000_004, agent_key, new_key)
     _ = reg

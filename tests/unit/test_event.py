@@ -89,7 +89,9 @@ def test_flipping_any_bit_of_the_agent_signature_is_rejected(byte: int, bit: int
     leaf = Leaf.from_bytes(LEAVES[INDEX])
     sig = bytearray(leaf.signature)
     sig[byte] ^= 1 << bit
-    forged = Leaf.build(index=leaf.index, timestamp_us=leaf.timestamp_us, envelope=leaf.envelope, signature=bytes(sig))
+    forged = Leaf.build(
+        index=leaf.index, timestamp_us=leaf.timestamp_us, envelope=leaf.envelope, signature=bytes(sig)
+    )
     with pytest.raises(SignatureError):
         verify_entry(forged.raw, PROOF, NOTE)
 
@@ -117,7 +119,7 @@ def _leaf_obj() -> dict:
         (lambda o: o["event"].update(version=0), MalformedError),  # version 0 has no prev
     ],
 )
-def test_malformed_leaves_are_rejected(mutate, error: type[VerificationError]) -> None:  # noqa: ANN001
+def test_malformed_leaves_are_rejected(mutate, error: type[VerificationError]) -> None:
     obj = _leaf_obj()
     mutate(obj)
     with pytest.raises(error):
@@ -164,17 +166,29 @@ class Log:
         self.index = 0
         self.appended: list[Leaf] = []
 
-    def leaf(self, agent: str, kind: str, signer: Ed25519PrivateKey, new_key: Ed25519PrivateKey | None = None) -> Leaf:
+    def leaf(
+        self, agent: str, kind: str, signer: Ed25519PrivateKey, new_key: Ed25519PrivateKey | None = None
+    ) -> Leaf:
         version, prev = self.heads.get((agent, kind), (-1, None))
         body = canonical_bytes({})
         env = Envelope(
-            origin=ORIGIN, agent=agent, key_id=agent_key_id(signer.public_key().public_bytes_raw()), kind=kind,
-            version=version + 1, prev=prev, client_time_us=1, body_commitment=body_commitment(bytes(16), body),
+            origin=ORIGIN,
+            agent=agent,
+            key_id=agent_key_id(signer.public_key().public_bytes_raw()),
+            kind=kind,
+            version=version + 1,
+            prev=prev,
+            client_time_us=1,
+            body_commitment=body_commitment(bytes(16), body),
             new_key=None if new_key is None else sign_pop(origin=ORIGIN, agent=agent, private_key=new_key),
         )
-        return Leaf.build(index=self.index, timestamp_us=self.index + 1, envelope=env, signature=sign_event(env, signer))
+        return Leaf.build(
+            index=self.index, timestamp_us=self.index + 1, envelope=env, signature=sign_event(env, signer)
+        )
 
-    def append(self, agent: str, kind: str, signer: Ed25519PrivateKey, new_key: Ed25519PrivateKey | None = None) -> Leaf:
+    def append(
+        self, agent: str, kind: str, signer: Ed25519PrivateKey, new_key: Ed25519PrivateKey | None = None
+    ) -> Leaf:
         leaf = self.leaf(agent, kind, signer, new_key)
         self.history.check_and_apply(Leaf.from_bytes(leaf.raw))
         self.heads[(agent, kind)] = (leaf.envelope.version, leaf.hash.hex())
@@ -251,8 +265,17 @@ def test_registration_needs_a_valid_proof_of_possession() -> None:
 def test_pop_is_bound_to_origin_and_agent() -> None:
     nk = sign_pop(origin="other.example/log", agent="alice", private_key=A)
     env = Envelope(
-        origin=ORIGIN, agent="alice", key_id=nk.key_id, kind="key.registered", version=0, prev=None,
-        client_time_us=1, body_commitment="00" * 32, new_key=nk,
+        origin=ORIGIN,
+        agent="alice",
+        key_id=nk.key_id,
+        kind="key.registered",
+        version=0,
+        prev=None,
+        client_time_us=1,
+        body_commitment="00" * 32,
+        new_key=nk,
     )
     with pytest.raises(SignatureError):
-        KeyHistory().check_and_apply(Leaf.build(index=0, timestamp_us=1, envelope=env, signature=sign_event(env, A)))
+        KeyHistory().check_and_apply(
+            Leaf.build(index=0, timestamp_us=1, envelope=env, signature=sign_event(env, A))
+        )

@@ -15,10 +15,7 @@ from verifier.jcs import MAX_SAFE_INTEGER, canonical_bytes, parse_canonical, par
 # Unicode text without lone surrogates (not representable in UTF-8 and rejected by JCS).
 text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
 json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-MAX_SAFE_INTEGER, max_value=MAX_SAFE_INTEGER)
-    | text,
+    st.none() | st.booleans() | st.integers(min_value=-MAX_SAFE_INTEGER, max_value=MAX_SAFE_INTEGER) | text,
     lambda children: st.lists(children, max_size=5) | st.dictionaries(text, children, max_size=5),
     max_leaves=30,
 )

@@ -54,7 +54,9 @@ def test_inclusion_proofs_verify(case: tuple[int, int]) -> None:
 
 
 @given(tree_and_index(), st.data())
-def test_any_flipped_bit_in_an_inclusion_proof_is_rejected(case: tuple[int, int], data: st.DataObject) -> None:
+def test_any_flipped_bit_in_an_inclusion_proof_is_rejected(
+    case: tuple[int, int], data: st.DataObject
+) -> None:
     n, m = case
     hs = hashes_for(n)
     proof = [mth(hs, lo, hi) for lo, hi in inclusion_ranges(m, n)]
@@ -78,7 +80,9 @@ def test_consistency_proofs_verify(case: tuple[int, int]) -> None:
 
 
 @given(two_sizes(), st.data())
-def test_any_flipped_bit_in_a_consistency_proof_is_rejected(case: tuple[int, int], data: st.DataObject) -> None:
+def test_any_flipped_bit_in_a_consistency_proof_is_rejected(
+    case: tuple[int, int], data: st.DataObject
+) -> None:
     m, n = case
     hs = hashes_for(n)
     proof = [mth(hs, lo, hi) for lo, hi in consistency_ranges(m, n)]
@@ -104,7 +108,9 @@ def test_a_rewritten_history_is_not_consistent(case: tuple[int, int]) -> None:
     forged[m - 1] = leaf_hash(b"rewritten")
     proof = [mth(forged, lo, hi) for lo, hi in consistency_ranges(m, n)]
     with pytest.raises(ProofError):
-        verify_consistency(old_size=m, new_size=n, old_root=mth(hs, 0, m), new_root=mth(forged, 0, n), proof=proof)
+        verify_consistency(
+            old_size=m, new_size=n, old_root=mth(hs, 0, m), new_root=mth(forged, 0, n), proof=proof
+        )
 
 
 @settings(max_examples=50)

@@ -89,11 +89,23 @@ SIG_LINE = NOTE.decode().split("\n\n")[1].rstrip("\n")
         (NOTE[:-2] + b"\n", MalformedError, "note.signature_line"),
         (NOTE[:-1] + b" \n", MalformedError, "note.signature_line"),
         (NOTE + b"x" * (64 * 1024), LimitExceededError, "note.size"),
-        (_raw_note(checkpoint_text(ORIGIN, 1, ROOT), [SIG_LINE] * 101), LimitExceededError, "note.signatures"),
+        (
+            _raw_note(checkpoint_text(ORIGIN, 1, ROOT), [SIG_LINE] * 101),
+            LimitExceededError,
+            "note.signatures",
+        ),
         (_resign(f"{ORIGIN}\n01234\n{base64.b64encode(ROOT).decode()}\n"), MalformedError, "checkpoint.size"),
-        (_resign(f"{ORIGIN}\n1234\n{base64.b64encode(ROOT).decode()}\nextension\n"), MalformedError, "checkpoint.extensions"),
+        (
+            _resign(f"{ORIGIN}\n1234\n{base64.b64encode(ROOT).decode()}\nextension\n"),
+            MalformedError,
+            "checkpoint.extensions",
+        ),
         (_resign(f"{ORIGIN}\n1234\n"), MalformedError, "checkpoint.format"),
-        (_resign(f"{ORIGIN}\n99999999999999999999\n{base64.b64encode(ROOT).decode()}\n"), MalformedError, "checkpoint.size"),
+        (
+            _resign(f"{ORIGIN}\n99999999999999999999\n{base64.b64encode(ROOT).decode()}\n"),
+            MalformedError,
+            "checkpoint.size",
+        ),
     ],
 )
 def test_strict_parsing(data: bytes, error: type[VerificationError], check: str) -> None:
@@ -104,7 +116,11 @@ def test_strict_parsing(data: bytes, error: type[VerificationError], check: str)
 
 def test_unknown_keys_are_ignored_but_one_trusted_signature_is_required() -> None:
     other = Ed25519PrivateKey.from_private_bytes(bytes([7]) * 32)
-    other_line = sign_note(NOTE.decode().split("\n\n")[0] + "\n", "witness.example/w1", other).decode().split("\n\n")[1]
+    other_line = (
+        sign_note(NOTE.decode().split("\n\n")[0] + "\n", "witness.example/w1", other)
+        .decode()
+        .split("\n\n")[1]
+    )
     cosigned = NOTE + other_line.encode()
     assert verify_checkpoint(cosigned, VKEY).size == 1234  # a witness line does not break it
     with pytest.raises(UnknownKeyError):

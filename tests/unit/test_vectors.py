@@ -52,18 +52,29 @@ def test_inclusion_vectors_verify_and_fail_when_tampered() -> None:
     for case in v["inclusion"]:
         proof = [bytes.fromhex(h) for h in case["proof"]]
         root = bytes.fromhex(v["roots"][case["size"]])
-        ok = verify_inclusion(leaf_hash=hashes[case["index"]], index=case["index"], size=case["size"], proof=proof, root=root)
+        ok = verify_inclusion(
+            leaf_hash=hashes[case["index"]], index=case["index"], size=case["size"], proof=proof, root=root
+        )
         assert ok.root == root
         if proof:
             bad = [bytearray(p) for p in proof]
             bad[-1][0] ^= 1
             with pytest.raises(ProofError):
-                verify_inclusion(leaf_hash=hashes[case["index"]], index=case["index"], size=case["size"], proof=[bytes(b) for b in bad], root=root)
+                verify_inclusion(
+                    leaf_hash=hashes[case["index"]],
+                    index=case["index"],
+                    size=case["size"],
+                    proof=[bytes(b) for b in bad],
+                    root=root,
+                )
         if case["size"] > 1:
             with pytest.raises(ProofError):  # right proof, wrong leaf position
                 verify_inclusion(
-                    leaf_hash=hashes[case["index"]], index=(case["index"] + 1) % case["size"],
-                    size=case["size"], proof=proof, root=root,
+                    leaf_hash=hashes[case["index"]],
+                    index=(case["index"] + 1) % case["size"],
+                    size=case["size"],
+                    proof=proof,
+                    root=root,
                 )
 
 
@@ -74,13 +85,20 @@ def test_consistency_vectors_verify() -> None:
         m, n = case["old_size"], case["new_size"]
         proof = [bytes.fromhex(h) for h in case["proof"]]
         verify_consistency(
-            old_size=m, new_size=n, old_root=bytes.fromhex(v["roots"][m]), new_root=bytes.fromhex(v["roots"][n]), proof=proof
+            old_size=m,
+            new_size=n,
+            old_root=bytes.fromhex(v["roots"][m]),
+            new_root=bytes.fromhex(v["roots"][n]),
+            proof=proof,
         )
         if 0 < m < n:
             with pytest.raises(ProofError):
                 verify_consistency(
-                    old_size=m, new_size=n, old_root=bytes.fromhex(v["roots"][m - 1]),
-                    new_root=bytes.fromhex(v["roots"][n]), proof=proof,
+                    old_size=m,
+                    new_size=n,
+                    old_root=bytes.fromhex(v["roots"][m - 1]),
+                    new_root=bytes.fromhex(v["roots"][n]),
+                    proof=proof,
                 )
 
 
@@ -91,7 +109,13 @@ def test_invalid_inclusion_vectors(case: dict) -> None:
     root = root_from_leaf_hashes(hashes[: case["size"]])
     lh = hashes[min(case["index"], 7)]
     with pytest.raises(ProofError) as e:
-        verify_inclusion(leaf_hash=lh, index=case["index"], size=case["size"], proof=[bytes.fromhex(h) for h in case["proof"]], root=root)
+        verify_inclusion(
+            leaf_hash=lh,
+            index=case["index"],
+            size=case["size"],
+            proof=[bytes.fromhex(h) for h in case["proof"]],
+            root=root,
+        )
     assert e.value.check == case["check"]
 
 
@@ -141,21 +165,28 @@ def test_ledger_sdk_reproduces_event_vectors() -> None:
     key = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(v["agent_seed_hex"]))
     for ev in v["events"][1:3]:
         env = Envelope.from_bytes(ev["envelope_jcs"].encode())
-        signer = AgentSigner(v["agent"], key, origin=v["origin"], rand=lambda n, s=ev["salt_hex"]: bytes.fromhex(s))
+        signer = AgentSigner(
+            v["agent"], key, origin=v["origin"], rand=lambda n, s=ev["salt_hex"]: bytes.fromhex(s)
+        )
         sub = signer.event(
             env.kind, ev["body"], version=env.version, prev=env.prev, client_time_us=env.client_time_us
         )
         assert sub.envelope.decode() == ev["envelope_jcs"]
         assert base64.b64encode(sub.signature).decode() == ev["signature_b64"]
         assert sub.body.decode() == ev["body_jcs"]
-        leaf = Leaf.build(index=ev["index"], timestamp_us=ev["timestamp_us"], envelope=env, signature=sub.signature)
+        leaf = Leaf.build(
+            index=ev["index"], timestamp_us=ev["timestamp_us"], envelope=env, signature=sub.signature
+        )
         assert leaf.raw.decode() == ev["leaf"]
 
 
 def test_jcs_vectors() -> None:
     v = load("jcs.json")
     for case in v["valid"]:
-        assert canonical_bytes(parse_strict(case["input"].encode(), max_bytes=1 << 16)).decode() == case["canonical"]
+        assert (
+            canonical_bytes(parse_strict(case["input"].encode(), max_bytes=1 << 16)).decode()
+            == case["canonical"]
+        )
         parse_canonical(case["canonical"].encode(), max_bytes=1 << 16)
     for case in v["invalid"]:
         with pytest.raises(VerificationError) as e:

@@ -9,7 +9,19 @@ from pathlib import Path
 import verifier
 
 ROOT = Path(__file__).resolve().parents[2]
-FORBIDDEN = {"ledger", "api", "sqlalchemy", "fastapi", "pydantic", "httpx", "psycopg", "alembic", "rfc8785", "typer", "rich"}
+FORBIDDEN = {
+    "ledger",
+    "api",
+    "sqlalchemy",
+    "fastapi",
+    "pydantic",
+    "httpx",
+    "psycopg",
+    "alembic",
+    "rfc8785",
+    "typer",
+    "rich",
+}
 
 
 def test_importing_every_verifier_module_pulls_in_nothing_forbidden() -> None:
@@ -38,13 +50,41 @@ def test_verifier_source_imports_only_stdlib_cryptography_and_itself() -> None:
 def test_public_surface_is_pinned() -> None:
     assert sorted(verifier.__all__) == sorted(
         [
-            "EMPTY_ROOT", "CanonicalFormError", "Checkpoint", "EngramError", "Envelope", "KeyHistory",
-            "KeyRecord", "KeyStateError", "Leaf", "LimitExceededError", "MalformedError", "NewKey",
-            "OriginMismatchError", "ProofError", "SignatureError", "SignedNote", "StreamChainError",
-            "UnknownKeyError", "VerificationError", "VerifiedCheckpoint", "VerifiedConsistency",
-            "VerifiedInclusion", "VerifierKey", "agent_key_id", "body_commitment", "canonical_bytes",
-            "leaf_hash", "node_hash", "parse_canonical", "parse_strict", "verify_body", "verify_checkpoint",
-            "verify_consistency", "verify_event_signature", "verify_inclusion",
+            "EMPTY_ROOT",
+            "CanonicalFormError",
+            "Checkpoint",
+            "EngramError",
+            "Envelope",
+            "KeyHistory",
+            "KeyRecord",
+            "KeyStateError",
+            "Leaf",
+            "LimitExceededError",
+            "MalformedError",
+            "NewKey",
+            "OriginMismatchError",
+            "ProofError",
+            "SignatureError",
+            "SignedNote",
+            "StreamChainError",
+            "UnknownKeyError",
+            "VerificationError",
+            "VerifiedCheckpoint",
+            "VerifiedConsistency",
+            "VerifiedInclusion",
+            "VerifierKey",
+            "agent_key_id",
+            "body_commitment",
+            "canonical_bytes",
+            "leaf_hash",
+            "node_hash",
+            "parse_canonical",
+            "parse_strict",
+            "verify_body",
+            "verify_checkpoint",
+            "verify_consistency",
+            "verify_event_signature",
+            "verify_inclusion",
         ]
     )
     for name in verifier.__all__:

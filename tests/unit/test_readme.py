@@ -1,0 +1,26 @@
+"""The README's two set-up commands stay true: CI runs the test command verbatim."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _commands() -> list[str]:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Set up (two commands)", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```bash\n(.+?)\n```", section)
+
+
+def test_readme_has_a_demo_command_and_a_test_command() -> None:
+    demo, tests = _commands()
+    assert demo.endswith("engram demo")
+    assert "pytest" in tests
+
+
+def test_ci_runs_the_readme_test_command_verbatim() -> None:
+    _, tests = _commands()
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert tests in ci
