@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, func, insert, select, tuple_, update
+from sqlalchemy import Connection, Engine, Select, and_, func, insert, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
@@ -49,7 +49,7 @@ from ledger.storage.schema import (
 )
 from verifier.keys import KeyRecord
 
-__all__ = ["LogState", "SqlStore", "StoredCheckpoint", "StreamHead", "WriteTx"]
+__all__ = ["LogState", "SqlStore", "StoredCheckpoint", "StreamHead", "WriteTx", "nodes_query"]
 
 _IN_CHUNK = 400  # bound the size of one IN (...) list
 
@@ -128,15 +128,20 @@ class WriteTx:
     # Bulk reads for one batch: three queries instead of three per event.
 
     def load_heads(self, streams: Iterable[tuple[str, str]]) -> dict[tuple[str, str], StreamHead]:
-        wanted = sorted(set(streams))
+        by_agent: dict[str, set[str]] = {}
+        for agent, kind in streams:
+            by_agent.setdefault(agent, set()).add(kind)
         out: dict[tuple[str, str], StreamHead] = {}
-        for i in range(0, len(wanted), _IN_CHUNK):
-            rows = self._conn.execute(
-                select(stream_heads).where(
-                    tuple_(stream_heads.c.agent, stream_heads.c.kind).in_(wanted[i : i + _IN_CHUNK])
+        agents = sorted(by_agent)
+        for i in range(0, len(agents), _IN_CHUNK):
+            # Per-agent IN lists, not a row-value IN: see nodes_query.
+            cond = or_(
+                *(
+                    and_(stream_heads.c.agent == a, stream_heads.c.kind.in_(sorted(by_agent[a])))
+                    for a in agents[i : i + _IN_CHUNK]
                 )
             )
-            for r in rows:
+            for r in self._conn.execute(select(stream_heads).where(cond)):
                 out[(r.agent, r.kind)] = StreamHead(
                     agent=r.agent, kind=r.kind, version=r.version, leaf_hash=bytes(r.leaf_hash), index=r.idx
                 )
@@ -243,17 +248,28 @@ def _stream_head(conn: Connection, agent: str, kind: str) -> StreamHead | None:
     )
 
 
+def nodes_query(coords: Sequence[tuple[int, int]]) -> Select[Any]:
+    """SELECT of the given ``(level, idx)`` nodes as an OR of per-level ``IN`` lists.
+
+    Written this way (not as a row-value ``(level, idx) IN (...)``) because SQLite answers
+    row-value IN lists with a full table scan, while ``level = ? AND idx IN (...)`` terms
+    are primary-key lookups on both backends: a proof costs O(log n) index probes.
+    """
+    by_level: dict[int, list[int]] = {}
+    for level, idx in coords:
+        by_level.setdefault(level, []).append(idx)
+    return select(nodes.c.level, nodes.c.idx, nodes.c.hash).where(
+        or_(
+            *(and_(nodes.c.level == lv, nodes.c.idx.in_(sorted(ids))) for lv, ids in sorted(by_level.items()))
+        )
+    )
+
+
 def _fetch_nodes(conn: Connection, coords: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
     wanted = sorted(set(coords))
     out: dict[tuple[int, int], bytes] = {}
     for i in range(0, len(wanted), _IN_CHUNK):
-        chunk = wanted[i : i + _IN_CHUNK]
-        rows = conn.execute(
-            select(nodes.c.level, nodes.c.idx, nodes.c.hash).where(
-                tuple_(nodes.c.level, nodes.c.idx).in_(chunk)
-            )
-        )
-        for r in rows:
+        for r in conn.execute(nodes_query(wanted[i : i + _IN_CHUNK])):
             out[(r.level, r.idx)] = bytes(r.hash)
     missing = [c for c in wanted if c not in out]
     if missing:

@@ -445,3 +445,18 @@ def test_a_killed_writer_loses_no_acknowledged_entry(ledger: Ledger, db_url: str
     bob = Agent.generate("bob", log_vkey=ledger.vkey, transport=InProcess(ledger))
     bob.register()
     assert bob.append("session.turn", {"after": "crash"}).index == cp.size + 1
+
+
+def test_node_reads_are_index_lookups_not_scans(ledger: Ledger, engine: Engine) -> None:
+    from ledger.storage.store import nodes_query
+
+    query = nodes_query([(0, 5), (0, 9), (3, 1), (7, 0)])
+    sql = str(query.compile(engine, compile_kwargs={"literal_binds": True}))
+    with engine.connect() as conn:
+        if engine.dialect.name == "sqlite":
+            plan = " ".join(str(row) for row in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql))
+            assert "SCAN nodes" not in plan and "USING INDEX" in plan, plan
+        else:
+            conn.exec_driver_sql("SET enable_seqscan = off")  # a tiny table would be scanned anyway
+            plan = " ".join(str(row) for row in conn.exec_driver_sql("EXPLAIN " + sql))
+            assert "Seq Scan" not in plan, plan
