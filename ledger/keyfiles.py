@@ -25,6 +25,7 @@ from verifier.note import ALG_ED25519, b64decode_strict, ed25519_key_id, format_
 __all__ = [
     "LogKey",
     "format_log_signer_key",
+    "fsync_dir",
     "load_agent_key",
     "load_log_key",
     "parse_log_signer_key",
@@ -74,17 +75,28 @@ def parse_log_signer_key(text: str) -> LogKey:
     return key
 
 
+def fsync_dir(path: Path) -> None:
+    """Make a directory entry (a created or renamed file) durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write_private_file(path: Path, content: str) -> None:
-    """Create ``path`` with mode 0600; refuse to overwrite an existing file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Create ``path`` with mode 0600 (its directory 0700 if new); never overwrite a file."""
+    data = (content + "\n").encode("ascii")  # encode first: a failure leaves no empty file
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError as e:
         raise ConfigError(f"{path} already exists; refusing to overwrite a key") from e
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        f.write(content + "\n")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
+    fsync_dir(path.parent)
 
 
 def _read_private_file(path: Path) -> str:

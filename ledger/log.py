@@ -8,9 +8,9 @@ This is the only impure piece of the log core. Its steps for a batch of signed e
    size limit whose salted commitment matches; ledger-reserved agent ids are refused.
 2. Under the log's writer lock (store.py): the signing key is the one valid for the agent
    at this index (verifier.keys.authorize) and the agent signature verifies over the exact
-   signed bytes; only then (so that nobody else learns a stream's head) the stream's
-   ``version`` must be the head's + 1 and ``prev`` the head's leaf hash, else a
-   :class:`ConflictError` carrying the current head.
+   signed bytes; only then the stream's ``version`` must be the head's + 1 and ``prev`` the
+   head's leaf hash, else a :class:`ConflictError` carrying the current head. The stored
+   Merkle state must reproduce the last signed checkpoint's root before anything is signed.
 3. The server assigns the index (the log size) and a timestamp strictly greater than the
    previous one, builds the leaf (bounded by ``max_leaf_bytes``), extends the Merkle
    frontier, signs a checkpoint of the new size and commits everything in one transaction.
@@ -22,10 +22,11 @@ Any failure raises a typed error and writes nothing.
 
 from __future__ import annotations
 
+import hmac
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -40,6 +41,7 @@ from ledger.errors import (
     OriginMismatchError,
     PrevMismatchError,
     RejectedEventError,
+    StorageError,
     VersionConflictError,
     VersionGapError,
 )
@@ -55,26 +57,28 @@ from ledger.kinds import require_kind
 from ledger.storage.db import current_revision, head_revision, make_engine, migrate
 from ledger.storage.store import SqlStore, StoredCheckpoint, StreamHead, WriteTx
 from verifier.event import (
+    DEFAULT_MAX_LEAF_BYTES,
     POLICY_AGENT,
     SALT_SIZE,
     Envelope,
     Leaf,
+    agent_key_id,
     verify_body,
     verify_event_signature,
 )
 from verifier.keys import KeyChange, KeyRecord, authorize
 from verifier.merkle import (
     EMPTY_ROOT,
+    CompactRange,
     consistency_ranges,
     inclusion_ranges,
     leaf_hash,
-    node_hash,
     range_hash,
     range_nodes,
     verify_consistency,
     verify_inclusion,
 )
-from verifier.note import VerifierKey, checkpoint_text, sign_note, verify_checkpoint
+from verifier.note import VerifierKey, check_origin, checkpoint_text, sign_note, verify_checkpoint
 
 __all__ = [
     "ConsistencyProof",
@@ -149,11 +153,13 @@ class _Prepared:
 @dataclass(slots=True)
 class _BatchKeys:
     """Key state seen by the entries of one batch: what the database held when the batch
-    took the lock (preloaded for every key id and agent the batch names), plus the changes
-    of the batch's earlier entries."""
+    took the lock (preloaded for every key id and agent the batch names, and the agents'
+    active keys), plus the changes of the batch's earlier entries, in order."""
 
     keys: dict[str, KeyRecord]
     active: dict[str, str | None]
+    added: set[str] = field(default_factory=set)
+    changed: set[str] = field(default_factory=set)
 
     def key(self, key_id: str) -> KeyRecord | None:
         return self.keys.get(key_id)
@@ -177,9 +183,20 @@ class _BatchKeys:
                 retired_how=change.retire_how,
             )
             self.active[change.agent] = None
+            self.changed.add(old.key_id)
         if change.add is not None:
             self.keys[change.add.key_id] = change.add
             self.active[change.add.agent] = change.add.key_id
+            self.added.add(change.add.key_id)
+
+    def final_writes(self) -> tuple[list[KeyRecord], list[KeyRecord]]:
+        """(keys to insert with their final state, pre-existing keys retired in this batch).
+
+        Writing final states, not changes in arrival order, is what makes "add then retire
+        within one batch" store a retired key."""
+        inserts = [self.keys[k] for k in sorted(self.added)]
+        retirements = [self.keys[k] for k in sorted(self.changed - self.added)]
+        return inserts, retirements
 
 
 class Ledger:
@@ -202,6 +219,15 @@ class Ledger:
             raise ConfigError(
                 f"the log key ({log_key.vkey}) is not the key of this database's log ({state.log_vkey})"
             )
+        if not 1 <= max_leaf_bytes <= DEFAULT_MAX_LEAF_BYTES:
+            raise ConfigError(f"max_leaf_bytes {max_leaf_bytes} is outside [1, 65535] (the tlog-tiles limit)")
+        if max_body_bytes < 1:
+            raise ConfigError("max_body_bytes must be positive")
+        if policy_key is not None:
+            registered = store.active_key_id(POLICY_AGENT)
+            own = agent_key_id(policy_key.public_key().public_bytes_raw())
+            if registered is not None and registered != own:
+                raise ConfigError("the policy key file is not the policy agent's registered key")
         self.store = store
         self.log_key = log_key
         self.origin = log_key.name
@@ -255,7 +281,7 @@ class Ledger:
         else:
             if origin is None:
                 origin = f"localhost/engram-{secrets.token_hex(4)}"
-            VerifierKey.from_public_key(origin, bytes(32))  # validates the origin as a key name
+            check_origin(origin)
             log_key = LogKey(origin, Ed25519PrivateKey.generate())
             write_private_file(settings.log_key_file, format_log_signer_key(log_key))
         if settings.policy_key_file.exists():
@@ -299,8 +325,8 @@ class Ledger:
     # -- append -----------------------------------------------------------------------
 
     def _prepare(self, sub: Submission, *, operator: bool, system: bool) -> _Prepared:
-        if not isinstance(sub.envelope, bytes) or not isinstance(sub.signature, bytes):
-            raise MalformedError("envelope and signature must be bytes", check="submission.type")
+        if not all(isinstance(b, bytes) for b in (sub.envelope, sub.signature, sub.body, sub.salt)):
+            raise MalformedError("envelope, signature, body and salt must be bytes", check="submission.type")
         if len(sub.signature) != 64:
             raise MalformedError("an Ed25519 signature is 64 bytes", check="event.signature")
         envelope = Envelope.from_bytes(sub.envelope)
@@ -352,14 +378,15 @@ class Ledger:
             state = tx.lock_state()
             size = state.size
             last_ts = state.last_timestamp_us
-            frontier = [
-                (lvl, idx, h)
-                for (lvl, idx), h in zip(
-                    range_nodes(0, size) if size else [],
-                    self._frontier_hashes(tx, size),
-                    strict=True,
+            border = CompactRange(size, self._frontier_hashes(tx, size))
+            # Never extend a tree whose stored hashes disagree with what the log already
+            # signed: that would sign a checkpoint inconsistent with an earlier one.
+            signed_root = tx.checkpoint_root(size)
+            if signed_root is None or not hmac.compare_digest(signed_root, border.root()):
+                raise StorageError(
+                    f"stored Merkle nodes at size {size} disagree with the signed checkpoint; "
+                    "refusing to sign a new one (run an audit)"
                 )
-            ]
             envs = [p.envelope for p in prepared]
             key_ids = [e.key_id for e in envs] + [e.new_key.key_id for e in envs if e.new_key is not None]
             active = tx.load_active_keys([e.agent for e in envs] + [POLICY_AGENT])
@@ -373,27 +400,19 @@ class Ledger:
             leaf_rows: list[dict[str, Any]] = []
             body_rows: list[dict[str, Any]] = []
             node_rows: list[dict[str, Any]] = []
-            key_adds: list[KeyRecord] = []
-            key_retires: list[tuple[str, int, str]] = []
             built: list[Leaf] = []
 
             for p in prepared:
                 env = p.envelope
                 index = size
-                # Authenticate first, so that only the stream's signer learns its head.
+                # Authenticate first: a forged or unauthorized event is refused before any
+                # stream state is consulted. (Heads are not secret: the leaves are public.)
                 decision = authorize(keys, env, index)
                 verify_event_signature(
                     env, p.sub.signature, decision.signer_public_key, envelope_jcs=p.sub.envelope
                 )
                 self._check_stream(env, heads.get(env.stream) or db_heads.get(env.stream))
                 keys.apply(decision.change, index)
-                if decision.change is not None:
-                    if decision.change.retire_key_id is not None:
-                        key_retires.append(
-                            (decision.change.retire_key_id, index, decision.change.retire_how or "revoked")
-                        )
-                    if decision.change.add is not None:
-                        key_adds.append(decision.change.add)
 
                 ts = max(self.clock(), last_ts + 1)
                 leaf = Leaf.build(index=index, timestamp_us=ts, envelope=env, signature=p.sub.signature)
@@ -416,14 +435,8 @@ class Ledger:
                     }
                 )
                 body_rows.append({"idx": index, "salt": p.sub.salt, "body": p.sub.body})
-                # Extend the frontier: every completed perfect subtree becomes a stored node.
-                frontier.append((0, index, lh))
-                node_rows.append({"level": 0, "idx": index, "hash": lh})
-                while len(frontier) >= 2 and frontier[-1][0] == frontier[-2][0]:
-                    (lvl, li, lhash), (_, _, rhash) = frontier[-2], frontier[-1]
-                    merged = (lvl + 1, li >> 1, node_hash(lhash, rhash))
-                    frontier[-2:] = [merged]
-                    node_rows.append({"level": merged[0], "idx": merged[1], "hash": merged[2]})
+                # Every perfect subtree this leaf completes becomes a stored, immutable node.
+                node_rows.extend({"level": lv, "idx": i, "hash": h} for lv, i, h in border.append(lh))
                 heads[env.stream] = StreamHead(
                     agent=env.agent, kind=env.kind, version=env.version, leaf_hash=lh, index=index
                 )
@@ -431,7 +444,8 @@ class Ledger:
                 size += 1
                 last_ts = ts
 
-            root = range_hash([h for _, _, h in frontier])
+            root = border.root()
+            key_inserts, key_retirements = keys.final_writes()
             note = sign_note(checkpoint_text(self.origin, size, root), self.origin, self.log_key.private_key)
             checkpoint = StoredCheckpoint(size=size, root=root, note=note, signed_at_us=last_ts)
             tx.write_batch(
@@ -439,8 +453,8 @@ class Ledger:
                 body_rows=body_rows,
                 node_rows=node_rows,
                 heads=heads,
-                key_adds=key_adds,
-                key_retires=key_retires,
+                key_inserts=key_inserts,
+                key_retirements=key_retirements,
                 new_size=size,
                 last_timestamp_us=last_ts,
                 checkpoint=checkpoint,
@@ -539,6 +553,8 @@ class Ledger:
         got = self.store.nodes(coords)
         root = range_hash([got[c] for c in range_nodes(0, size)])
         cp = self.store.checkpoint(size)
+        if cp is not None and not hmac.compare_digest(cp.root, root):
+            raise StorageError(f"stored Merkle nodes disagree with the checkpoint at size {size}")
         out = []
         for i, ranges in plans:
             hashes = tuple(range_hash([got[c] for c in range_nodes(lo, hi)]) for lo, hi in ranges)
@@ -581,10 +597,14 @@ class Ledger:
         hashes = tuple(range_hash([got[c] for c in range_nodes(lo, hi)]) for lo, hi in ranges)
         old_root = range_hash([got[c] for c in range_nodes(0, old_size)]) if old_size else EMPTY_ROOT
         new_root = range_hash([got[c] for c in range_nodes(0, new_size)]) if new_size else EMPTY_ROOT
+        old_cp, new_cp = self.store.checkpoint(old_size), self.store.checkpoint(new_size)
+        # Roots come from the nodes; where a checkpoint was signed they must be its root.
+        for cp, root in ((old_cp, old_root), (new_cp, new_root)):
+            if cp is not None and not hmac.compare_digest(cp.root, root):
+                raise StorageError(f"stored Merkle nodes disagree with the checkpoint at size {cp.size}")
         verify_consistency(
             old_size=old_size, new_size=new_size, old_root=old_root, new_root=new_root, proof=hashes
         )
-        old_cp, new_cp = self.store.checkpoint(old_size), self.store.checkpoint(new_size)
         return ConsistencyProof(
             old_size=old_size,
             new_size=new_size,
@@ -601,6 +621,11 @@ class Ledger:
         """Revoke ``agent``'s active key with the ledger policy key (lost or compromised key)."""
         if self.policy_key is None:
             raise ConfigError("this ledger has no policy key; forced revocation is unavailable")
+        if agent == POLICY_AGENT:
+            raise RejectedEventError(
+                "the policy agent cannot be force-revoked (it would end forced revocation)",
+                check="ledger.policy_agent",
+            )
         from ledger.sdk import AgentSigner  # the SDK builds on this module
 
         head = self.stream_head(agent, "key.revoked")

@@ -43,8 +43,8 @@ from verifier.event import (
     sign_pop,
 )
 from verifier.jcs import canonical_bytes
-from verifier.merkle import verify_inclusion
-from verifier.note import VerifierKey, verify_checkpoint
+from verifier.merkle import verify_consistency, verify_inclusion
+from verifier.note import VerifiedCheckpoint, VerifierKey, verify_checkpoint
 
 __all__ = ["Agent", "AgentSigner", "InProcess", "StreamState", "Transport"]
 
@@ -136,6 +136,8 @@ class Transport(Protocol):
 
     def head(self, agent: str, kind: str) -> StreamState | None: ...
 
+    def consistency(self, old_size: int, new_size: int) -> Sequence[bytes]: ...
+
 
 class InProcess:
     """Transport that calls a :class:`~ledger.log.Ledger` in the same process."""
@@ -149,6 +151,9 @@ class InProcess:
     def head(self, agent: str, kind: str) -> StreamState | None:
         h = self.ledger.stream_head(agent, kind)
         return None if h is None else StreamState(h.version, h.leaf_hash.hex())
+
+    def consistency(self, old_size: int, new_size: int) -> Sequence[bytes]:
+        return self.ledger.prove_consistency(old_size, new_size).hashes
 
 
 def _now_us() -> int:
@@ -175,6 +180,8 @@ class Agent:
         self.clock = clock
         self.max_retries = max_retries
         self.heads: dict[str, StreamState] = {}
+        #: The largest checkpoint this agent has verified; every later one must extend it.
+        self.checkpoint: VerifiedCheckpoint | None = None
 
     # -- construction -----------------------------------------------------------------
 
@@ -219,8 +226,9 @@ class Agent:
 
     # -- receipts ---------------------------------------------------------------------
 
-    def _check_receipt(self, sub: Submission, receipt: Receipt) -> None:
-        """Accept a receipt only if the log signed a checkpoint that includes our event."""
+    def _check_receipt(self, sub: Submission, receipt: Receipt) -> Leaf:
+        """Accept a receipt only if the log signed a checkpoint that includes our event and
+        that is consistent with every checkpoint this agent saw before (no fork)."""
         cp = verify_checkpoint(receipt.checkpoint, self.log_key)
         leaf = Leaf.from_bytes(receipt.leaf, origin=self.signer.origin)
         if leaf.envelope.canonical() != sub.envelope or leaf.signature != sub.signature:
@@ -234,14 +242,29 @@ class Agent:
         verify_inclusion(
             leaf_hash=leaf.hash, index=leaf.index, size=cp.size, proof=receipt.proof.hashes, root=cp.root
         )
+        self._advance(cp)
+        return leaf
+
+    def _advance(self, cp: VerifiedCheckpoint) -> None:
+        last = self.checkpoint
+        if last is None:
+            self.checkpoint = cp
+            return
+        old, new = (last, cp) if last.size <= cp.size else (cp, last)
+        proof = self.transport.consistency(old.size, new.size)
+        verify_consistency(
+            old_size=old.size, new_size=new.size, old_root=old.root, new_root=new.root, proof=proof
+        )
+        self.checkpoint = new
 
     def _submit(self, subs: Sequence[Submission], *, operator: bool = False) -> list[Receipt]:
         receipts = self.transport.submit(subs, operator=operator)
         if len(receipts) != len(subs):
             raise ProofError("the log returned a different number of receipts", check="receipt.count")
         for sub, r in zip(subs, receipts, strict=True):
-            self._check_receipt(sub, r)
-            self.heads[r.kind] = StreamState(r.version, r.leaf_hash.hex())
+            leaf = self._check_receipt(sub, r)
+            # Heads come from the verified leaf, not from the receipt's other fields.
+            self.heads[leaf.envelope.kind] = StreamState(leaf.envelope.version, leaf.hash.hex())
         return receipts
 
     # -- operations -------------------------------------------------------------------

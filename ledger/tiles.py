@@ -93,6 +93,8 @@ def export_tiles(
     a reader that finds the checkpoint finds every tile it implies. Each entry is checked to
     hash to its level-0 tile hash as it is written.
     """
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError(f"{directory} is not a directory")
     if directory.exists() and any(directory.iterdir()):
         raise ConfigError(f"{directory} is not empty; export into a new directory")
     directory.mkdir(parents=True, exist_ok=True)

@@ -46,6 +46,7 @@ from verifier.note import (
     VerifierKey,
     verify_checkpoint,
 )
+from verifier.replay import LogReplay
 
 __all__ = [
     "EMPTY_ROOT",
@@ -58,6 +59,7 @@ __all__ = [
     "KeyStateError",
     "Leaf",
     "LimitExceededError",
+    "LogReplay",
     "MalformedError",
     "NewKey",
     "OriginMismatchError",

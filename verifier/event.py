@@ -28,7 +28,9 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from verifier.ed25519 import check_public_key
 from verifier.errors import (
+    CanonicalFormError,
     LimitExceededError,
     MalformedError,
     OriginMismatchError,
@@ -106,7 +108,10 @@ def check_kind(kind: object) -> str:
 
 
 def agent_key_id(public_key: bytes) -> str:
-    """Key id of an agent Ed25519 public key: hex of a domain-separated SHA-256, 16 bytes."""
+    """Key id of an agent Ed25519 public key: hex of a domain-separated SHA-256, 16 bytes.
+
+    The key itself is validated (:func:`verifier.ed25519.check_public_key`) where it is
+    introduced, in :meth:`NewKey.from_obj`."""
     if len(public_key) != 32:
         raise MalformedError("Ed25519 public keys are 32 bytes", check="key.public_key")
     return hashlib.sha256(KEY_ID_DOMAIN + public_key).digest()[:16].hex()
@@ -166,6 +171,7 @@ class NewKey:
         key_id = _str_field(o, "key_id", _KEY_ID, "envelope.new_key")
         if len(public_key) != 32 or len(pop) != 64:
             raise MalformedError("bad public key or pop length", check="envelope.new_key")
+        check_public_key(public_key)
         if not hmac.compare_digest(key_id, agent_key_id(public_key)):
             raise MalformedError("new key id does not match its public key", check="envelope.new_key")
         return cls(key_id=key_id, public_key=public_key, pop=pop)
@@ -233,13 +239,12 @@ class Envelope:
             raise MalformedError("origin must be a non-empty string", check="envelope.origin")
         version = _int_field(o, "version")
         prev = o.get("prev")
-        if version == 0 and prev is not None:
-            raise MalformedError("version 0 has no prev", check="envelope.prev")
-        if version > 0:
-            if prev is None:
-                raise MalformedError(f"version {version} needs prev", check="envelope.prev")
-            if not isinstance(prev, str) or not _HEX_HASH.fullmatch(prev):
-                raise MalformedError("prev must be a hex leaf hash", check="envelope.prev")
+        # Presence, not value: "prev": null at version 0 would be a second encoding of the
+        # same envelope (a different leaf hash for the same signed event).
+        if version == 0 and "prev" in o:
+            raise MalformedError("version 0 has no prev member", check="envelope.prev")
+        if version > 0 and (not isinstance(prev, str) or not _HEX_HASH.fullmatch(prev)):
+            raise MalformedError(f"version {version} needs prev, a hex leaf hash", check="envelope.prev")
         kind = check_kind(o["kind"])
         new_key = NewKey.from_obj(o["new_key"]) if "new_key" in o else None
         if (kind in {"key.registered", "key.rotated"}) != (new_key is not None):
@@ -261,8 +266,11 @@ class Envelope:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Envelope:
-        """Parse envelope bytes that must be canonical JCS."""
-        return cls.from_obj(parse_canonical(data, max_bytes=MAX_ENVELOPE_BYTES))
+        """Parse envelope bytes that must be canonical JCS and exactly this envelope's encoding."""
+        env = cls.from_obj(parse_canonical(data, max_bytes=MAX_ENVELOPE_BYTES))
+        if env.canonical() != data:  # pragma: no cover - from_obj is lossless; kept as a guard
+            raise CanonicalFormError("envelope does not re-encode to its bytes", check="envelope.form")
+        return env
 
 
 def event_signing_input(envelope_jcs: bytes) -> bytes:
@@ -407,6 +415,13 @@ class Leaf:
             raise OriginMismatchError(
                 f"leaf names origin {envelope.origin!r}, expected {origin!r}", check="leaf.origin"
             )
+        # Exact bytes: the leaf must be what build() makes of its parsed values, so the
+        # signature checked over envelope.canonical() is over the very bytes in the leaf.
+        if (
+            cls.build(index=index, timestamp_us=timestamp_us, envelope=envelope, signature=signature).raw
+            != data
+        ):
+            raise CanonicalFormError("leaf does not re-encode to its bytes", check="leaf.form")
         return cls(
             index=index, timestamp_us=timestamp_us, envelope=envelope, signature=signature, raw=bytes(data)
         )

@@ -34,6 +34,7 @@ __all__ = [
     "EMPTY_ROOT",
     "HASH_SIZE",
     "MAX_PROOF_HASHES",
+    "CompactRange",
     "VerifiedConsistency",
     "VerifiedInclusion",
     "consistency_ranges",
@@ -331,6 +332,40 @@ def verify_consistency(
     if not hmac.compare_digest(sr, new_root):
         raise ProofError("recomputed new root does not match", check="consistency.new_root")
     return VerifiedConsistency(old_size=old_size, old_root=old_root, new_size=new_size, new_root=new_root)
+
+
+class CompactRange:
+    """The right border of a growing tree: its perfect subtrees ``(level, index, hash)``.
+
+    Appending a leaf hash returns every node it completes (the leaf itself at level 0 and
+    each merged parent), which the ledger stores and a replaying auditor discards; the root
+    is the right fold of the border. Memory is O(log n).
+    """
+
+    __slots__ = ("nodes", "size")
+
+    def __init__(self, size: int = 0, hashes: Sequence[bytes] = ()) -> None:
+        coords = range_nodes(0, size) if size else []
+        if len(coords) != len(hashes):
+            raise ValueError(f"a tree of size {size} has {len(coords)} border nodes, got {len(hashes)}")
+        self.size = size
+        self.nodes: list[tuple[int, int, bytes]] = [
+            (lv, i, h) for (lv, i), h in zip(coords, hashes, strict=True)
+        ]
+
+    def append(self, leaf_hash: bytes) -> list[tuple[int, int, bytes]]:
+        completed = [(0, self.size, leaf_hash)]
+        self.nodes.append(completed[0])
+        while len(self.nodes) >= 2 and self.nodes[-1][0] == self.nodes[-2][0]:
+            (level, left_idx, left), (_, _, right) = self.nodes[-2], self.nodes[-1]
+            merged = (level + 1, left_idx >> 1, node_hash(left, right))
+            self.nodes[-2:] = [merged]
+            completed.append(merged)
+        self.size += 1
+        return completed
+
+    def root(self) -> bytes:
+        return range_hash([h for _, _, h in self.nodes]) if self.nodes else EMPTY_ROOT
 
 
 def tree_hash_from(get_node: Callable[[int, int], bytes], size: int) -> bytes:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from verifier.ed25519 import check_public_key
 from verifier.errors import (
     LimitExceededError,
     MalformedError,
@@ -54,6 +55,7 @@ __all__ = [
     "VerifiedCheckpoint",
     "VerifierKey",
     "b64decode_strict",
+    "check_origin",
     "checkpoint_text",
     "ed25519_key_id",
     "format_verifier_key",
@@ -98,6 +100,22 @@ def _check_key_name(name: str, *, check: str) -> None:
         raise MalformedError(f"key name {name[:60]!r} must be non-empty, without spaces or '+'", check=check)
 
 
+def check_origin(origin: object) -> str:
+    """A log origin: 1-255 printable ASCII characters, no spaces and no '+' (it is also the
+    checkpoint key's name, and key names may contain neither)."""
+    if (
+        not isinstance(origin, str)
+        or not 0 < len(origin) <= 255
+        or any(not 0x21 <= ord(c) <= 0x7E for c in origin)
+        or "+" in origin
+    ):
+        raise MalformedError(
+            f"origin {str(origin)[:80]!r} must be 1-255 printable ASCII characters without spaces or '+'",
+            check="origin.format",
+        )
+    return origin
+
+
 def ed25519_key_id(name: str, public_key: bytes) -> bytes:
     """C2SP signed-note key id for an Ed25519 key: SHA-256(name || 0x0A || 0x01 || pk)[:4]."""
     return hashlib.sha256(name.encode("utf-8") + b"\n" + bytes([ALG_ED25519]) + public_key).digest()[:4]
@@ -129,7 +147,7 @@ class VerifierKey:
             raise MalformedError(
                 "only Ed25519 verifier keys (type 0x01, 32 bytes) are supported", check="vkey.alg"
             )
-        public_key = raw[1:]
+        public_key = check_public_key(raw[1:])
         key_id = bytes.fromhex(hex_id)
         if not hmac.compare_digest(key_id, ed25519_key_id(name, public_key)):
             raise MalformedError("key id does not match name and public key", check="vkey.key_id")
@@ -139,8 +157,7 @@ class VerifierKey:
     def from_public_key(cls, name: str, public_key: bytes) -> VerifierKey:
         """Build the verifier key of an Ed25519 public key under ``name``."""
         _check_key_name(name, check="vkey.name")
-        if len(public_key) != 32:
-            raise MalformedError("Ed25519 public keys are 32 bytes", check="vkey.key")
+        check_public_key(public_key)
         return cls(name=name, key_id=ed25519_key_id(name, public_key), public_key=public_key)
 
     def __str__(self) -> str:

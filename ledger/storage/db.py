@@ -10,6 +10,7 @@ default ``synchronous_commit=on``.
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,12 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            # The database holds memory bodies: owner-only, like the keys beside it.
+            # SQLite gives its -wal and -shm files the main file's permissions.
+            db_path = Path(parsed.database)
+            db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not db_path.exists():
+                os.close(os.open(db_path, os.O_WRONLY | os.O_CREAT, 0o600))
         engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False}, **kwargs)
 
         @event.listens_for(engine, "connect")

@@ -33,6 +33,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 __all__ = [
@@ -135,6 +136,14 @@ agent_keys = Table(
     Column("retired_at", BigInteger, nullable=True),
     Column("retired_how", String(16), nullable=True),
     Index(None, "agent"),
+    # At most one active key per agent, enforced by the database as well as by the rules.
+    Index(
+        "uq_agent_keys_one_active",
+        "agent",
+        unique=True,
+        sqlite_where=text("retired_at IS NULL"),
+        postgresql_where=text("retired_at IS NULL"),
+    ),
 )
 
 #: Tables whose rows, once written, never change (enforced by triggers in the migration).

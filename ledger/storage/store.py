@@ -99,6 +99,8 @@ class WriteTx:
     def lock_state(self) -> LogState:
         stmt = select(log_state).where(log_state.c.id == 1)
         if self._conn.dialect.name == "postgresql":
+            # Durability of the acknowledgement must not depend on the server's default.
+            self._conn.exec_driver_sql("SET LOCAL synchronous_commit = on")
             stmt = stmt.with_for_update()
         row = self._conn.execute(stmt).one_or_none()
         if row is None:
@@ -109,6 +111,10 @@ class WriteTx:
 
     def stream_head(self, agent: str, kind: str) -> StreamHead | None:
         return _stream_head(self._conn, agent, kind)
+
+    def checkpoint_root(self, size: int) -> bytes | None:
+        row = self._conn.execute(select(checkpoints.c.root).where(checkpoints.c.size == size)).one_or_none()
+        return None if row is None else bytes(row.root)
 
     def key(self, key_id: str) -> KeyRecord | None:
         row = self._conn.execute(select(agent_keys).where(agent_keys.c.key_id == key_id)).one_or_none()
@@ -177,8 +183,8 @@ class WriteTx:
         body_rows: list[dict[str, Any]],
         node_rows: list[dict[str, Any]],
         heads: dict[tuple[str, str], StreamHead],
-        key_adds: list[KeyRecord],
-        key_retires: list[tuple[str, int, str]],
+        key_inserts: list[KeyRecord],
+        key_retirements: list[KeyRecord],
         new_size: int,
         last_timestamp_us: int,
         checkpoint: StoredCheckpoint,
@@ -210,17 +216,28 @@ class WriteTx:
                     for h in heads.values()
                 ],
             )
-        for key_id, at, how in key_retires:
-            c.execute(
+        for rec in key_retirements:
+            res = c.execute(
                 update(agent_keys)
-                .where(and_(agent_keys.c.key_id == key_id, agent_keys.c.retired_at.is_(None)))
-                .values(retired_at=at, retired_how=how)
+                .where(and_(agent_keys.c.key_id == rec.key_id, agent_keys.c.retired_at.is_(None)))
+                .values(retired_at=rec.retired_at, retired_how=rec.retired_how)
             )
-        for rec in key_adds:
+            if res.rowcount != 1:
+                raise StorageError(f"key {rec.key_id} was not active when the batch retired it")
+        if key_inserts:
             c.execute(
-                insert(agent_keys).values(
-                    key_id=rec.key_id, agent=rec.agent, public_key=rec.public_key, added_at=rec.added_at
-                )
+                insert(agent_keys),
+                [
+                    {
+                        "key_id": r.key_id,
+                        "agent": r.agent,
+                        "public_key": r.public_key,
+                        "added_at": r.added_at,
+                        "retired_at": r.retired_at,
+                        "retired_how": r.retired_how,
+                    }
+                    for r in key_inserts
+                ],
             )
         c.execute(
             update(log_state)
@@ -351,6 +368,15 @@ class SqlStore:
                 )
                 for r in rows
             ]
+
+    def active_key_id(self, agent: str) -> str | None:
+        with self.read() as conn:
+            row = conn.execute(
+                select(agent_keys.c.key_id).where(
+                    and_(agent_keys.c.agent == agent, agent_keys.c.retired_at.is_(None))
+                )
+            ).one_or_none()
+        return None if row is None else str(row.key_id)
 
     def keys_of(self, agent: str) -> list[KeyRecord]:
         with self.read() as conn:

@@ -1,8 +1,13 @@
 """Log core: leaves, Merkle nodes, checkpoints, stream heads, agent keys, bodies.
 
-Also installs the append-only triggers: UPDATE, DELETE (and on PostgreSQL TRUNCATE) of
-``leaves``, ``nodes`` and ``checkpoints`` raise an error inside the database, so not even a
-bug in this code base or a stray SQL session can rewrite the log's history.
+Also installs the append-only triggers: UPDATE, DELETE, a replacing INSERT (SQLite's
+INSERT OR REPLACE) and TRUNCATE (PostgreSQL) of ``leaves``, ``nodes`` and ``checkpoints``
+raise an error inside the database, so neither a bug in this code base nor an ordinary SQL
+session of the application's role rewrites the log's history. A role that owns the tables
+can still drop the triggers: on PostgreSQL run migrations as the owner and the service as a
+role granted only SELECT and INSERT on these tables (README, "PostgreSQL roles"). Whatever
+is done to the database, checkpoints already handed out and the consistency checks of
+clients and auditors reveal a rewrite.
 
 Revision ID: 0001
 Revises:
@@ -20,6 +25,13 @@ branch_labels = None
 depends_on = None
 
 APPEND_ONLY = ("leaves", "nodes", "checkpoints")
+# Every unique key of each append-only table: a row that would collide with any of them.
+REPLACE_KEYS = {
+    "leaves": "idx = NEW.idx OR leaf_hash = NEW.leaf_hash OR timestamp_us = NEW.timestamp_us "
+    "OR (agent = NEW.agent AND kind = NEW.kind AND version = NEW.version)",
+    "nodes": "level = NEW.level AND idx = NEW.idx",
+    "checkpoints": "size = NEW.size",
+}
 
 
 def upgrade() -> None:
@@ -95,6 +107,14 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("key_id", name=op.f("pk_agent_keys")),
     )
     op.create_index(op.f("ix_agent_keys_agent"), "agent_keys", ["agent"], unique=False)
+    op.create_index(
+        "uq_agent_keys_one_active",
+        "agent_keys",
+        ["agent"],
+        unique=True,
+        sqlite_where=sa.text("retired_at IS NULL"),
+        postgresql_where=sa.text("retired_at IS NULL"),
+    )
 
     dialect = op.get_bind().dialect.name
     if dialect == "postgresql":
@@ -126,6 +146,15 @@ def upgrade() -> None:
                     f"BEGIN SELECT RAISE(ABORT, 'engram: {operation} on {table} is forbidden: "
                     "the log is append-only'); END"
                 )
+            # INSERT OR REPLACE deletes the old row without firing DELETE triggers (unless
+            # recursive_triggers is on), so an insert that would replace a row is refused.
+            no_replace = (
+                f"CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table} "
+                f"WHEN EXISTS (SELECT 1 FROM {table} WHERE {REPLACE_KEYS[table]}) "
+                f"BEGIN SELECT RAISE(ABORT, 'engram: replacing a row of {table} is forbidden: "
+                "the log is append-only'); END"
+            )
+            op.execute(no_replace)
     else:  # pragma: no cover - only the two supported backends have migrations
         raise RuntimeError(f"unsupported database dialect {dialect}")
 

@@ -39,37 +39,33 @@ from ledger.sdk import Agent, AgentSigner, InProcess
 from ledger.storage.db import alembic_config
 from ledger.tiles import TILE_WIDTH, export_tiles, tile_path, tiles_for_size
 from tests.conftest import StepClock
-from verifier.errors import StreamChainError
 from verifier.event import Leaf, body_commitment
 from verifier.jcs import canonical_bytes
 from verifier.keys import KeyHistory
 from verifier.merkle import EMPTY_ROOT, leaf_hash, root_from_leaf_hashes, verify_consistency, verify_inclusion
 from verifier.note import VerifierKey, verify_checkpoint
+from verifier.replay import LogReplay
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def replay(ledger: Ledger) -> KeyHistory:
-    """Audit the whole log with the trusted core only: leaves, keys, chains, time, root."""
-    cp = verify_checkpoint(ledger.latest_checkpoint().note, VerifierKey.parse(ledger.vkey))
-    history = KeyHistory()
-    heads: dict[tuple[str, str], tuple[int, str]] = {}
-    last_ts = 0
-    hashes = []
-    for i, raw in ledger.store.leaves_iter(0, cp.size):
-        leaf = Leaf.from_bytes(raw, origin=cp.origin)
-        assert leaf.index == i
-        assert leaf.timestamp_us > last_ts, "server timestamps strictly increase"
-        last_ts = leaf.timestamp_us
-        history.check_and_apply(leaf)
-        env = leaf.envelope
-        version, prev = heads.get(env.stream, (-1, None))
-        if env.version != version + 1 or env.prev != prev:
-            raise StreamChainError(f"stream {env.stream} broken at {i}")
-        heads[env.stream] = (env.version, leaf.hash.hex())
-        hashes.append(leaf.hash)
-    assert root_from_leaf_hashes(hashes) == cp.root
-    return history
+    """Audit the whole log with the trusted core only (verifier.replay.LogReplay): every leaf,
+    key, stream chain and timestamp; the latest checkpoint's root; and every checkpoint the
+    log ever signed is a prefix of the replayed tree."""
+    vkey = VerifierKey.parse(ledger.vkey)
+    cp = verify_checkpoint(ledger.latest_checkpoint().note, vkey)
+    sizes = set(ledger.store.checkpoint_sizes())
+    audit = LogReplay(cp.origin)
+    audit.remember_root()
+    for _, raw in ledger.store.leaves_iter(0, cp.size):
+        audit.add(raw)
+        if audit.size in sizes:
+            audit.remember_root()
+    audit.check_checkpoint(cp)
+    for size in sizes:
+        audit.check_consistency_with(verify_checkpoint(ledger.store.checkpoint(size).note, vkey))
+    return audit.keys
 
 
 def test_init_signs_the_empty_checkpoint_and_registers_the_policy_agent(ledger: Ledger) -> None:

@@ -44,6 +44,9 @@ def test_operator_journey(tmp_path: Path, cli_db: str | None) -> None:
     assert "initialised" in init.stdout
     assert stat.S_IMODE((home / "log.key").stat().st_mode) == 0o600
     assert stat.S_IMODE((home / "policy.key").stat().st_mode) == 0o600
+    if cli_db is None:  # the SQLite file holds memory bodies: owner-only as well
+        assert stat.S_IMODE((home / "engram.db").stat().st_mode) == 0o600
+        assert stat.S_IMODE(home.stat().st_mode) == 0o700
 
     demo = run(home, "demo", db_url=cli_db)
     assert "demo complete" in demo.stdout
@@ -123,6 +126,9 @@ def test_errors_are_clear_and_exit_1(tmp_path: Path) -> None:
     home = tmp_path / "home"
     missing = run(home, "log", "key", ok=False)
     assert missing.returncode == 1 and "engram init" in missing.stderr
+    bad_origin = run(home, "init", "--origin", "ex\u00e4mple.com/x", ok=False)
+    assert bad_origin.returncode == 1 and "printable ASCII" in bad_origin.stderr
+    assert not (home / "log.key").exists()
     run(home, "init")
     again = run(home, "init", ok=False)
     assert again.returncode == 1 and "already" in again.stderr

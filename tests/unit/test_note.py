@@ -124,7 +124,7 @@ def test_unknown_keys_are_ignored_but_one_trusted_signature_is_required() -> Non
     cosigned = NOTE + other_line.encode()
     assert verify_checkpoint(cosigned, VKEY).size == 1234  # a witness line does not break it
     with pytest.raises(UnknownKeyError):
-        SignedNote.parse(cosigned).verify([VerifierKey.from_public_key("nobody", bytes(32))])
+        SignedNote.parse(cosigned).verify([VerifierKey.from_public_key("nobody", VKEY.public_key)])
 
 
 def test_a_failing_signature_from_a_known_key_rejects_the_note() -> None:
