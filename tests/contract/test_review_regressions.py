@@ -16,7 +16,8 @@ from ledger.keyfiles import LogKey
 from ledger.log import Ledger, Receipt, Submission
 from ledger.sdk import Agent, AgentSigner, InProcess, StreamState
 from ledger.storage.db import make_engine
-from tests.conftest import StepClock
+from ledger.storage.store import SqlStore
+from tests.conftest import PgServer, StepClock
 from tests.contract.test_log_contract import _snapshot, replay
 from verifier.errors import VerificationError
 from verifier.event import Envelope, Leaf, NewKey, agent_key_id, body_commitment, sign_event
@@ -262,3 +263,50 @@ def test_envelope_of_a_logged_event_signed_again_by_another_agent_is_refused(
                 )
             ]
         )
+
+
+@pytest.mark.postgres
+def test_postgres_service_role_can_append_but_not_rewrite(
+    pg_server: PgServer, log_key: LogKey, clock: StepClock, policy_key: Ed25519PrivateKey
+) -> None:
+    """The README's PostgreSQL role split: the service role cannot touch the guards."""
+    import secrets
+
+    role = f"engram_app_{secrets.token_hex(4)}"
+    db_url = pg_server.new_database()
+    owner = make_engine(db_url)
+    Ledger.create(owner, log_key, clock=clock, policy_key=policy_key)
+    with owner.begin() as conn:
+        conn.execute(text(f'CREATE ROLE "{role}" LOGIN'))
+        conn.execute(text(GRANTS.format(role=role)))
+    app_engine = make_engine(db_url.replace("postgres@", f"{role}@", 1))
+    try:
+        app = Ledger(SqlStore(app_engine), log_key, clock=clock)
+        agent = Agent.generate("alice", log_vkey=app.vkey, transport=InProcess(app), clock=clock)
+        agent.register()
+        agent.append("commitment", {"by": "service role"})
+        for sql in (
+            "ALTER TABLE leaves DISABLE TRIGGER leaves_append_only",
+            "DROP TRIGGER nodes_append_only ON nodes",
+            "UPDATE leaves SET leaf = leaf",
+        ):
+            with (
+                pytest.raises(DBAPIError, match=r"must be owner|permission denied"),
+                app_engine.begin() as conn,
+            ):
+                conn.execute(text(sql))
+        replay(app)
+    finally:
+        app_engine.dispose()
+        with owner.begin() as conn:
+            conn.execute(text(f'REVOKE ALL ON ALL TABLES IN SCHEMA public FROM "{role}"'))
+            conn.execute(text(f'DROP ROLE "{role}"'))
+        owner.dispose()
+
+
+GRANTS = """
+GRANT SELECT, INSERT ON leaves, nodes, checkpoints TO "{role}";
+GRANT SELECT, INSERT, UPDATE ON log_state, stream_heads, agent_keys TO "{role}";
+GRANT SELECT, INSERT, UPDATE, DELETE ON bodies TO "{role}";
+GRANT SELECT ON alembic_version TO "{role}";
+"""
