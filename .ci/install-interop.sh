@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Install the Go toolchain and the golang.org/x/mod sources (Debian packages)
+# used by tests/interop to cross-check Engram's tlog-tiles export against the
+# Go reference implementation (golang.org/x/mod/sumdb/tlog and sumdb/note).
+#
+# Idempotent: does nothing when both are already present.
+set -euo pipefail
+
+XMOD_DIR=/usr/share/gocode/src/golang.org/x/mod/sumdb/tlog
+
+if command -v go >/dev/null 2>&1 && [ -d "$XMOD_DIR" ]; then
+    echo "install-interop: go and golang.org/x/mod already installed; nothing to do"
+    exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then
+        SUDO="sudo"
+    else
+        echo "install-interop: ERROR: not root and sudo is unavailable;" \
+             "install golang-go and golang-golang-x-mod-dev manually" >&2
+        exit 1
+    fi
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+echo "install-interop: installing golang-go and golang-golang-x-mod-dev via apt-get"
+if ! $SUDO apt-get update -qq; then
+    echo "install-interop: ERROR: apt-get update failed" >&2
+    exit 1
+fi
+if ! $SUDO apt-get install -y -qq --no-install-recommends \
+        golang-go golang-golang-x-mod-dev >/dev/null; then
+    echo "install-interop: ERROR: apt-get install golang-go golang-golang-x-mod-dev failed" >&2
+    exit 1
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+    echo "install-interop: ERROR: 'go' is still not on PATH after installation" >&2
+    exit 1
+fi
+if [ ! -d "$XMOD_DIR" ]; then
+    echo "install-interop: ERROR: $XMOD_DIR is missing after installation" >&2
+    exit 1
+fi
+echo "install-interop: OK ($(go version))"
