@@ -530,8 +530,9 @@ class Ledger:
         got = self.store.nodes(coords)
         return range_hash([got[c] for c in coords])
 
-    def _check_size(self, size: int) -> int:
-        latest = self.store.latest_checkpoint().size
+    def _check_size(self, size: int, latest: int | None = None) -> int:
+        if latest is None:
+            latest = self.store.latest_checkpoint().size
         if not 0 <= size <= latest:
             raise MalformedError(
                 f"size {size} is not within the latest checkpoint's size {latest}", check="proof.size"
@@ -539,8 +540,10 @@ class Ledger:
         return latest
 
     def prove_inclusion_many(self, indices: Sequence[int], size: int) -> list[InclusionProof]:
-        """Inclusion proofs for several indices in the tree of ``size``: one node read."""
-        self._check_size(size)
+        """Inclusion proofs for several indices in the tree of ``size``: one read transaction,
+        O(log n) stored hashes per proof."""
+        if size < 1:
+            raise MalformedError(f"size {size} holds no leaf", check="proof.size")
         for i in indices:
             if not 0 <= i < size:
                 raise MalformedError(f"index {i} is not below size {size}", check="proof.index")
@@ -550,9 +553,10 @@ class Ledger:
             for lo, hi in ranges:
                 coords.extend(range_nodes(lo, hi))
         coords.extend(range_nodes(0, size))
-        got = self.store.nodes(coords)
+        latest, got, cps = self.store.proof_material(coords, [size])
+        self._check_size(size, latest)
         root = range_hash([got[c] for c in range_nodes(0, size)])
-        cp = self.store.checkpoint(size)
+        cp = cps.get(size)
         if cp is not None and not hmac.compare_digest(cp.root, root):
             raise StorageError(f"stored Merkle nodes disagree with the checkpoint at size {size}")
         out = []
@@ -583,8 +587,7 @@ class Ledger:
     def prove_consistency(self, old_size: int, new_size: int | None = None) -> ConsistencyProof:
         """Consistency proof from ``old_size`` to ``new_size`` (default: latest checkpoint)."""
         if new_size is None:
-            new_size = self.store.latest_checkpoint().size
-        self._check_size(new_size)
+            new_size = self.size()
         if not 0 <= old_size <= new_size:
             raise MalformedError(f"old size {old_size} is not within [0, {new_size}]", check="proof.size")
         ranges = consistency_ranges(old_size, new_size)
@@ -593,11 +596,12 @@ class Ledger:
             coords += range_nodes(0, old_size)
         if new_size:
             coords += range_nodes(0, new_size)
-        got = self.store.nodes(coords)
+        latest, got, cps = self.store.proof_material(coords, [old_size, new_size])
+        self._check_size(new_size, latest)
         hashes = tuple(range_hash([got[c] for c in range_nodes(lo, hi)]) for lo, hi in ranges)
         old_root = range_hash([got[c] for c in range_nodes(0, old_size)]) if old_size else EMPTY_ROOT
         new_root = range_hash([got[c] for c in range_nodes(0, new_size)]) if new_size else EMPTY_ROOT
-        old_cp, new_cp = self.store.checkpoint(old_size), self.store.checkpoint(new_size)
+        old_cp, new_cp = cps.get(old_size), cps.get(new_size)
         # Roots come from the nodes; where a checkpoint was signed they must be its root.
         for cp, root in ((old_cp, old_root), (new_cp, new_root)):
             if cp is not None and not hmac.compare_digest(cp.root, root):

@@ -415,6 +415,28 @@ class SqlStore:
         with self.read() as conn:
             return _fetch_nodes(conn, coords)
 
+    def proof_material(
+        self, coords: Sequence[tuple[int, int]], sizes: Iterable[int]
+    ) -> tuple[int, dict[tuple[int, int], bytes], dict[int, StoredCheckpoint]]:
+        """In one read transaction: the latest checkpoint size, the nodes, and the
+        checkpoints signed at ``sizes`` (those that exist)."""
+        with self.read() as conn:
+            latest = conn.execute(select(func.max(checkpoints.c.size))).scalar_one_or_none()
+            if latest is None:
+                raise ConfigError("the log has no checkpoint; run `engram init`")
+            wanted = sorted(set(sizes))
+            if wanted and wanted[-1] > latest:
+                return int(latest), {}, {}  # the caller reports the size as out of range
+            got = _fetch_nodes(conn, coords) if coords else {}
+            rows = conn.execute(select(checkpoints).where(checkpoints.c.size.in_(wanted)))
+            cps = {
+                r.size: StoredCheckpoint(
+                    size=r.size, root=bytes(r.root), note=bytes(r.note), signed_at_us=r.signed_at_us
+                )
+                for r in rows
+            }
+        return int(latest), got, cps
+
     def nodes_at_level(self, level: int, start: int, end: int) -> list[bytes]:
         """Hashes of nodes ``(level, start..end-1)`` in order; all must exist."""
         with self.read() as conn:

@@ -145,13 +145,13 @@ def test_stored_hash_reads_are_logarithmic(ledger: Ledger, make_agent: Callable[
     for i in range(40):
         alice.append("session.turn", {"i": i})
     seen: list[int] = []
-    original = ledger.store.nodes
+    original = ledger.store.proof_material
 
-    def counting(coords):
+    def counting(coords, sizes):
         seen.append(len(set(coords)))
-        return original(coords)
+        return original(coords, sizes)
 
-    ledger.store.nodes = counting  # type: ignore[method-assign]
+    ledger.store.proof_material = counting  # type: ignore[method-assign]
     ledger.prove_inclusion(17)
     ledger.prove_consistency(13)
     size = ledger.size()
