@@ -80,7 +80,7 @@ def bench_backend(label: str, url: str, n_single: int, n_batched: int, batch: in
     t0 = time.perf_counter()
     for i in range(n_single):
         s = time.perf_counter()
-        agent.append("session.turn", {"turn": i, "text": "x" * 200})
+        agent.append("commitment", {"promise": f"promise {i} " + "x" * 200})
         lat.append(time.perf_counter() - s)
     dt = time.perf_counter() - t0
     figures["single"] = n_single / dt
@@ -104,7 +104,11 @@ def bench_backend(label: str, url: str, n_single: int, n_batched: int, batch: in
             v, p = heads.get(sg.agent, (0, None))
             subs.append(
                 sg.event(
-                    "memory.written", {"n": done, "text": "y" * 200}, version=v, prev=p, client_time_us=1
+                    "commitment",
+                    {"promise": f"promise {done} " + "y" * 200},
+                    version=v,
+                    prev=p,
+                    client_time_us=1,
                 )
             )
         receipts = ledger.append(subs)
@@ -163,8 +167,8 @@ def bench_crypto(n: int) -> dict[str, float]:
     t0 = time.perf_counter()
     for i in range(n):
         signer.event(
-            "session.turn",
-            {"turn": i, "text": "z" * 200},
+            "commitment",
+            {"promise": f"promise {i} " + "z" * 200},
             version=i,
             prev=None if i == 0 else "ab" * 32,
             client_time_us=1,

@@ -31,6 +31,12 @@ log_app = typer.Typer(help="Inspect the log: key, checkpoints, proofs.", no_args
 export_app = typer.Typer(help="Export the log for auditors and mirrors.", no_args_is_help=True)
 agent_app = typer.Typer(help="Agent keys: create, rotate, revoke.", no_args_is_help=True)
 event_app = typer.Typer(help="Append signed events with an agent key file.", no_args_is_help=True)
+session_app = typer.Typer(
+    help="Working sessions: open, record turns, close (distill + compact).", no_args_is_help=True
+)
+memory_app = typer.Typer(help="Memory: write, recall, show, compact, rebuild.", no_args_is_help=True)
+app.add_typer(session_app, name="session")
+app.add_typer(memory_app, name="memory")
 app.add_typer(log_app, name="log")
 app.add_typer(export_app, name="export")
 app.add_typer(agent_app, name="agent")
@@ -268,6 +274,250 @@ def event_append(
             }
         )
     )
+
+
+# -- sessions and memory ---------------------------------------------------------------
+
+
+def _memory() -> tuple[Ledger, Any]:
+    from ledger.memory.distill import ChatCompletionsDistiller, Distiller, RuleBasedDistiller
+    from ledger.memory.policy import PolicyConfig
+    from ledger.memory.service import MemoryService
+
+    settings = Settings.from_env()
+    ledger = Ledger.open(settings)
+    distiller: Distiller = RuleBasedDistiller()
+    if settings.distiller_url:
+        if not settings.distiller_model:
+            raise ConfigError("ENGRAM_DISTILLER_URL needs ENGRAM_DISTILLER_MODEL")
+        distiller = ChatCompletionsDistiller(
+            url=settings.distiller_url, model=settings.distiller_model, api_key=settings.distiller_api_key
+        )
+    config = PolicyConfig(
+        hot_max_tokens=settings.hot_max_tokens,
+        hot_max_items=settings.hot_max_items,
+        inactive_preference_days=settings.inactive_preference_days,
+        compact_on_session_end=settings.compact_on_session_end,
+    )
+    return ledger, MemoryService(ledger, config=config, distiller=distiller)
+
+
+def _agent(ledger: Ledger, key_file: Path) -> Any:
+    from ledger.sdk import Agent, InProcess
+
+    return Agent.load(key_file, log_vkey=ledger.vkey, transport=InProcess(ledger))
+
+
+KeyFile = Annotated[Path, typer.Option("--key-file", help="The agent's key file.")]
+SessionId = Annotated[str, typer.Option("--session", help="Session id.")]
+
+
+@session_app.command("open")
+def session_open(
+    key_file: KeyFile,
+    title: Annotated[str | None, typer.Option(help="A title for the session.")] = None,
+    session: Annotated[str | None, typer.Option(help="Choose the session id (default: random).")] = None,
+) -> None:
+    """Open a session; prints its id. HOT memory is frozen for the session from now."""
+    ledger, mem = _memory()
+    sid = mem.open_session(_agent(ledger, key_file), title=title, session=session)
+    out.print(sid)
+
+
+@session_app.command("turn")
+def session_turn(
+    key_file: KeyFile,
+    session: SessionId,
+    role: Annotated[str, typer.Option(help="user, assistant, system or tool.")],
+    content: Annotated[str, typer.Option(help="The message or tool output, in full.")],
+) -> None:
+    """Record one turn of a session (full fidelity)."""
+    ledger, mem = _memory()
+    r = mem.turn(_agent(ledger, key_file), session, role, content)
+    out.print(f"turn recorded at index {r.index}")
+
+
+@session_app.command("close")
+def session_close(
+    key_file: KeyFile,
+    session: SessionId,
+    summary: Annotated[str | None, typer.Option(help="An optional summary.")] = None,
+) -> None:
+    """Close a session: distill it into memories and file them in their tiers."""
+    ledger, mem = _memory()
+    res = mem.close_session(_agent(ledger, key_file), session, summary=summary)
+    out.print(f"closed at index {res.closed.index}")
+    if res.distilled is not None:
+        out.print(
+            f"distilled {res.entries} memories at index {res.distilled.index}; {len(res.decisions)} tier decisions"
+        )
+
+
+@memory_app.command("write")
+def memory_write(
+    key_file: KeyFile,
+    category: Annotated[
+        str, typer.Option(help="COMMITMENT, PERFORMANCE, LEARNING, FAILURE, PREFERENCE, ANOMALY or CONTEXT.")
+    ],
+    content: Annotated[str, typer.Option(help="The observation to remember.")],
+    tag: Annotated[list[str] | None, typer.Option(help="A tag (repeatable).")] = None,
+    confidence: Annotated[int, typer.Option(help="0-100.")] = 70,
+    session: Annotated[str | None, typer.Option(help="The session it belongs to.")] = None,
+    tier: Annotated[
+        str | None, typer.Option(help="HOT or WARM (COLD takes records and supersessions only).")
+    ] = None,
+    source_log: Annotated[
+        list[int] | None, typer.Option(help="Provenance: a log index it comes from (repeatable).")
+    ] = None,
+    evidence: Annotated[str | None, typer.Option(help="Evidence for it.")] = None,
+) -> None:
+    """Write a memory (through the write gate: threats refused, secrets redacted)."""
+    ledger, mem = _memory()
+    r = mem.write(
+        _agent(ledger, key_file),
+        category=category,
+        content=content,
+        tags=tag or [],
+        confidence=confidence,
+        session=session,
+        tier=tier,
+        evidence=evidence,
+        provenance=[{"source_type": "log", "source_ref": str(i)} for i in source_log or []],
+    )
+    out.print(f"written as ref {r.index}.0 at index {r.index}")
+
+
+@memory_app.command("supersede")
+def memory_supersede(
+    key_file: KeyFile,
+    ref: Annotated[str, typer.Option(help="The item to correct, <index>.<n>.")],
+    content: Annotated[str, typer.Option(help="The corrected text.")],
+    reason: Annotated[str, typer.Option(help="Why.")],
+) -> None:
+    """Correct a memory or record (append-only; the way COLD changes)."""
+    ledger, mem = _memory()
+    r = mem.supersede(_agent(ledger, key_file), ref, content=content, reason=reason)
+    out.print(f"{ref} superseded by {r.index}.0")
+
+
+@memory_app.command("exempt")
+def memory_exempt(
+    key_file: KeyFile,
+    ref: Annotated[str, typer.Option(help="The item, <index>.<n>.")],
+    reason: Annotated[str, typer.Option(help="Why it must not decay.")],
+) -> None:
+    """Exempt a memory from decay."""
+    ledger, mem = _memory()
+    r = mem.exempt(_agent(ledger, key_file), ref, reason=reason)
+    out.print(f"{ref} exempt from decay (index {r.index})")
+
+
+@memory_app.command("recall")
+def memory_recall(
+    agent: Annotated[str, typer.Option(help="Agent id.")],
+    query: Annotated[str, typer.Argument(help="What to recall.")] = "",
+    include_cold: Annotated[bool, typer.Option("--include-cold", help="Search COLD too.")] = False,
+    budget_tokens: Annotated[int | None, typer.Option(help="Token budget for the whole block.")] = None,
+    session: Annotated[str | None, typer.Option(help="Use this session's frozen HOT block.")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Results as JSON instead of the context block.")
+    ] = False,
+    no_record: Annotated[bool, typer.Option("--no-record", help="Do not log this recall as access.")] = False,
+) -> None:
+    """HOT first, then WARM (and COLD) ranked by rank fusion; prints a <memory-context> block."""
+    _, mem = _memory()
+    res = mem.recall(
+        agent,
+        query,
+        include_cold=include_cold,
+        budget_tokens=budget_tokens,
+        session=session,
+        record_access=not no_record,
+    )
+    if as_json:
+        import dataclasses
+
+        out.print_json(json.dumps(dataclasses.asdict(res)))
+    else:
+        sys.stdout.write(res.render())
+
+
+@memory_app.command("show")
+def memory_show(
+    agent: Annotated[str, typer.Option(help="Agent id.")],
+    tier: Annotated[str | None, typer.Option(help="HOT, WARM or COLD.")] = None,
+    ref: Annotated[str | None, typer.Option(help="One item, with provenance and tier history.")] = None,
+    all_items: Annotated[
+        bool, typer.Option("--all", help="Include superseded, archived and erased items.")
+    ] = False,
+) -> None:
+    """Show an agent's memory by tier, or one item in full."""
+    from rich.table import Table
+
+    _, mem = _memory()
+    mem.sync()
+    if ref is not None:
+        it = mem.projection.item(agent, ref)
+        if it is None:
+            raise MalformedError(f"{agent} has no item {ref}", check="memory.ref")
+        import dataclasses
+
+        out.print_json(
+            json.dumps({**dataclasses.asdict(it), "verify": f"engram log prove --index {it.index}"})
+        )
+        return
+    items = mem.projection.items(
+        agent, tiers=[tier] if tier else None, status=None if all_items else "active"
+    )
+    table = Table(title=f"memory of {agent} (log size {mem.projection.applied_size()})")
+    for col in ("ref", "tier", "status", "category", "conf", "confirm", "used", "content"):
+        table.add_column(col)
+    for it in items:
+        table.add_row(
+            it.ref,
+            it.tier,
+            it.status,
+            it.category,
+            str(it.confidence),
+            str(it.confirmations),
+            str(it.access_count),
+            escape(it.content[:90]),
+        )
+    out.print(table)
+
+
+@memory_app.command("compact")
+def memory_compact(
+    agent: Annotated[str, typer.Option(help="Agent id.")],
+    days_ahead: Annotated[
+        int, typer.Option(help="Decide as if this many days had passed (for planning and demos).")
+    ] = 0,
+) -> None:
+    """Apply the time-based rules now: inactive preferences, WARM->COLD promotion, decay."""
+    ledger, mem = _memory()
+    now = ledger.clock() + days_ahead * 86_400_000_000
+    receipts = mem.compact(agent, now_us=now)
+    out.print(f"{len(receipts)} policy decisions appended")
+
+
+@memory_app.command("rebuild")
+def memory_rebuild() -> None:
+    """Drop the memory projections and replay the whole log; prints the projection digest."""
+    _, mem = _memory()
+    before = mem.digest()
+    size, digest = mem.rebuild()
+    out.print(f"replayed {size} entries; projection digest {digest}")
+    out.print(
+        "matches the incremental projection" if before == (size, digest) else f"incremental was {before[1]}"
+    )
+
+
+@memory_app.command("digest")
+def memory_digest() -> None:
+    """Print the projection digest at the current log size (compare two replays)."""
+    _, mem = _memory()
+    size, digest = mem.digest()
+    out.print(f"size {size} digest {digest}")
 
 
 def main() -> None:

@@ -9,6 +9,13 @@ variable                   meaning                                     default
 ``ENGRAM_POLICY_KEY_FILE`` the ledger policy agent's key               ``HOME/policy.key``
 ``ENGRAM_MAX_LEAF_BYTES``  largest leaf accepted (<= 65535)            65535
 ``ENGRAM_MAX_BODY_BYTES``  largest event body accepted                 65536
+``ENGRAM_HOT_MAX_TOKENS``  HOT budget (tokens)                         2000
+``ENGRAM_HOT_MAX_ITEMS``   HOT cap (items)                             50
+``ENGRAM_INACTIVE_PREFERENCE_DAYS``  HOT preference -> WARM after      7
+``ENGRAM_COMPACT_ON_SESSION_END``  distill + compact at close (0/1)     1
+``ENGRAM_DISTILLER_URL``   OpenAI-compatible base URL (else rules)     unset
+``ENGRAM_DISTILLER_MODEL`` model name for that endpoint                unset
+``ENGRAM_DISTILLER_API_KEY``  bearer token for that endpoint           unset
 =========================  ==========================================  =====================
 """
 
@@ -54,6 +61,13 @@ class Settings:
     policy_key_file: Path
     max_leaf_bytes: int = DEFAULT_MAX_LEAF_BYTES
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    hot_max_tokens: int = 2000
+    hot_max_items: int = 50
+    inactive_preference_days: int = 7
+    compact_on_session_end: bool = True
+    distiller_url: str | None = None
+    distiller_model: str | None = None
+    distiller_api_key: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

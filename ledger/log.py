@@ -25,7 +25,7 @@ from __future__ import annotations
 import hmac
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +54,8 @@ from ledger.keyfiles import (
     write_private_file,
 )
 from ledger.kinds import require_kind
+from ledger.memory.gate import WriteGate
+from ledger.memory.schemas import gated_texts, validate_body
 from ledger.storage.db import current_revision, head_revision, make_engine, migrate
 from ledger.storage.store import SqlStore, StoredCheckpoint, StreamHead, WriteTx
 from verifier.event import (
@@ -81,9 +83,11 @@ from verifier.merkle import (
 from verifier.note import VerifierKey, check_origin, checkpoint_text, sign_note, verify_checkpoint
 
 __all__ = [
+    "BatchValidator",
     "ConsistencyProof",
     "InclusionProof",
     "Ledger",
+    "PolicyEvent",
     "Receipt",
     "Submission",
     "system_clock_us",
@@ -143,11 +147,33 @@ class Receipt:
     proof: InclusionProof
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyEvent:
+    """An event the ledger's policy key signs inside the append lock, once the version and
+    ``prev`` of its stream (``agent``, ``kind``) are known.
+
+    ``expect_head`` is the index of the stream head the decision was computed from (None:
+    the stream was empty). If the head moved meanwhile, the append fails with a
+    :class:`ConflictError` and the caller re-decides on fresh state, so two concurrent
+    compactions never both apply the same decision.
+    """
+
+    agent: str
+    kind: str
+    body: Mapping[str, Any]
+    expect_head: int | None
+
+
 @dataclass(slots=True)
 class _Prepared:
     sub: Submission
     envelope: Envelope
-    spec_group: str
+    body: Mapping[str, Any]
+
+
+#: Validators the memory layer registers: called with the (envelope, body) pairs of a batch
+#: before the lock; they raise to refuse (e.g. a supersession of a missing item).
+BatchValidator = Callable[[Sequence[tuple[Envelope, Mapping[str, Any]]]], None]
 
 
 @dataclass(slots=True)
@@ -236,6 +262,8 @@ class Ledger:
         self.max_leaf_bytes = max_leaf_bytes
         self.max_body_bytes = max_body_bytes
         self.policy_key = policy_key
+        self.gate = WriteGate()
+        self.validators: list[BatchValidator] = []
 
     # -- set-up -----------------------------------------------------------------------
 
@@ -334,7 +362,7 @@ class Ledger:
             raise OriginMismatchError(
                 f"event is for log {envelope.origin!r}, this log is {self.origin!r}", check="envelope.origin"
             )
-        spec = require_kind(envelope.kind)
+        require_kind(envelope.kind)
         if envelope.agent.startswith("engram.") and not system:
             raise RejectedEventError(
                 f"agent ids beginning with 'engram.' are reserved for the ledger: {envelope.agent}",
@@ -350,11 +378,17 @@ class Ledger:
             raise LimitExceededError(
                 f"body of {len(sub.body)} bytes exceeds the limit of {self.max_body_bytes}", check="body.size"
             )
-        verify_body(envelope, sub.salt, sub.body, max_bytes=self.max_body_bytes)
-        return _Prepared(sub=sub, envelope=envelope, spec_group=spec.group)
+        body = verify_body(envelope, sub.salt, sub.body, max_bytes=self.max_body_bytes)
+        validate_body(envelope.kind, body)
+        self.gate.check_stored(gated_texts(envelope.kind, body))
+        return _Prepared(sub=sub, envelope=envelope, body=body)
 
     def append(
-        self, submissions: Sequence[Submission], *, operator: bool = False, system: bool = False
+        self,
+        submissions: Sequence[Submission | PolicyEvent],
+        *,
+        operator: bool = False,
+        system: bool = False,
     ) -> list[Receipt]:
         """Append a batch of signed events atomically; return verified receipts.
 
@@ -372,7 +406,18 @@ class Ledger:
             raise MalformedError("a batch holds at least one event", check="submission.empty")
         if len(submissions) > 10_000:
             raise LimitExceededError("a batch holds at most 10000 events", check="submission.batch")
-        prepared = [self._prepare(s, operator=operator, system=system) for s in submissions]
+        pending: list[_Prepared | PolicyEvent] = []
+        for s in submissions:
+            if isinstance(s, PolicyEvent):
+                if self.policy_key is None:
+                    raise ConfigError("this ledger has no policy key; policy events are unavailable")
+                validate_body(s.kind, s.body)
+                pending.append(s)
+            else:
+                pending.append(self._prepare(s, operator=operator, system=system))
+        checked = [(p.envelope, p.body) for p in pending if isinstance(p, _Prepared)]
+        for validator in self.validators:
+            validator(checked)
 
         with self.store.write() as tx:
             state = tx.lock_state()
@@ -387,24 +432,29 @@ class Ledger:
                     f"stored Merkle nodes at size {size} disagree with the signed checkpoint; "
                     "refusing to sign a new one (run an audit)"
                 )
-            envs = [p.envelope for p in prepared]
+            envs = [p.envelope for p in pending if isinstance(p, _Prepared)]
             key_ids = [e.key_id for e in envs] + [e.new_key.key_id for e in envs if e.new_key is not None]
-            active = tx.load_active_keys([e.agent for e in envs] + [POLICY_AGENT])
+            key_ids += [self._policy_key_id] if len(envs) < len(pending) else []
+            streams = [e.stream for e in envs] + [
+                (p.agent, p.kind) for p in pending if isinstance(p, PolicyEvent)
+            ]
+            active = tx.load_active_keys([a for a, _ in streams] + [POLICY_AGENT])
             # Active keys are loaded too: a forced revocation retires a key it does not name.
             keys = _BatchKeys(
                 keys=tx.load_keys(key_ids + [k for k in active.values() if k is not None]),
                 active=active,
             )
-            db_heads = tx.load_heads(e.stream for e in envs)
+            db_heads = tx.load_heads(streams)
             heads: dict[tuple[str, str], StreamHead] = {}
             leaf_rows: list[dict[str, Any]] = []
             body_rows: list[dict[str, Any]] = []
             node_rows: list[dict[str, Any]] = []
             built: list[Leaf] = []
 
-            for p in prepared:
-                env = p.envelope
+            for item in pending:
                 index = size
+                p = item if isinstance(item, _Prepared) else self._sign_policy(item, heads, db_heads)
+                env = p.envelope
                 # Authenticate first: a forged or unauthorized event is refused before any
                 # stream state is consulted. (Heads are not secret: the leaves are public.)
                 decision = authorize(keys, env, index)
@@ -481,6 +531,44 @@ class Ledger:
                 )
             )
         return receipts
+
+    @property
+    def _policy_key_id(self) -> str:
+        if self.policy_key is None:
+            raise ConfigError("this ledger has no policy key")
+        return agent_key_id(self.policy_key.public_key().public_bytes_raw())
+
+    def _sign_policy(
+        self,
+        ev: PolicyEvent,
+        heads: Mapping[tuple[str, str], StreamHead],
+        db_heads: Mapping[tuple[str, str], StreamHead],
+    ) -> _Prepared:
+        """Sign a policy event under the lock, chained to its stream's current head."""
+        from ledger.sdk import AgentSigner  # the SDK builds on this module
+
+        if self.policy_key is None:  # pragma: no cover - checked before the lock
+            raise ConfigError("this ledger has no policy key")
+        head = heads.get((ev.agent, ev.kind)) or db_heads.get((ev.agent, ev.kind))
+        head_index = None if head is None else head.index
+        in_batch = (ev.agent, ev.kind) in heads
+        if not in_batch and head_index != ev.expect_head:
+            raise VersionConflictError(
+                f"stream {ev.agent}/{ev.kind} moved since the decision (head {head_index}, expected {ev.expect_head})",
+                agent=ev.agent,
+                kind=ev.kind,
+                head_version=None if head is None else head.version,
+                head_leaf_hash=None if head is None else head.leaf_hash.hex(),
+            )
+        signer = AgentSigner(ev.agent, self.policy_key, origin=self.origin)
+        sub = signer.event(
+            ev.kind,
+            ev.body,
+            version=0 if head is None else head.version + 1,
+            prev=None if head is None else head.leaf_hash.hex(),
+            client_time_us=self.clock(),
+        )
+        return self._prepare(sub, operator=False, system=True)
 
     @staticmethod
     def _frontier_hashes(tx: WriteTx, size: int) -> list[bytes]:

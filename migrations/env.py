@@ -5,13 +5,21 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection
 
-from ledger.storage.schema import metadata
+from ledger.storage.schema import FTS_OBJECTS, metadata
 
 config = context.config
 
 
+def _include(obj: object, name: str | None, type_: str, reflected: bool, compare_to: object) -> bool:
+    # Full-text search objects are made per backend by the migrations (FTS5 virtual table
+    # and its shadow tables on SQLite, an expression GIN index on PostgreSQL).
+    return not (name and name.startswith(FTS_OBJECTS))
+
+
 def _run(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=metadata, compare_type=True)
+    context.configure(
+        connection=connection, target_metadata=metadata, compare_type=True, include_object=_include
+    )
     with context.begin_transaction():
         context.run_migrations()
 

@@ -41,6 +41,7 @@ from verifier.merkle import leaf_hash
 from verifier.note import b64decode_strict
 
 __all__ = [
+    "AGENT_OR_POLICY_KINDS",
     "BODY_DOMAIN",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_LEAF_BYTES",
@@ -49,6 +50,7 @@ __all__ = [
     "KEY_KINDS",
     "LEAF_FORMAT",
     "POLICY_AGENT",
+    "POLICY_KINDS",
     "POP_DOMAIN",
     "SALT_SIZE",
     "Envelope",
@@ -83,6 +85,10 @@ MAX_ENVELOPE_BYTES = 8 * 1024
 #: with "engram." are reserved for the ledger.
 POLICY_AGENT = "engram.policy"
 KEY_KINDS = frozenset({"key.registered", "key.rotated", "key.revoked"})
+#: Kinds signed by the ledger's policy key in the subject agent's streams (event-envelope.md §5).
+POLICY_KINDS = frozenset({"memory.distilled", "memory.tier_changed", "memory.archived", "memory.accessed"})
+#: Kinds that the agent itself or the policy key may sign.
+AGENT_OR_POLICY_KINDS = frozenset({"memory.decay_exempted"})
 
 _AGENT_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 _KIND = re.compile(r"[a-z][a-z0-9_]{0,31}(\.[a-z][a-z0-9_]{0,31}){0,3}")

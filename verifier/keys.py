@@ -16,7 +16,12 @@ Rules (specs/event-envelope.md §5), applied in log order to entry ``i``:
 3. ``key.revoked``: signed by the agent's active key, or by the active key of the ledger's
    policy agent (forced revocation of a lost or compromised key). Afterwards the agent has
    no active key until a new ``key.registered``.
-4. Every other kind: signed by the agent's active key.
+4. Policy kinds (``memory.distilled``, ``memory.tier_changed``, ``memory.archived``,
+   ``memory.accessed``): decisions the ledger takes about an agent's memory, written in that
+   agent's streams and signed by the active key of the ledger's policy agent, never by the
+   agent. ``memory.decay_exempted`` may be signed by either.
+5. Every other kind: signed by the agent's active key. The policy key can never sign an
+   agent's records (pact outcomes, evaluations, commitments, memories it wrote).
 
 Events signed before a rotation or revocation stay valid: history does not break when a key
 is retired (the failure that makes some peers reject their own past after a rotation).
@@ -28,7 +33,15 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from verifier.errors import KeyStateError, MalformedError, UnknownKeyError
-from verifier.event import POLICY_AGENT, Envelope, Leaf, verify_event_signature, verify_pop
+from verifier.event import (
+    AGENT_OR_POLICY_KINDS,
+    POLICY_AGENT,
+    POLICY_KINDS,
+    Envelope,
+    Leaf,
+    verify_event_signature,
+    verify_pop,
+)
 
 __all__ = [
     "KeyChange",
@@ -131,6 +144,14 @@ def authorize(view: KeyView, envelope: Envelope, index: int) -> KeyDecision:
             change=KeyChange(retire_key_id=target, retire_how="revoked", agent=envelope.agent),
         )
 
+    policy_signed = signer.agent == POLICY_AGENT and envelope.agent != POLICY_AGENT
+    if kind in POLICY_KINDS or (kind in AGENT_OR_POLICY_KINDS and policy_signed):
+        # Decisions of the ledger's policy about an agent's memory, in the agent's streams.
+        if signer.agent != POLICY_AGENT or view.active_key(POLICY_AGENT) != signer.key_id:
+            raise KeyStateError(
+                f"{kind} is signed by the ledger's active policy key only", check="key.authority"
+            )
+        return KeyDecision(signer_public_key=signer.public_key, change=None)
     if signer.agent != envelope.agent:
         raise KeyStateError(
             f"key {signer.key_id} belongs to {signer.agent}, not {envelope.agent}", check="key.owner"

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     ForeignKey,
     Index,
+    Integer,
     LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
@@ -38,11 +40,15 @@ from sqlalchemy import (
 
 __all__ = [
     "APPEND_ONLY_TABLES",
+    "FTS_OBJECTS",
     "agent_keys",
     "bodies",
     "checkpoints",
     "leaves",
     "log_state",
+    "mem_cursor",
+    "mem_items",
+    "mem_sessions",
     "metadata",
     "nodes",
     "stream_heads",
@@ -145,6 +151,68 @@ agent_keys = Table(
         postgresql_where=text("retired_at IS NULL"),
     ),
 )
+
+# -- memory projections (derived; dropped and rebuilt from the log by `engram memory rebuild`) --
+
+mem_cursor = Table(
+    "mem_cursor",
+    metadata,
+    Column("id", SmallInteger, primary_key=True, autoincrement=False),
+    Column("applied_size", BigInteger, nullable=False),
+    CheckConstraint("id = 1", name="single_row"),
+)
+
+mem_items = Table(
+    "mem_items",
+    metadata,
+    Column("agent", String(64), nullable=False),
+    Column("ref", String(32), nullable=False),
+    Column("idx", BigInteger, nullable=False),
+    Column("pos", SmallInteger, nullable=False),
+    Column("source_kind", String(64), nullable=False),
+    Column("tier", String(8), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("category", String(16), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("norm_hash", String(64), nullable=False),
+    Column("tags", Text, nullable=False),
+    Column("confidence", SmallInteger, nullable=False),
+    Column("confirmations", Integer, nullable=False),
+    Column("access_count", Integer, nullable=False),
+    Column("last_access_us", BigInteger, nullable=True),
+    Column("created_us", BigInteger, nullable=False),
+    Column("decay_exempt", Boolean, nullable=False),
+    Column("linked_action", Boolean, nullable=False),
+    Column("provenance", Text, nullable=False),
+    Column("tier_history", Text, nullable=False),
+    Column("session", String(64), nullable=True),
+    Column("superseded_by", String(32), nullable=True),
+    Column("supersedes", String(32), nullable=True),
+    PrimaryKeyConstraint("agent", "ref"),
+    Index(None, "agent", "tier", "status"),
+    Index(None, "agent", "tier", "norm_hash"),
+)
+
+mem_sessions = Table(
+    "mem_sessions",
+    metadata,
+    Column("agent", String(64), nullable=False),
+    Column("session", String(64), nullable=False),
+    Column("opened_index", BigInteger, nullable=False),
+    Column("opened_us", BigInteger, nullable=False),
+    Column("status", String(8), nullable=False),
+    Column("title", Text, nullable=True),
+    Column("closed_index", BigInteger, nullable=True),
+    Column("turns", Integer, nullable=False),
+    Column("last_index", BigInteger, nullable=False),
+    Column("distilled", Boolean, nullable=False),
+    Column("hot_snapshot", Text, nullable=False),
+    PrimaryKeyConstraint("agent", "session"),
+)
+
+#: Full-text search objects made by the migration per backend, not by the models:
+#: SQLite's FTS5 table (and its shadow tables) and PostgreSQL's expression GIN index.
+FTS_OBJECTS = ("mem_fts", "ix_mem_items_fts")
 
 #: Tables whose rows, once written, never change (enforced by triggers in the migration).
 APPEND_ONLY_TABLES = ("leaves", "nodes", "checkpoints")

@@ -49,6 +49,15 @@ from verifier.replay import LogReplay
 ROOT = Path(__file__).resolve().parents[2]
 
 
+PACT = {"pact": "p", "result": "fulfilled", "quality": 90}
+
+#: Valid bodies of two record kinds, for tests that need many events on a few streams.
+BODIES = (
+    lambda i: ("commitment", {"promise": f"promise {i}"}),
+    lambda i: ("eval.outcome", {"eval": f"e-{i}", "result": "pass", "score": i % 101}),
+)
+
+
 def replay(ledger: Ledger) -> KeyHistory:
     """Audit the whole log with the trusted core only (verifier.replay.LogReplay): every leaf,
     key, stream chain and timestamp; the latest checkpoint's root; and every checkpoint the
@@ -98,7 +107,7 @@ def test_append_returns_a_receipt_the_verifier_accepts(
 def test_proofs_verify_for_random_indices_and_sizes(ledger: Ledger, make_agent: Callable[..., Agent]) -> None:
     agents = [make_agent(f"agent-{i}") for i in range(3)]
     for i in range(70):
-        agents[i % 3].append(["session.turn", "memory.written"][i % 2], {"i": i})
+        agents[i % 3].append(*BODIES[i % 2](i))
     latest = ledger.size()
     vkey = VerifierKey.parse(ledger.vkey)
 
@@ -135,7 +144,7 @@ def test_timestamps_strictly_increase_even_when_the_clock_goes_back(
     stamps = []
     for step in (1000, -5_000_000, 0, 0, -1, 10):
         clock.step = step
-        stamps.append(alice.append("session.turn", {"step": step}).timestamp_us)
+        stamps.append(alice.append("commitment", {"promise": f"step {step}"}).timestamp_us)
     assert all(b > a for a, b in itertools.pairwise(stamps))
     replay(ledger)
 
@@ -143,7 +152,7 @@ def test_timestamps_strictly_increase_even_when_the_clock_goes_back(
 def test_stored_hash_reads_are_logarithmic(ledger: Ledger, make_agent: Callable[..., Agent]) -> None:
     alice = make_agent("alice")
     for i in range(40):
-        alice.append("session.turn", {"i": i})
+        alice.append("commitment", {"promise": f"p{i}"})
     seen: list[int] = []
     original = ledger.store.proof_material
 
@@ -170,7 +179,8 @@ def _event(agent: Agent, kind: str = "pact.outcome", body: dict | None = None, *
     head = agent.transport.head(agent.agent_id, kind)
     version = over.pop("version", 0 if head is None else head.version + 1)
     prev = over.pop("prev", None if head is None else head.leaf_hash)
-    return agent.signer.event(kind, body or {"pact": "p"}, version=version, prev=prev, client_time_us=1)
+    body = body or {"pact": "p", "result": "fulfilled", "quality": 90}
+    return agent.signer.event(kind, body, version=version, prev=prev, client_time_us=1)
 
 
 BAD_INPUTS: list[tuple[str, Callable[[Ledger, Agent, Agent], Submission], type[Exception]]] = [
@@ -184,29 +194,35 @@ BAD_INPUTS: list[tuple[str, Callable[[Ledger, Agent, Agent], Submission], type[E
     ("float in body", lambda L, a, b: _rebody(_event(a), b'{"quality":94.5}'), CanonicalFormError),
     (
         "body does not match commitment",
-        lambda L, a, b: _with(_event(a), body=b'{"pact":"q"}'),
+        lambda L, a, b: _with(_event(a), body=b'{"pact":"q","quality":90,"result":"fulfilled"}'),
         SignatureError,
     ),
     ("wrong salt size", lambda L, a, b: _with(_event(a), salt=bytes(8)), MalformedError),
-    ("body over the limit", lambda L, a, b: _event(a, body={"x": "y" * 70_000}), LimitExceededError),
+    (
+        "body over the limit",
+        lambda L, a, b: _event(
+            a, body={"pact": "p", "result": "fulfilled", "quality": 9, "evidence": "y" * 70_000}
+        ),
+        LimitExceededError,
+    ),
     (
         "unknown key id",
         lambda L, a, b: Agent.generate("alice", log_vkey=L.vkey, transport=InProcess(L)).signer.event(
-            "pact.outcome", {}, version=0, prev=None, client_time_us=1
+            "pact.outcome", PACT, version=0, prev=None, client_time_us=1
         ),
         UnknownKeyError,
     ),
     (
         "another agent's key",
         lambda L, a, b: AgentSigner("alice", b.signer.private_key, origin=L.origin).event(
-            "pact.outcome", {}, version=0, prev=None, client_time_us=1
+            "pact.outcome", PACT, version=0, prev=None, client_time_us=1
         ),
         KeyStateError,
     ),
     (
         "wrong origin",
         lambda L, a, b: AgentSigner("alice", a.signer.private_key, origin="other.example/log").event(
-            "pact.outcome", {}, version=0, prev=None, client_time_us=1
+            "pact.outcome", PACT, version=0, prev=None, client_time_us=1
         ),
         OriginMismatchError,
     ),
@@ -217,7 +233,7 @@ BAD_INPUTS: list[tuple[str, Callable[[Ledger, Agent, Agent], Submission], type[E
     (
         "reserved agent id",
         lambda L, a, b: AgentSigner("engram.policy", a.signer.private_key, origin=L.origin).event(
-            "pact.outcome", {}, version=0, prev=None, client_time_us=1
+            "pact.outcome", PACT, version=0, prev=None, client_time_us=1
         ),
         RejectedEventError,
     ),
@@ -246,7 +262,7 @@ def test_bad_input_gets_a_typed_error_and_writes_nothing(
     ledger: Ledger, make_agent: Callable[..., Agent], name: str, build: Callable, error: type[Exception]
 ) -> None:
     alice, bob = make_agent("alice"), make_agent("bob")
-    alice.append("pact.outcome", {"pact": "p-0"})
+    alice.append("pact.outcome", {"pact": "p-0", "result": "fulfilled", "quality": 90})
     before = _snapshot(ledger)
     sub = build(ledger, alice, bob)
     with pytest.raises(error) as e:
@@ -257,7 +273,7 @@ def test_bad_input_gets_a_typed_error_and_writes_nothing(
     assert _snapshot(ledger) == before
     # A good event in the same batch is not written either: batches are atomic.
     with pytest.raises(error):
-        ledger.append([_event(bob, "session.turn", {"t": 1}), sub])
+        ledger.append([_event(bob, "commitment", {"promise": "t"}), sub])
     assert _snapshot(ledger) == before
     replay(ledger)
 
@@ -269,7 +285,7 @@ def test_oversized_leaf_is_refused(
     clock: StepClock,
 ) -> None:
     alice = make_agent("alice")
-    sub = _event(alice, "session.turn", {"t": 1})
+    sub = _event(alice, "commitment", {"promise": "t"})
     # The leaf wraps the envelope with index, timestamp and signature, so it is larger.
     strict = Ledger(ledger.store, log_key, clock=clock, max_leaf_bytes=len(sub.envelope) + 10)
     before = _snapshot(ledger)
@@ -285,10 +301,10 @@ def test_sdk_retries_when_another_writer_moved_the_stream(
 ) -> None:
     alice = make_agent("alice")
     twin = Agent(alice.signer, log_vkey=ledger.vkey, transport=InProcess(ledger), clock=clock)
-    alice.append("memory.written", {"n": 1})
-    twin.heads["memory.written"] = alice.heads["memory.written"]
-    alice.append("memory.written", {"n": 2})
-    r = twin.append("memory.written", {"n": 3})  # stale head -> conflict -> retried
+    alice.append("commitment", {"promise": "n1"})
+    twin.heads["commitment"] = alice.heads["commitment"]
+    alice.append("commitment", {"promise": "n2"})
+    r = twin.append("commitment", {"promise": "n3"})  # stale head -> conflict -> retried
     assert r.version == 2
     replay(ledger)
 
@@ -304,7 +320,11 @@ def test_key_rotation_and_revocation(ledger: Ledger, make_agent: Callable[..., A
         ledger.append(
             [
                 old.event(
-                    "commitment", {}, version=head.version + 1, prev=head.leaf_hash.hex(), client_time_us=1
+                    "commitment",
+                    {"promise": "p"},
+                    version=head.version + 1,
+                    prev=head.leaf_hash.hex(),
+                    client_time_us=1,
                 )
             ]
         )
@@ -348,9 +368,7 @@ def test_tiles_export_is_complete_and_recomputes_the_root(
 ) -> None:
     alice = make_agent("alice")
     for i in range(300):
-        alice.append("session.turn", {"i": i}) if i % 50 else alice.append_many(
-            [("session.turn", {"i": i}), ("memory.written", {"i": i})]
-        )
+        alice.append(*BODIES[0](i)) if i % 50 else alice.append_many([BODIES[0](i), BODIES[1](i)])
     size = ledger.size()
     summary = export_tiles(ledger.store, tmp_path / "tiles")
     assert summary.size == size
@@ -440,7 +458,7 @@ def test_a_killed_writer_loses_no_acknowledged_entry(ledger: Ledger, db_url: str
     # And the log keeps working after the crash.
     bob = Agent.generate("bob", log_vkey=ledger.vkey, transport=InProcess(ledger))
     bob.register()
-    assert bob.append("session.turn", {"after": "crash"}).index == cp.size + 1
+    assert bob.append("commitment", {"promise": "after the crash"}).index == cp.size + 1
 
 
 def test_node_reads_are_index_lookups_not_scans(ledger: Ledger, engine: Engine) -> None:

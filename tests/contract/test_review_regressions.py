@@ -48,7 +48,7 @@ def test_rotate_then_revoke_in_one_batch_stores_the_revocation(
         ledger.append(
             [
                 AgentSigner("alice", k2, origin=ledger.origin).event(
-                    "commitment", {}, version=0, prev=None, client_time_us=1
+                    "commitment", {"promise": "p"}, version=0, prev=None, client_time_us=1
                 )
             ]
         )
@@ -119,7 +119,7 @@ def test_small_order_keys_are_refused(ledger: Ledger, make_agent: Callable[..., 
 
 def test_prev_null_at_version_zero_is_refused(ledger: Ledger, make_agent: Callable[..., Agent]) -> None:
     alice = make_agent("alice")
-    good = alice.signer.event("commitment", {}, version=0, prev=None, client_time_us=1)
+    good = alice.signer.event("commitment", {"promise": "x"}, version=0, prev=None, client_time_us=1)
     obj = json.loads(good.envelope)
     obj["prev"] = None
     raw = canonical_bytes(obj)
@@ -130,7 +130,7 @@ def test_prev_null_at_version_zero_is_refused(ledger: Ledger, make_agent: Callab
     assert e.value.check == "envelope.prev"
     assert _snapshot(ledger) == before
     # The same malleability at the leaf level: a second encoding of a logged leaf is refused.
-    r = alice.append("commitment", {})
+    r = alice.append("commitment", {"promise": "y"})
     leaf = json.loads(r.leaf)
     leaf["event"]["prev"] = None
     with pytest.raises(VerificationError):
@@ -171,11 +171,11 @@ def test_the_log_refuses_to_sign_over_corrupted_hashes(
     ledger: Ledger, make_agent: Callable[..., Agent], engine: Engine
 ) -> None:
     alice = make_agent("alice")
-    alice.append("commitment", {"n": 1})
+    alice.append("commitment", {"promise": "n1"})
     _tamper_node(engine)
     before = _snapshot(ledger)
     with pytest.raises(StorageError, match="disagree"):
-        alice.append("commitment", {"n": 2})
+        alice.append("commitment", {"promise": "n2"})
     assert _snapshot(ledger) == before
     with pytest.raises(StorageError, match="disagree"):
         ledger.prove_consistency(1)
@@ -227,7 +227,7 @@ def test_the_sdk_detects_a_forked_log(
     )
     agent.register()  # on the first log: its checkpoint becomes the agent's anchor
     with pytest.raises(ProofError):
-        agent.append("commitment", {"on": "the fork"})
+        agent.append("commitment", {"promise": "on the fork"})
 
 
 def test_policy_agent_cannot_be_force_revoked_and_a_foreign_policy_key_is_refused(
@@ -245,7 +245,7 @@ def test_envelope_of_a_logged_event_signed_again_by_another_agent_is_refused(
     ledger: Ledger, make_agent: Callable[..., Agent]
 ) -> None:
     alice, bob = make_agent("alice"), make_agent("bob")
-    r = alice.append("commitment", {"x": 1})
+    r = alice.append("commitment", {"promise": "x"})
     env = Leaf.from_bytes(r.leaf).envelope
     # bob re-signs alice's envelope: his key does not belong to alice.
     forged = Envelope(
@@ -284,7 +284,7 @@ def test_postgres_service_role_can_append_but_not_rewrite(
         app = Ledger(SqlStore(app_engine), log_key, clock=clock)
         agent = Agent.generate("alice", log_vkey=app.vkey, transport=InProcess(app), clock=clock)
         agent.register()
-        agent.append("commitment", {"by": "service role"})
+        agent.append("commitment", {"promise": "by the service role"})
         for sql in (
             "ALTER TABLE leaves DISABLE TRIGGER leaves_append_only",
             "DROP TRIGGER nodes_append_only ON nodes",

@@ -41,9 +41,11 @@ def main(argv: list[str]) -> None:
     )
     if "--register" in argv:
         agent.register()
-    kinds = ["session.turn", "memory.written"]
     for i in range(count):
-        r = agent.append(kinds[i % 2], {"n": i, "worker": name})
+        if i % 2:
+            r = agent.append("commitment", {"promise": f"{name} promise {i}"})
+        else:
+            r = agent.append("eval.outcome", {"eval": f"{name}-{i}", "result": "pass", "score": i % 101})
         sys.stdout.write(f"ack {r.index} {r.leaf_hash.hex()}\n")
         sys.stdout.flush()
 

@@ -1,0 +1,208 @@
+"""The write gate: what may become a memory, checked before anything is signed or stored.
+
+A memory is later recalled into an agent's context, so a poisoned memory is a persistent
+prompt injection. The gate therefore runs on every memory text (``memory.written``,
+``memory.superseded``, each ``memory.distilled`` entry):
+
+1. **Refuse** text matching a threat pattern, naming the pattern: prompt injection, role
+   hijack, deception, exfiltration (curl/wget/nc carrying secrets, reading secret files),
+   SSH persistence, and invisible or bidirectional Unicode controls.
+2. **Redact** secrets (API keys, tokens, private keys, passwords in URLs) before signing;
+   the ledger refuses a submitted body that still carries one (it cannot redact bytes that
+   are already signed).
+3. **Refuse** a memory that merely repeats its source record verbatim: memory holds the
+   observation, records stay records.
+4. Run any deployment hooks (:class:`GateHook`), which may refuse with their own name.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ledger.errors import RejectedEventError
+
+__all__ = [
+    "GateHook",
+    "GateRejection",
+    "WriteGate",
+    "normalize_text",
+    "redact_secrets",
+]
+
+
+class GateRejection(RejectedEventError):
+    """The write gate refused a memory; ``pattern`` names the rule that matched."""
+
+    default_check = "gate"
+
+    def __init__(self, pattern: str, detail: str) -> None:
+        self.pattern = pattern
+        super().__init__(f"memory refused by the write gate ({pattern}): {detail}", check=f"gate.{pattern}")
+
+
+_I = re.IGNORECASE
+# (name, regex). Patterns aim at instructions aimed at a future reader of the memory.
+THREAT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "prompt_injection",
+        re.compile(
+            r"\b(ignore|disregard|forget|override)\b[^.\n]{0,40}\b(previous|prior|above|all|earlier|system)\b"
+            r"[^.\n]{0,20}\b(instructions?|prompts?|rules|guidelines|directives?)\b",
+            _I,
+        ),
+    ),
+    ("prompt_injection", re.compile(r"\bnew (system )?instructions?\s*:", _I)),
+    ("prompt_injection", re.compile(r"</?\s*(system|memory-context|instructions?)\s*>", _I)),
+    (
+        "role_hijack",
+        re.compile(
+            r"\b(you are now|from now on,? you (are|will|must)|act as (an? )?(unrestricted|jailbroken|developer mode)"
+            r"|pretend (to be|you are)|your new (role|persona|identity) is)\b",
+            _I,
+        ),
+    ),
+    ("role_hijack", re.compile(r"\b(DAN|developer mode|jailbreak(ed)?)\b", _I)),
+    (
+        "deception",
+        re.compile(
+            r"\b(do not|don't|never) (tell|inform|reveal to|let) (the )?(user|operator|human|admin)"
+            r"|\b(hide|conceal) (this|it) from (the )?(user|operator|human)"
+            r"|\bwithout (the )?(user|operator)'?s? (knowing|knowledge)",
+            _I,
+        ),
+    ),
+    (
+        "exfiltration",
+        re.compile(
+            r"\b(curl|wget|nc|ncat|netcat|scp|rsync)\b[^\n]{0,200}"
+            r"(\$\{?[A-Z_]*(KEY|TOKEN|SECRET|PASS|PASSWORD)[A-Z_]*\}?|\.env\b|id_rsa|id_ed25519|/etc/(passwd|shadow)"
+            r"|\.aws/credentials|--data[^\n]{0,40}(key|token|secret|password))",
+            _I,
+        ),
+    ),
+    (
+        "exfiltration",
+        re.compile(
+            r"\b(cat|less|more|head|tail|type|read|open|print)\b[^\n]{0,40}"
+            r"(~?/?\.ssh/(id_[a-z0-9]+|authorized_keys)|\.aws/credentials|/etc/shadow|\.env\b|\.netrc|\.git-credentials)",
+            _I,
+        ),
+    ),
+    (
+        "ssh_persistence",
+        re.compile(
+            r"(>>?\s*~?/?[\w/.-]*\.ssh/authorized_keys|\bssh-keygen\b[^\n]{0,80}-f\b|\bssh-copy-id\b"
+            r"|\bcrontab\b[^\n]{0,40}(-e|-l)|@reboot\b|/etc/cron\.)",
+            _I,
+        ),
+    ),
+)
+
+# Zero-width and invisible characters, and bidirectional controls (Trojan Source).
+_INVISIBLE = re.compile(
+    "[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\u206a-\u206f\ufeff\u00ad\u180e\U000e0000-\U000e007f]"
+)
+
+SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "private_key",
+        re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.S),
+    ),
+    ("aws_access_key", re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("github_token", re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})\b")),
+    ("openai_key", re.compile(r"\bsk-(proj-|ant-)?[A-Za-z0-9_-]{20,}\b")),
+    ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b")),
+    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b")),
+    ("bearer_token", re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/-]{20,}=*")),
+    ("url_password", re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]+):(?!\[REDACTED:)([^\s@/]{3,})@")),
+    (
+        "assigned_secret",
+        re.compile(
+            r"(?i)\b((?:api[_-]?key|secret|token|password|passwd)\s*[:=]\s*)(['\"]?)(?!\[REDACTED:)([^\s'\"]{8,})\2"
+        ),
+    ),
+)
+
+
+def redact_secrets(text: str) -> tuple[str, list[str]]:
+    """Replace secrets with ``[REDACTED:<kind>]``; return the text and the kinds found."""
+    found: list[str] = []
+    for name, pattern in SECRET_PATTERNS:
+
+        def repl(m: re.Match[str], name: str = name) -> str:
+            found.append(name)
+            if name == "url_password":
+                return f"{m.group(1)}:[REDACTED:{name}]@"
+            if name == "assigned_secret":
+                return f"{m.group(1)}[REDACTED:{name}]"
+            if name == "bearer_token":
+                return f"{m.group(1)} [REDACTED:{name}]"
+            return f"[REDACTED:{name}]"
+
+        text = pattern.sub(repl, text)
+    return text, found
+
+
+def normalize_text(text: str) -> str:
+    """Case-folded, NFKC, punctuation-free, single-spaced: the form duplicates are compared in."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = re.sub(r"[^\w\s]", " ", text)
+    return " ".join(text.split())
+
+
+class GateHook(Protocol):
+    """A deployment's extra check: return a rejection reason (pattern name, detail) or None."""
+
+    name: str
+
+    def check(self, text: str) -> str | None: ...
+
+
+@dataclass(slots=True)
+class WriteGate:
+    """The write gate with its pluggable hooks."""
+
+    hooks: list[GateHook] = field(default_factory=list)
+
+    def scan(self, text: str) -> None:
+        """Refuse text that matches a threat pattern or invisible/bidi Unicode."""
+        m = _INVISIBLE.search(text)
+        if m:
+            raise GateRejection("invisible_unicode", f"U+{ord(m.group()):04X} at offset {m.start()}")
+        for name, pattern in THREAT_PATTERNS:
+            hit = pattern.search(text)
+            if hit:
+                raise GateRejection(name, f"matched {hit.group()[:60]!r}")
+        for hook in self.hooks:
+            detail = hook.check(text)
+            if detail is not None:
+                raise GateRejection(hook.name, detail)
+
+    def prepare(self, text: str) -> tuple[str, list[str]]:
+        """Agent side, before signing: scan, then redact secrets. Returns (text, redactions)."""
+        self.scan(text)
+        return redact_secrets(text)
+
+    def check_stored(self, texts: Iterable[str]) -> None:
+        """Ledger side, before storing a signed body: scan, and refuse unredacted secrets."""
+        for text in texts:
+            self.scan(text)
+            for name, pattern in SECRET_PATTERNS:
+                if pattern.search(text):
+                    raise GateRejection("secret", f"the text carries a {name}; redact it before signing")
+
+    @staticmethod
+    def check_not_verbatim(content: str, sources: Sequence[str]) -> None:
+        """Refuse a memory that only repeats one of its source records."""
+        norm = normalize_text(content)
+        for src in sources:
+            if norm and norm == normalize_text(src):
+                raise GateRejection(
+                    "verbatim_record",
+                    "the memory repeats its source record word for word; store the observation instead",
+                )

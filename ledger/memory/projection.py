@@ -1,0 +1,343 @@
+"""The memory projection in SQL: catch-up, rebuild, digest, and the queries recall needs.
+
+The projection tables are a function of the log. ``sync`` applies every leaf past the
+cursor with :func:`ledger.memory.state.evolve` through :class:`SqlState`, advancing the
+cursor in the same transaction, so the tables and the cursor always agree. One projector
+at a time: the cursor row is locked (``FOR UPDATE`` on PostgreSQL, which also runs the
+projection at SERIALIZABLE and retries serialization failures; ``BEGIN IMMEDIATE`` on
+SQLite). ``rebuild`` empties the tables and replays from index 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Connection, and_, bindparam, delete, func, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from ledger.errors import StorageError
+from ledger.memory.gate import normalize_text
+from ledger.memory.state import Item, LoggedEvent, Session, digest, evolve
+from ledger.storage.db import WRITE_OPTION
+from ledger.storage.schema import bodies, leaves, mem_cursor, mem_items, mem_sessions
+from ledger.storage.store import SqlStore
+from verifier.event import Leaf
+from verifier.jcs import parse_strict
+
+__all__ = ["Projection", "SqlState"]
+
+_CHUNK = 500
+
+
+def _norm_hash(content: str) -> str:
+    return hashlib.sha256(normalize_text(content).encode()).hexdigest()
+
+
+def _item_row(it: Item) -> dict[str, Any]:
+    return {
+        "agent": it.agent,
+        "ref": it.ref,
+        "idx": it.index,
+        "pos": int(it.ref.split(".")[1]),
+        "source_kind": it.source_kind,
+        "tier": it.tier,
+        "status": it.status,
+        "category": it.category,
+        "content": it.content,
+        "norm_hash": _norm_hash(it.content),
+        "tags": json.dumps(it.tags),
+        "confidence": it.confidence,
+        "confirmations": it.confirmations,
+        "access_count": it.access_count,
+        "last_access_us": it.last_access_us,
+        "created_us": it.created_us,
+        "decay_exempt": it.decay_exempt,
+        "linked_action": it.linked_action,
+        "provenance": json.dumps(it.provenance),
+        "tier_history": json.dumps(it.tier_history),
+        "session": it.session,
+        "superseded_by": it.superseded_by,
+        "supersedes": it.supersedes,
+    }
+
+
+def item_from_row(r: Any) -> Item:
+    return Item(
+        agent=r.agent,
+        ref=r.ref,
+        index=r.idx,
+        source_kind=r.source_kind,
+        tier=r.tier,
+        status=r.status,
+        category=r.category,
+        content=r.content,
+        tags=json.loads(r.tags),
+        confidence=r.confidence,
+        confirmations=r.confirmations,
+        access_count=r.access_count,
+        last_access_us=r.last_access_us,
+        created_us=r.created_us,
+        decay_exempt=bool(r.decay_exempt),
+        linked_action=bool(r.linked_action),
+        provenance=json.loads(r.provenance),
+        tier_history=json.loads(r.tier_history),
+        session=r.session,
+        superseded_by=r.superseded_by,
+        supersedes=r.supersedes,
+    )
+
+
+def _session_from_row(r: Any) -> Session:
+    return Session(
+        agent=r.agent,
+        session=r.session,
+        opened_index=r.opened_index,
+        opened_us=r.opened_us,
+        status=r.status,
+        title=r.title,
+        closed_index=r.closed_index,
+        turns=r.turns,
+        last_index=r.last_index,
+        distilled=bool(r.distilled),
+        hot_snapshot=json.loads(r.hot_snapshot),
+    )
+
+
+class SqlState:
+    """The :class:`~ledger.memory.state.MemoryState` port over the projection tables."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self._upsert = sqlite_insert if conn.dialect.name == "sqlite" else pg_insert
+
+    def item(self, agent: str, ref: str) -> Item | None:
+        r = self.conn.execute(
+            select(mem_items).where(and_(mem_items.c.agent == agent, mem_items.c.ref == ref))
+        ).one_or_none()
+        return None if r is None else item_from_row(r)
+
+    def put_item(self, item: Item) -> None:
+        row = _item_row(item)
+        stmt = self._upsert(mem_items).values(row)
+        self.conn.execute(
+            stmt.on_conflict_do_update(
+                index_elements=[mem_items.c.agent, mem_items.c.ref],
+                set_={k: stmt.excluded[k] for k in row if k not in ("agent", "ref")},
+            )
+        )
+
+    def session(self, agent: str, session: str) -> Session | None:
+        r = self.conn.execute(
+            select(mem_sessions).where(and_(mem_sessions.c.agent == agent, mem_sessions.c.session == session))
+        ).one_or_none()
+        return None if r is None else _session_from_row(r)
+
+    def put_session(self, session: Session) -> None:
+        row = {**session.to_json(), "hot_snapshot": json.dumps(session.hot_snapshot)}
+        stmt = self._upsert(mem_sessions).values(row)
+        self.conn.execute(
+            stmt.on_conflict_do_update(
+                index_elements=[mem_sessions.c.agent, mem_sessions.c.session],
+                set_={k: stmt.excluded[k] for k in row if k not in ("agent", "session")},
+            )
+        )
+
+    def find_duplicate(self, agent: str, tier: str, norm: str) -> Item | None:
+        rows = self.conn.execute(
+            select(mem_items)
+            .where(
+                and_(
+                    mem_items.c.agent == agent,
+                    mem_items.c.tier == tier,
+                    mem_items.c.status == "active",
+                    mem_items.c.norm_hash == hashlib.sha256(norm.encode()).hexdigest(),
+                )
+            )
+            .order_by(mem_items.c.idx, mem_items.c.pos)
+        )
+        for r in rows:
+            it = item_from_row(r)
+            if it.norm == norm:  # the hash narrows; the text decides
+                return it
+        return None
+
+    def hot_items(self, agent: str) -> list[Item]:
+        rows = self.conn.execute(
+            select(mem_items)
+            .where(
+                and_(mem_items.c.agent == agent, mem_items.c.tier == "HOT", mem_items.c.status == "active")
+            )
+            .order_by(mem_items.c.idx, mem_items.c.pos)
+        )
+        return [item_from_row(r) for r in rows]
+
+
+def _fts_terms(query: str) -> list[str]:
+    return sorted(set(re.findall(r"[a-z0-9]{2,}", query.casefold())))[:32]
+
+
+_FTS_SQLITE = text(
+    "SELECT i.ref FROM mem_fts JOIN mem_items i ON i.rowid = mem_fts.rowid "
+    "WHERE mem_fts MATCH :q AND i.agent = :a AND i.status = 'active' AND i.tier IN :tiers "
+    "ORDER BY bm25(mem_fts), i.idx, i.pos LIMIT :lim"
+).bindparams(bindparam("tiers", expanding=True))
+_FTS_POSTGRES = text(
+    "SELECT ref FROM mem_items WHERE agent = :a AND status = 'active' AND tier IN :tiers "
+    "AND to_tsvector('english'::regconfig, content || ' ' || tags) @@ to_tsquery('english', :q) "
+    "ORDER BY ts_rank(to_tsvector('english'::regconfig, content || ' ' || tags), to_tsquery('english', :q)) DESC, "
+    "idx, pos LIMIT :lim"
+).bindparams(bindparam("tiers", expanding=True))
+
+
+class Projection:
+    """Keeps the memory tables in step with the log and answers recall's queries."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+        self.engine = store.engine
+
+    # -- applying the log -------------------------------------------------------------
+
+    @contextmanager
+    def _projector(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn:
+            opts: dict[str, Any] = {WRITE_OPTION: True}
+            if conn.dialect.name == "postgresql":
+                opts["isolation_level"] = "SERIALIZABLE"
+            conn = conn.execution_options(**opts)
+            with conn.begin():
+                yield conn
+
+    def applied_size(self) -> int:
+        with self.engine.connect() as conn:
+            return int(
+                conn.execute(select(mem_cursor.c.applied_size).where(mem_cursor.c.id == 1)).scalar_one()
+            )
+
+    def sync(self, upto: int | None = None) -> int:
+        """Apply the log up to ``upto`` (default: the whole log); return the applied size."""
+        target = self.store.latest_checkpoint().size if upto is None else upto
+        for attempt in range(20):
+            try:
+                return self._sync(target)
+            except OperationalError as e:  # serialization failure / deadlock: retry from the cursor
+                if getattr(e.orig, "sqlstate", None) not in ("40001", "40P01") or attempt == 19:
+                    raise StorageError(f"projection update failed: {e.orig!r}") from e
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _sync(self, target: int) -> int:
+        while True:
+            with self._projector() as conn:
+                stmt = select(mem_cursor.c.applied_size).where(mem_cursor.c.id == 1)
+                if conn.dialect.name == "postgresql":
+                    stmt = stmt.with_for_update()
+                applied = int(conn.execute(stmt).scalar_one())
+                if applied >= target:
+                    return applied
+                end = min(target, applied + _CHUNK)
+                state = SqlState(conn)
+                for ev in self._events(conn, applied, end):
+                    evolve(state, ev)
+                conn.execute(update(mem_cursor).where(mem_cursor.c.id == 1).values(applied_size=end))
+            if end >= target:
+                return end
+
+    @staticmethod
+    def _events(conn: Connection, start: int, end: int) -> list[LoggedEvent]:
+        rows = conn.execute(
+            select(leaves.c.idx, leaves.c.leaf, bodies.c.body)
+            .select_from(leaves.outerjoin(bodies, bodies.c.idx == leaves.c.idx))
+            .where(and_(leaves.c.idx >= start, leaves.c.idx < end))
+            .order_by(leaves.c.idx)
+        ).all()
+        if [r.idx for r in rows] != list(range(start, end)):
+            raise StorageError(f"leaves {start}..{end} are not all present")
+        out = []
+        for r in rows:
+            leaf = Leaf.from_bytes(bytes(r.leaf))
+            body = None if r.body is None else parse_strict(bytes(r.body), max_bytes=1 << 24)
+            out.append(
+                LoggedEvent(
+                    index=leaf.index,
+                    timestamp_us=leaf.timestamp_us,
+                    agent=leaf.envelope.agent,
+                    kind=leaf.envelope.kind,
+                    body=body,
+                )
+            )
+        return out
+
+    def rebuild(self) -> int:
+        """Drop every projected row and replay the log from index 0."""
+        with self._projector() as conn:
+            conn.execute(delete(mem_items))
+            conn.execute(delete(mem_sessions))
+            conn.execute(update(mem_cursor).where(mem_cursor.c.id == 1).values(applied_size=0))
+        return self.sync()
+
+    def digest(self) -> tuple[int, str]:
+        """(applied size, projection digest) read in one transaction."""
+        try:
+            with self.engine.connect() as conn, conn.begin():
+                applied = int(conn.execute(select(mem_cursor.c.applied_size)).scalar_one())
+                items = [item_from_row(r) for r in conn.execute(select(mem_items))]
+                sessions = [_session_from_row(r) for r in conn.execute(select(mem_sessions))]
+        except DBAPIError as e:
+            raise StorageError(f"database error: {e.orig!r}") from e
+        return applied, digest(items, sessions, applied)
+
+    # -- queries ----------------------------------------------------------------------
+
+    def items(
+        self, agent: str, *, tiers: Sequence[str] | None = None, status: str | None = "active"
+    ) -> list[Item]:
+        cond = [mem_items.c.agent == agent]
+        if tiers is not None:
+            cond.append(mem_items.c.tier.in_(list(tiers)))
+        if status is not None:
+            cond.append(mem_items.c.status == status)
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(mem_items).where(and_(*cond)).order_by(mem_items.c.idx, mem_items.c.pos)
+            )
+            return [item_from_row(r) for r in rows]
+
+    def item(self, agent: str, ref: str) -> Item | None:
+        with self.engine.connect() as conn:
+            return SqlState(conn).item(agent, ref)
+
+    def session(self, agent: str, session: str) -> Session | None:
+        with self.engine.connect() as conn:
+            return SqlState(conn).session(agent, session)
+
+    def agents(self) -> list[str]:
+        with self.engine.connect() as conn:
+            return [
+                r[0] for r in conn.execute(select(mem_items.c.agent).distinct().order_by(mem_items.c.agent))
+            ]
+
+    def count(self) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(mem_items)).scalar_one())
+
+    def fulltext(self, agent: str, query: str, tiers: Sequence[str], limit: int = 50) -> list[str]:
+        """Refs of active items in ``tiers`` matching ``query``, best first (FTS5 / tsvector)."""
+        terms = _fts_terms(query)
+        if not terms:
+            return []
+        with self.engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                match = " OR ".join(f'"{t}"' for t in terms)  # quoted terms: no FTS5 syntax from users
+                sql = _FTS_SQLITE
+            else:
+                match = " | ".join(terms)  # terms are [a-z0-9] only: safe for to_tsquery
+                sql = _FTS_POSTGRES
+            params: dict[str, Any] = {"q": match, "a": agent, "lim": limit, "tiers": list(tiers)}
+            return [r[0] for r in conn.execute(sql, params)]

@@ -1,0 +1,360 @@
+"""Body schemas of the event-kind registry v2 (specs/memory-events.md).
+
+Every body is validated here before anything is signed (agent-side helpers) and again
+before anything is stored (the ledger's append path). Unknown members are rejected, every
+string and list is bounded, numbers are integers in range. Each failure is a
+:class:`RejectedEventError` whose check names the kind and member.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ledger.errors import RejectedEventError
+
+__all__ = [
+    "CATEGORIES",
+    "GATED_KINDS",
+    "MAX_CONTENT_CHARS",
+    "SOURCE_TYPES",
+    "TIERS",
+    "gated_texts",
+    "parse_ref",
+    "validate_body",
+]
+
+CATEGORIES = ("COMMITMENT", "PERFORMANCE", "LEARNING", "FAILURE", "PREFERENCE", "ANOMALY", "CONTEXT")
+TIERS = ("HOT", "WARM", "COLD")
+SOURCE_TYPES = ("log", "session", "turn", "pact", "eval", "tool", "url", "external")
+ROLES = ("user", "assistant", "system", "tool")
+MAX_CONTENT_CHARS = 4000
+MAX_TURN_CHARS = 32_000
+MAX_TAGS = 16
+MAX_PROVENANCE = 16
+MAX_DISTILLED_ENTRIES = 50
+MAX_ACCESSED = 100
+
+_SESSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_TAG = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
+_REF = re.compile(r"(0|[1-9][0-9]{0,15})\.(0|[1-9][0-9]?)")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def parse_ref(ref: str) -> tuple[int, int]:
+    """An item reference ``"<log index>.<position>"`` (position 0 for single-item events)."""
+    if not isinstance(ref, str) or not _REF.fullmatch(ref):
+        raise RejectedEventError(f"item reference {str(ref)[:40]!r} is not <index>.<n>", check="body.ref")
+    index, pos = ref.split(".")
+    return int(index), int(pos)
+
+
+class _Body:
+    """Reads members of one body, recording which were read so unknown ones are refused."""
+
+    def __init__(self, kind: str, body: object) -> None:
+        if not isinstance(body, Mapping):
+            raise RejectedEventError(f"{kind} body must be a JSON object", check=f"body.{kind}")
+        self.kind = kind
+        self.body = body
+        self.seen: set[str] = set()
+
+    def _fail(self, name: str, why: str) -> RejectedEventError:
+        return RejectedEventError(f"{self.kind}.{name} {why}", check=f"body.{self.kind}.{name}")
+
+    def get(self, name: str, required: bool) -> Any:
+        self.seen.add(name)
+        if name not in self.body:
+            if required:
+                raise self._fail(name, "is required")
+            return None
+        return self.body[name]
+
+    def text(
+        self, name: str, *, max_len: int, required: bool = True, pattern: re.Pattern[str] | None = None
+    ) -> Any:
+        v = self.get(name, required)
+        if v is None and not required:
+            return None
+        if not isinstance(v, str) or not v.strip() or len(v) > max_len:
+            raise self._fail(name, f"must be a non-empty string of at most {max_len} characters")
+        if pattern is not None and not pattern.fullmatch(v):
+            raise self._fail(name, f"does not match {pattern.pattern}")
+        return v
+
+    def integer(self, name: str, lo: int, hi: int, *, required: bool = True) -> Any:
+        v = self.get(name, required)
+        if v is None and not required:
+            return None
+        if type(v) is not int or not lo <= v <= hi:
+            raise self._fail(name, f"must be an integer in [{lo}, {hi}]")
+        return v
+
+    def choice(self, name: str, options: tuple[str, ...], *, required: bool = True) -> Any:
+        v = self.get(name, required)
+        if v is None and not required:
+            return None
+        if v not in options:
+            raise self._fail(name, f"must be one of {', '.join(options)}")
+        return v
+
+    def boolean(self, name: str, *, required: bool = False) -> Any:
+        v = self.get(name, required)
+        if v is not None and not isinstance(v, bool):
+            raise self._fail(name, "must be true or false")
+        return v
+
+    def tags(self, name: str = "tags") -> Any:
+        v = self.get(name, False)
+        if v is None:
+            return None
+        if not isinstance(v, list) or len(v) > MAX_TAGS or len(set(v)) != len(v):
+            raise self._fail(name, f"must be a list of at most {MAX_TAGS} distinct tags")
+        for t in v:
+            if not isinstance(t, str) or not _TAG.fullmatch(t):
+                raise self._fail(name, "holds a tag that is not [a-z0-9][a-z0-9_-]{0,31}")
+        return v
+
+    def provenance(self, name: str = "provenance", *, required: bool = False) -> Any:
+        v = self.get(name, required)
+        if v is None:
+            return None
+        if not isinstance(v, list) or len(v) > MAX_PROVENANCE:
+            raise self._fail(name, f"must be a list of at most {MAX_PROVENANCE} references")
+        for p in v:
+            if not isinstance(p, Mapping) or set(p) != {"source_type", "source_ref"}:
+                raise self._fail(name, "entries are {source_type, source_ref}")
+            if p["source_type"] not in SOURCE_TYPES:
+                raise self._fail(name, f"source_type must be one of {', '.join(SOURCE_TYPES)}")
+            ref = p["source_ref"]
+            if not isinstance(ref, str) or not 0 < len(ref) <= 256:
+                raise self._fail(name, "source_ref must be a string of 1-256 characters")
+            if p["source_type"] in ("log", "turn", "pact", "eval") and not re.fullmatch(
+                r"0|[1-9][0-9]{0,15}", ref
+            ):
+                raise self._fail(name, f"a {p['source_type']} source_ref is a log index")
+        return v
+
+    def ref(self, name: str) -> str:
+        v = self.get(name, True)
+        try:
+            parse_ref(v)
+        except RejectedEventError as e:
+            raise self._fail(name, "must be an item reference <index>.<n>") from e
+        return str(v)
+
+    def done(self) -> None:
+        extra = set(self.body) - self.seen
+        if extra:
+            raise RejectedEventError(
+                f"{self.kind} has unknown members {sorted(extra)}", check=f"body.{self.kind}.unknown"
+            )
+
+
+def _memory_fields(b: _Body) -> None:
+    b.choice("category", CATEGORIES)
+    b.text("content", max_len=MAX_CONTENT_CHARS)
+    b.tags()
+    b.integer("confidence", 0, 100)
+    b.text("evidence", max_len=MAX_CONTENT_CHARS, required=False)
+    b.provenance()
+
+
+def _session_opened(b: _Body) -> None:
+    b.text("session", max_len=64, pattern=_SESSION)
+    b.text("title", max_len=200, required=False)
+
+
+def _session_turn(b: _Body) -> None:
+    b.text("session", max_len=64, pattern=_SESSION)
+    b.integer("turn", 0, 1_000_000)
+    b.choice("role", ROLES)
+    b.text("content", max_len=MAX_TURN_CHARS)
+    tool = b.get("tool", False)
+    if tool is not None:
+        if (
+            not isinstance(tool, Mapping)
+            or not set(tool) <= {"name", "arguments", "result"}
+            or "name" not in tool
+        ):
+            raise b._fail("tool", "must be {name, arguments?, result?}")
+        if not isinstance(tool["name"], str) or not _NAME.fullmatch(tool["name"]):
+            raise b._fail("tool", "name must be a tool name")
+
+
+def _session_closed(b: _Body) -> None:
+    b.text("session", max_len=64, pattern=_SESSION)
+    b.text("summary", max_len=MAX_CONTENT_CHARS, required=False)
+
+
+def _memory_written(b: _Body) -> None:
+    _memory_fields(b)
+    b.text("session", max_len=64, pattern=_SESSION, required=False)
+    tier = b.choice("tier", ("HOT", "WARM", "COLD"), required=False)
+    if tier == "COLD":
+        raise b._fail("tier", "COLD is write-once: it takes records and supersessions, not new memories")
+    b.boolean("decay_exempt")
+
+
+def _memory_distilled(b: _Body) -> None:
+    b.text("session", max_len=64, pattern=_SESSION)
+    inp = b.get("input", True)
+    if (
+        not isinstance(inp, Mapping)
+        or set(inp) != {"start", "end", "digest"}
+        or type(inp["start"]) is not int
+        or type(inp["end"]) is not int
+        or not 0 <= inp["start"] <= inp["end"]
+        or not isinstance(inp["digest"], str)
+        or not _HEX64.fullmatch(inp["digest"])
+    ):
+        raise b._fail("input", "must be {start, end, digest}: an index range and its hex SHA-256")
+    dist = b.get("distiller", True)
+    if (
+        not isinstance(dist, Mapping)
+        or set(dist) != {"name", "version"}
+        or not all(isinstance(dist[k], str) and _NAME.fullmatch(dist[k]) for k in ("name", "version"))
+    ):
+        raise b._fail("distiller", "must be {name, version}")
+    entries = b.get("entries", True)
+    if not isinstance(entries, list) or len(entries) > MAX_DISTILLED_ENTRIES:
+        raise b._fail(
+            "entries", f"must be a list of at most {MAX_DISTILLED_ENTRIES} entries (empty is valid)"
+        )
+    for i, e in enumerate(entries):
+        eb = _Body(f"memory.distilled.entries[{i}]", e)
+        _memory_fields(eb)
+        eb.done()
+
+
+def _tier_changed(b: _Body) -> None:
+    b.ref("item")
+    src = b.choice("from", TIERS)
+    dst = b.choice("to", TIERS)
+    if src == dst:
+        raise b._fail("to", "must differ from 'from'")
+    b.text("rule", max_len=64, pattern=_NAME)
+    b.integer("policy_version", 1, 1_000_000)
+    if b.get("confirms", False) is not None:
+        b.ref("confirms")
+
+
+def _superseded(b: _Body) -> None:
+    b.ref("item")
+    b.text("content", max_len=MAX_CONTENT_CHARS)
+    b.text("reason", max_len=MAX_CONTENT_CHARS)
+    b.integer("confidence", 0, 100, required=False)
+    b.tags()
+
+
+def _decay_exempted(b: _Body) -> None:
+    b.ref("item")
+    b.text("reason", max_len=MAX_CONTENT_CHARS)
+
+
+def _archived(b: _Body) -> None:
+    b.ref("item")
+    b.text("rule", max_len=64, pattern=_NAME)
+    b.integer("policy_version", 1, 1_000_000)
+
+
+def _accessed(b: _Body) -> None:
+    items = b.get("items", True)
+    if not isinstance(items, list) or not 0 < len(items) <= MAX_ACCESSED or len(set(items)) != len(items):
+        raise b._fail("items", f"must be 1-{MAX_ACCESSED} distinct item references")
+    for r in items:
+        parse_ref(r)
+    b.text("query", max_len=1000, required=False)
+    b.text("session", max_len=64, pattern=_SESSION, required=False)
+
+
+def _erased(b: _Body) -> None:
+    b.integer("index", 0, 2**53 - 1)
+    b.text("reason", max_len=MAX_CONTENT_CHARS)
+
+
+def _pact(b: _Body) -> None:
+    b.text("pact", max_len=128, pattern=_NAME)
+    b.choice("result", ("fulfilled", "violated"))
+    b.integer("quality", 0, 100)
+    b.text("evidence", max_len=MAX_CONTENT_CHARS, required=False)
+    b.text("task_type", max_len=64, pattern=_NAME, required=False)
+
+
+def _eval(b: _Body) -> None:
+    b.text("eval", max_len=128, pattern=_NAME)
+    b.choice("result", ("pass", "fail"))
+    b.integer("score", 0, 100)
+    b.text("evidence", max_len=MAX_CONTENT_CHARS, required=False)
+
+
+def _boundary(b: _Body) -> None:
+    b.choice("type", ("scope_violation", "safety_intervention", "anomaly"))
+    b.text("description", max_len=MAX_CONTENT_CHARS)
+    b.integer("severity", 0, 100, required=False)
+
+
+def _commitment(b: _Body) -> None:
+    b.text("promise", max_len=MAX_CONTENT_CHARS)
+    b.text("due", max_len=32, required=False, pattern=re.compile(r"\d{4}-\d{2}-\d{2}"))
+    b.text("counterparty", max_len=128, required=False)
+
+
+def _share_revoked(b: _Body) -> None:
+    b.text("token_id", max_len=128, pattern=re.compile(r"[A-Za-z0-9_-]{1,128}"))
+
+
+def _key_event(b: _Body) -> None:
+    b.text("description", max_len=500, required=False)
+    b.text("reason", max_len=500, required=False)
+    b.text("by", max_len=64, required=False)
+
+
+_VALIDATORS: dict[str, Callable[[_Body], None]] = {
+    "key.registered": _key_event,
+    "key.rotated": _key_event,
+    "key.revoked": _key_event,
+    "session.opened": _session_opened,
+    "session.turn": _session_turn,
+    "session.closed": _session_closed,
+    "memory.written": _memory_written,
+    "memory.distilled": _memory_distilled,
+    "memory.tier_changed": _tier_changed,
+    "memory.superseded": _superseded,
+    "memory.decay_exempted": _decay_exempted,
+    "memory.archived": _archived,
+    "memory.accessed": _accessed,
+    "memory.erased": _erased,
+    "pact.outcome": _pact,
+    "eval.outcome": _eval,
+    "boundary.event": _boundary,
+    "commitment": _commitment,
+    "share.revoked": _share_revoked,
+}
+
+
+def validate_body(kind: str, body: object) -> Mapping[str, Any]:
+    """Validate ``body`` against the schema of ``kind``; return it unchanged."""
+    validator = _VALIDATORS.get(kind)
+    if validator is None:
+        raise RejectedEventError(f"no body schema for kind {kind!r}", check="ledger.kind")
+    b = _Body(kind, body)
+    validator(b)
+    b.done()
+    return b.body
+
+
+#: Kinds whose text becomes recalled memory and so passes the write gate.
+GATED_KINDS = frozenset({"memory.written", "memory.superseded", "memory.distilled"})
+
+
+def gated_texts(kind: str, body: Mapping[str, Any]) -> list[str]:
+    """The texts of a body that the write gate must see (empty for ungated kinds)."""
+    if kind not in GATED_KINDS:
+        return []
+    if kind == "memory.distilled":
+        entries = body.get("entries") or []
+        return [str(e.get(f, "")) for e in entries for f in ("content", "evidence") if e.get(f)]
+    return [str(body[f]) for f in ("content", "evidence", "reason") if body.get(f)]

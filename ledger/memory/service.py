@@ -1,0 +1,456 @@
+"""The memory application service: sessions, writes, distillation, compaction, recall.
+
+This is the impure shell around the pure parts (schemas, gate, evolve, policy, distill,
+recall): it reads the clock (or takes ``now_us``), signs agent events through the SDK,
+signs policy decisions with the ledger's policy key, appends, and keeps the projection in
+step with the log (read-your-writes: every operation syncs past its own appends).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ledger.errors import ConflictError, RejectedEventError
+from ledger.log import Ledger, PolicyEvent, Receipt
+from ledger.memory.distill import Distiller, RuleBasedDistiller, Turn
+from ledger.memory.gate import WriteGate
+from ledger.memory.policy import Decision, PolicyConfig, decide_session_end, decide_sweep
+from ledger.memory.projection import Projection, SqlState
+from ledger.memory.recall import Recalled, RecallResult, fuse, hot_within_budget, to_recalled
+from ledger.memory.schemas import parse_ref, validate_body
+from ledger.memory.state import RECORD_KINDS, Item
+from ledger.sdk import Agent
+from verifier.event import Envelope, Leaf
+from verifier.jcs import canonical_bytes, parse_strict
+
+__all__ = ["CloseResult", "MemoryService"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CloseResult:
+    closed: Receipt
+    distilled: Receipt | None
+    entries: int
+    decisions: list[Receipt] = field(default_factory=list)
+
+
+class MemoryService:
+    """Memory operations over one ledger. Agents sign their own events (``Agent``)."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        *,
+        config: PolicyConfig | None = None,
+        distiller: Distiller | None = None,
+        gate: WriteGate | None = None,
+    ) -> None:
+        self.ledger = ledger
+        self.config = config or PolicyConfig()
+        self.distiller: Distiller = distiller or RuleBasedDistiller()
+        self.gate = gate or ledger.gate
+        ledger.gate = self.gate
+        self.projection = Projection(ledger.store)
+        if self._check_preconditions not in ledger.validators:
+            ledger.validators.append(self._check_preconditions)
+
+    # -- consistency with the log ----------------------------------------------------
+
+    def sync(self, min_size: int | None = None) -> int:
+        """Bring the projection to at least ``min_size`` (default: the latest checkpoint)."""
+        return self.projection.sync(min_size)
+
+    def _check_preconditions(self, batch: Sequence[tuple[Envelope, Mapping[str, Any]]]) -> None:
+        """State-dependent refusals, before anything is stored (events signed elsewhere too)."""
+        if not any(e.kind in _NEEDS_STATE for e, _ in batch):
+            return
+        self.sync()
+        opened: set[tuple[str, str]] = set()
+        for env, body in batch:
+            if env.kind == "session.opened":
+                if self.projection.session(env.agent, body["session"]) is not None:
+                    raise RejectedEventError(
+                        f"session {body['session']} already exists", check="memory.session"
+                    )
+                opened.add((env.agent, body["session"]))
+            elif env.kind in ("session.turn", "session.closed"):
+                s = self.projection.session(env.agent, body["session"])
+                if (env.agent, body["session"]) not in opened and (s is None or s.status != "open"):
+                    raise RejectedEventError(
+                        f"session {body['session']} of {env.agent} is not open", check="memory.session"
+                    )
+            elif env.kind in ("memory.superseded", "memory.decay_exempted"):
+                it = self.projection.item(env.agent, body["item"])
+                if it is None:
+                    raise RejectedEventError(
+                        f"{env.kind} names item {body['item']}, which does not exist",
+                        check="memory.missing_item",
+                    )
+                restorable = env.kind == "memory.decay_exempted" and it.status == "archived"
+                if it.status != "active" and not restorable:
+                    raise RejectedEventError(f"item {it.ref} is {it.status}", check="memory.item_state")
+            elif env.kind == "memory.written" and body.get("provenance"):
+                self._check_not_verbatim(env.agent, body["content"], body["provenance"])
+
+    def _source_texts(self, provenance: Sequence[Mapping[str, str]]) -> list[str]:
+        texts = []
+        for p in provenance:
+            if p["source_type"] in ("log", "turn", "pact", "eval"):
+                sb = self.ledger.store.body(int(p["source_ref"]))
+                if sb is None:
+                    continue
+                body = parse_strict(sb[1], max_bytes=1 << 24)
+                for f in ("content", "promise", "description", "evidence"):
+                    if isinstance(body.get(f), str):
+                        texts.append(body[f])
+        return texts
+
+    def _check_not_verbatim(self, agent: str, content: str, provenance: Sequence[Mapping[str, str]]) -> None:
+        self.gate.check_not_verbatim(content, self._source_texts(provenance))
+
+    # -- sessions (agent-signed) -----------------------------------------------------
+
+    def open_session(self, agent: Agent, *, title: str | None = None, session: str | None = None) -> str:
+        sid = session or f"s-{secrets.token_hex(6)}"
+        body: dict[str, Any] = {"session": sid}
+        if title:
+            body["title"] = title
+        receipt = agent.append("session.opened", body)
+        self.sync(receipt.index + 1)
+        return sid
+
+    def turn(
+        self, agent: Agent, session: str, role: str, content: str, tool: Mapping[str, Any] | None = None
+    ) -> Receipt:
+        s = self.projection.session(agent.agent_id, session)
+        body: dict[str, Any] = {
+            "session": session,
+            "turn": 0 if s is None else s.turns,
+            "role": role,
+            "content": content,
+        }
+        if tool is not None:
+            body["tool"] = dict(tool)
+        receipt = agent.append("session.turn", body)
+        self.sync(receipt.index + 1)
+        return receipt
+
+    def close_session(self, agent: Agent, session: str, *, summary: str | None = None) -> CloseResult:
+        """Close the session, distill it (possibly to nothing), and compact it."""
+        body: dict[str, Any] = {"session": session}
+        if summary:
+            body["summary"] = summary
+        closed = agent.append("session.closed", body)
+        self.sync(closed.index + 1)
+        if not self.config.compact_on_session_end:
+            return CloseResult(closed=closed, distilled=None, entries=0)
+        distilled, entries = self.distill(agent.agent_id, session)
+        decisions = self._decide_and_append(
+            agent.agent_id,
+            lambda state: decide_session_end(state, agent.agent_id, session, self.config),
+        )
+        return CloseResult(closed=closed, distilled=distilled, entries=entries, decisions=decisions)
+
+    def transcript(self, agent_id: str, session: str) -> list[Turn]:
+        s = self.projection.session(agent_id, session)
+        if s is None:
+            raise RejectedEventError(f"no session {session} for {agent_id}", check="memory.session")
+        turns = []
+        for idx, raw in self.ledger.store.leaves_iter(s.opened_index, s.last_index + 1):
+            leaf = Leaf.from_bytes(raw)
+            if leaf.envelope.agent != agent_id or leaf.envelope.kind != "session.turn":
+                continue
+            sb = self.ledger.store.body(idx)
+            if sb is None:
+                continue
+            b = parse_strict(sb[1], max_bytes=1 << 24)
+            if b.get("session") == session:
+                turns.append(Turn(index=idx, turn=b["turn"], role=b["role"], content=b["content"]))
+        return turns
+
+    def distill(self, agent_id: str, session: str) -> tuple[Receipt, int]:
+        """Run the distiller over the session and record the result (an empty one too)."""
+        s = self.projection.session(agent_id, session)
+        if s is None:
+            raise RejectedEventError(f"no session {session} for {agent_id}", check="memory.session")
+        turns = self.transcript(agent_id, session)
+        digest = hashlib.sha256(
+            b"engram/transcript/v1\x00" + canonical_bytes([[t.index, t.role, t.content] for t in turns])
+        ).hexdigest()
+        entries = []
+        for e in self.distiller.distill(session, turns):
+            text, _ = self.gate.prepare(e["content"])  # refuses poisoned entries, redacts secrets
+            e = {**e, "content": text}
+            try:
+                self.gate.check_not_verbatim(text, [t.content for t in turns])
+            except RejectedEventError:
+                continue  # a distiller that only copies a turn adds nothing: drop that entry
+            entries.append(e)
+        body = {
+            "session": session,
+            "input": {"start": s.opened_index, "end": s.last_index, "digest": digest},
+            "distiller": {"name": self.distiller.name, "version": self.distiller.version},
+            "entries": entries,
+        }
+        head = self.ledger.stream_head(agent_id, "memory.distilled")
+        receipt = self.ledger.append(
+            [
+                PolicyEvent(
+                    agent=agent_id,
+                    kind="memory.distilled",
+                    body=body,
+                    expect_head=None if head is None else head.index,
+                )
+            ]
+        )[0]
+        self.sync(receipt.index + 1)
+        return receipt, len(entries)
+
+    # -- memories (agent-signed) -----------------------------------------------------
+
+    def write(
+        self,
+        agent: Agent,
+        *,
+        category: str,
+        content: str,
+        tags: Sequence[str] = (),
+        confidence: int = 70,
+        evidence: str | None = None,
+        session: str | None = None,
+        provenance: Sequence[Mapping[str, str]] = (),
+        tier: str | None = None,
+        decay_exempt: bool = False,
+    ) -> Receipt:
+        """Gate (refuse threats, redact secrets), validate, sign and append a memory."""
+        text, _ = self.gate.prepare(content)
+        body: dict[str, Any] = {
+            "category": category,
+            "content": text,
+            "tags": sorted(set(tags)),
+            "confidence": confidence,
+            "provenance": [dict(p) for p in provenance],
+        }
+        if evidence:
+            body["evidence"] = self.gate.prepare(evidence)[0]
+        if session:
+            body["session"] = session
+        # HOT is the working set: session memories (compacted when the session ends),
+        # preferences and blockers. Anything else written outside a session goes to WARM.
+        if tier is None:
+            tier = "HOT" if session or category == "PREFERENCE" or "blocker" in body["tags"] else "WARM"
+        body["tier"] = tier
+        if decay_exempt:
+            body["decay_exempt"] = True
+        validate_body("memory.written", body)
+        self._check_not_verbatim(agent.agent_id, text, body["provenance"])
+        receipt = agent.append("memory.written", body)
+        self.sync(receipt.index + 1)
+        return receipt
+
+    def supersede(self, agent: Agent, ref: str, *, content: str, reason: str) -> Receipt:
+        """An append-only correction of an item (the way COLD changes)."""
+        parse_ref(ref)
+        text, _ = self.gate.prepare(content)
+        receipt = agent.append("memory.superseded", {"item": ref, "content": text, "reason": reason})
+        self.sync(receipt.index + 1)
+        return receipt
+
+    def exempt(self, agent: Agent, ref: str, *, reason: str) -> Receipt:
+        receipt = agent.append("memory.decay_exempted", {"item": ref, "reason": reason})
+        self.sync(receipt.index + 1)
+        return receipt
+
+    def record(self, agent: Agent, kind: str, body: Mapping[str, Any]) -> Receipt:
+        """A COLD record: pact outcome, evaluation, boundary event, commitment."""
+        if kind not in RECORD_KINDS:
+            raise RejectedEventError(f"{kind} is not a record kind", check="memory.record")
+        receipt = agent.append(kind, dict(body))
+        self.sync(receipt.index + 1)
+        return receipt
+
+    # -- policy ----------------------------------------------------------------------
+
+    def _decide_and_append(self, agent_id: str, decide: Any, attempts: int = 8) -> list[Receipt]:
+        """Decide on a synced projection and append with expected stream heads; on a
+        conflict (a concurrent decision moved a stream), re-sync and decide again."""
+        for attempt in range(attempts):
+            applied = self.sync()
+            with self.projection.engine.connect() as conn:
+                decisions: list[Decision] = decide(SqlState(conn))
+            if not decisions:
+                return []
+            expect: dict[str, int | None] = {}
+            for kind in {d.kind for d in decisions}:
+                head = self.ledger.stream_head(agent_id, kind)
+                if head is not None and head.index >= applied:
+                    break  # the projection is behind this stream: sync and decide again
+                expect[kind] = None if head is None else head.index
+            else:
+                try:
+                    receipts = self.ledger.append(
+                        [
+                            PolicyEvent(agent=agent_id, kind=d.kind, body=d.body, expect_head=expect[d.kind])
+                            for d in decisions
+                        ]
+                    )
+                except ConflictError:
+                    if attempt == attempts - 1:
+                        raise
+                    continue
+                self.sync(receipts[-1].index + 1)
+                return receipts
+        raise ConflictError(
+            f"policy decisions for {agent_id} kept conflicting",
+            agent=agent_id,
+            kind="memory.*",
+            head_version=None,
+            head_leaf_hash=None,
+        )
+
+    def compact(self, agent_id: str, *, now_us: int | None = None) -> list[Receipt]:
+        """Apply the time-based rules (inactive preferences, WARM->COLD, decay) as of ``now``."""
+        now = self.ledger.clock() if now_us is None else now_us
+        return self._decide_and_append(
+            agent_id,
+            lambda state: decide_sweep(state, self.projection.items(agent_id), now, self.config),
+        )
+
+    # -- recall ------------------------------------------------------------------------
+
+    def recall(
+        self,
+        agent_id: str,
+        query: str,
+        *,
+        include_cold: bool = False,
+        budget_tokens: int | None = None,
+        session: str | None = None,
+        now_us: int | None = None,
+        limit: int = 10,
+        record_access: bool = True,
+    ) -> RecallResult:
+        applied = self.sync()
+        now = self.ledger.clock() if now_us is None else now_us
+        budget = self.config.hot_max_tokens * 2 if budget_tokens is None else budget_tokens
+        snap = self.projection.session(agent_id, session) if session else None
+        if session and snap is None:
+            raise RejectedEventError(f"no session {session} for {agent_id}", check="memory.session")
+        if snap is not None:
+            hot_src = [
+                to_recalled(
+                    h["index"],
+                    h["ref"],
+                    "HOT",
+                    h["category"],
+                    h["content"],
+                    h["tags"],
+                    0,
+                    h["created_us"],
+                    snap.opened_us,
+                    0.0,
+                )
+                for h in snap.hot_snapshot
+            ]
+        else:
+            hot_src = [
+                to_recalled(
+                    i.index, i.ref, "HOT", i.category, i.content, i.tags, i.confidence, i.created_us, now, 0.0
+                )
+                for i in self.projection.items(agent_id, tiers=["HOT"])
+            ]
+        hot, used = hot_within_budget(
+            hot_src, min(budget, self.config.hot_max_tokens), self.config.hot_max_items
+        )
+        tiers = ["WARM", "COLD"] if include_cold else ["WARM"]
+        candidates: list[Item] = self.projection.items(agent_id, tiers=tiers)
+        fts = self.projection.fulltext(agent_id, query, tiers, limit=200)
+        ranked: list[Recalled] = []
+        total = used
+        for it, score in fuse(candidates, fts, query):
+            r = to_recalled(
+                it.index,
+                it.ref,
+                it.tier,
+                it.category,
+                it.content,
+                it.tags,
+                it.confidence,
+                it.created_us,
+                now,
+                score,
+            )
+            cost = len(r.content) // 4 + 1
+            if len(ranked) >= limit or total + cost > budget:
+                break
+            ranked.append(r)
+            total += cost
+        result = RecallResult(
+            agent=agent_id,
+            origin=self.ledger.origin,
+            query=query,
+            as_of_size=applied,
+            session=session,
+            hot=tuple(hot),
+            ranked=tuple(ranked),
+            hot_tokens=used,
+            total_tokens=total,
+        )
+        refs = [r.ref for r in (*hot, *ranked)]
+        if record_access and refs:
+            body: dict[str, Any] = {"items": refs[:100]}
+            if query.strip():
+                body["query"] = query[:1000]
+            if session:
+                body["session"] = session
+            self._append_policy_retrying(agent_id, "memory.accessed", body)
+        return result
+
+    def _append_policy_retrying(self, agent_id: str, kind: str, body: Mapping[str, Any]) -> Receipt:
+        for attempt in range(8):
+            head = self.ledger.stream_head(agent_id, kind)
+            try:
+                receipt = self.ledger.append(
+                    [
+                        PolicyEvent(
+                            agent=agent_id,
+                            kind=kind,
+                            body=body,
+                            expect_head=None if head is None else head.index,
+                        )
+                    ]
+                )[0]
+            except ConflictError:
+                if attempt == 7:
+                    raise
+                continue
+            self.sync(receipt.index + 1)
+            return receipt
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- rebuild -------------------------------------------------------------------------
+
+    def rebuild(self) -> tuple[int, str]:
+        """Drop the projection and replay the whole log; return (size, digest)."""
+        self.projection.rebuild()
+        return self.projection.digest()
+
+    def digest(self) -> tuple[int, str]:
+        self.sync()
+        return self.projection.digest()
+
+
+_NEEDS_STATE = frozenset(
+    {
+        "session.opened",
+        "session.turn",
+        "session.closed",
+        "memory.superseded",
+        "memory.decay_exempted",
+        "memory.written",
+    }
+)

@@ -1,0 +1,420 @@
+"""Memory tiers as a projection of the log: items, sessions and ``evolve``.
+
+``evolve(state, event)`` folds one logged event into the per-agent memory view. It is
+deterministic: it reads only the state (through the :class:`MemoryState` port) and the
+event (its index, server timestamp, kind, agent and body), never a clock, a config file or
+the network. The same log therefore always yields the same projection, whether it is
+applied incrementally or rebuilt from index 0 (``tests/contract/test_memory_projection.py``
+checks this under hypothesis on both backends), and :func:`digest` lets two replays be
+compared.
+
+Items are referenced as ``"<log index>.<n>"``: ``n`` is 0 for events that carry one item
+and the entry's position for ``memory.distilled``. Every item is thus traceable to the
+signed log entry it came from.
+
+Decisions that depend on time or configuration (tier changes, archiving) are *events* the
+policy emits (ledger.memory.policy); ``evolve`` only applies them, re-checking their
+preconditions in log order so that a stale or concurrent decision has no effect instead of
+a wrong one (no double promotion, no lost decay-exemption flag).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from ledger.memory.gate import normalize_text
+from verifier.jcs import canonical_bytes
+
+__all__ = [
+    "RECORD_KINDS",
+    "InMemoryState",
+    "Item",
+    "LoggedEvent",
+    "MemoryState",
+    "Session",
+    "digest",
+    "evolve",
+    "ref_key",
+    "tokens",
+]
+
+#: Records go straight to COLD, never staged in WARM.
+RECORD_KINDS = {
+    "pact.outcome": "PERFORMANCE",
+    "eval.outcome": "PERFORMANCE",
+    "boundary.event": "ANOMALY",
+    "commitment": "COMMITMENT",
+}
+
+
+def tokens(text: str) -> int:
+    """A conservative token estimate (about four characters per token)."""
+    return len(text) // 4 + 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoggedEvent:
+    """What evolve needs of one log entry; ``body`` is None when withheld or erased."""
+
+    index: int
+    timestamp_us: int
+    agent: str
+    kind: str
+    body: Mapping[str, Any] | None
+
+
+@dataclass(slots=True, kw_only=True)
+class Item:
+    agent: str
+    ref: str
+    index: int
+    source_kind: str
+    tier: str
+    status: str  # active | superseded | archived | erased
+    category: str
+    content: str
+    tags: list[str] = field(default_factory=list)
+    confidence: int = 0
+    confirmations: int = 0
+    access_count: int = 0
+    last_access_us: int | None = None
+    created_us: int = 0
+    decay_exempt: bool = False
+    linked_action: bool = False
+    provenance: list[dict[str, str]] = field(default_factory=list)
+    tier_history: list[dict[str, Any]] = field(default_factory=list)
+    session: str | None = None
+    superseded_by: str | None = None
+    supersedes: str | None = None
+
+    @property
+    def norm(self) -> str:
+        return normalize_text(self.content)
+
+    @property
+    def last_activity_us(self) -> int:
+        return max(self.created_us, self.last_access_us or 0)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True, kw_only=True)
+class Session:
+    agent: str
+    session: str
+    opened_index: int
+    opened_us: int
+    status: str = "open"  # open | closed
+    title: str | None = None
+    closed_index: int | None = None
+    turns: int = 0
+    last_index: int = 0
+    distilled: bool = False
+    #: HOT as it was when the session opened: frozen for the session (prompt caches hold).
+    hot_snapshot: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class MemoryState(Protocol):
+    """The state port evolve reads and writes (in memory, or the SQL projection tables)."""
+
+    def item(self, agent: str, ref: str) -> Item | None: ...
+
+    def put_item(self, item: Item) -> None: ...
+
+    def session(self, agent: str, session: str) -> Session | None: ...
+
+    def put_session(self, session: Session) -> None: ...
+
+    def find_duplicate(self, agent: str, tier: str, norm: str) -> Item | None: ...
+
+    def hot_items(self, agent: str) -> list[Item]: ...
+
+
+def ref_key(ref: str) -> tuple[int, int]:
+    """Sort key of an item reference: (log index, position), numerically."""
+    index, pos = ref.split(".")
+    return int(index), int(pos)
+
+
+def _linked(provenance: Iterable[Mapping[str, str]]) -> bool:
+    return any(p.get("source_type") in ("pact", "eval") for p in provenance)
+
+
+def _new_memory(ev: LoggedEvent, n: int, entry: Mapping[str, Any], *, tier: str, session: str | None) -> Item:
+    prov = [dict(p) for p in entry.get("provenance") or []]
+    return Item(
+        agent=ev.agent,
+        ref=f"{ev.index}.{n}",
+        index=ev.index,
+        source_kind=ev.kind,
+        tier=tier,
+        status="active",
+        category=entry["category"],
+        content=entry["content"],
+        tags=list(entry.get("tags") or []),
+        confidence=entry["confidence"],
+        created_us=ev.timestamp_us,
+        decay_exempt=bool(entry.get("decay_exempt", False)),
+        linked_action=_linked(prov),
+        provenance=prov,
+        session=session,
+    )
+
+
+def _add_or_confirm(state: MemoryState, item: Item) -> None:
+    """Dedup at the target tier: a normalized duplicate confirms the existing item."""
+    dup = state.find_duplicate(item.agent, item.tier, item.norm)
+    if dup is not None:
+        dup.confirmations += 1
+        dup.confidence = max(dup.confidence, item.confidence)
+        state.put_item(dup)
+        return
+    state.put_item(item)
+
+
+def _record_content(kind: str, b: Mapping[str, Any]) -> str:
+    if kind == "pact.outcome":
+        text = f"pact {b['pact']} {b['result']}, quality {b['quality']}"
+    elif kind == "eval.outcome":
+        text = f"evaluation {b['eval']} {b['result']}, score {b['score']}"
+    elif kind == "boundary.event":
+        text = f"{b['type'].replace('_', ' ')}: {b['description']}"
+    else:
+        text = f"commitment: {b['promise']}" + (f" (due {b['due']})" if b.get("due") else "")
+    evidence = b.get("evidence")
+    return f"{text}. {evidence}" if evidence else text
+
+
+def evolve(state: MemoryState, ev: LoggedEvent) -> None:
+    """Apply one logged event to the memory projection (deterministic; see module doc)."""
+    b = ev.body
+    kind = ev.kind
+    if b is None:
+        return  # a withheld or erased body: the leaf stays, the memory projection has nothing to add
+    if kind == "session.opened":
+        hot = sorted(state.hot_items(ev.agent), key=lambda i: ref_key(i.ref))
+        state.put_session(
+            Session(
+                agent=ev.agent,
+                session=b["session"],
+                opened_index=ev.index,
+                opened_us=ev.timestamp_us,
+                title=b.get("title"),
+                last_index=ev.index,
+                hot_snapshot=[
+                    {
+                        "ref": i.ref,
+                        "index": i.index,
+                        "category": i.category,
+                        "content": i.content,
+                        "created_us": i.created_us,
+                        "tags": i.tags,
+                    }
+                    for i in hot
+                ],
+            )
+        )
+    elif kind in ("session.turn", "session.closed"):
+        s = state.session(ev.agent, b["session"])
+        if s is None:  # not opened (refused on append; tolerated on replay)
+            return
+        s.last_index = ev.index
+        if kind == "session.turn":
+            s.turns += 1
+        else:
+            s.status, s.closed_index = "closed", ev.index
+        state.put_session(s)
+    elif kind == "memory.written":
+        _add_or_confirm(state, _new_memory(ev, 0, b, tier=b.get("tier") or "HOT", session=b.get("session")))
+    elif kind == "memory.distilled":
+        for n, entry in enumerate(b["entries"]):
+            _add_or_confirm(state, _new_memory(ev, n, entry, tier="HOT", session=b["session"]))
+        s = state.session(ev.agent, b["session"])
+        if s is not None:
+            s.distilled = True
+            state.put_session(s)
+    elif kind == "memory.tier_changed":
+        _apply_tier_change(state, ev, b)
+    elif kind == "memory.superseded":
+        old = state.item(ev.agent, b["item"])
+        if old is None or old.status != "active":
+            return
+        new = Item(
+            agent=ev.agent,
+            ref=f"{ev.index}.0",
+            index=ev.index,
+            source_kind=kind,
+            tier=old.tier,
+            status="active",
+            category=old.category,
+            content=b["content"],
+            tags=list(b.get("tags") or old.tags),
+            confidence=b.get("confidence", old.confidence),
+            created_us=ev.timestamp_us,
+            decay_exempt=old.decay_exempt,
+            linked_action=old.linked_action,
+            provenance=[*old.provenance, {"source_type": "log", "source_ref": str(old.index)}],
+            session=old.session,
+            supersedes=old.ref,
+        )
+        old.status, old.superseded_by = "superseded", new.ref
+        state.put_item(old)
+        state.put_item(new)
+    elif kind == "memory.decay_exempted":
+        it = state.item(ev.agent, b["item"])
+        if it is not None:
+            it.decay_exempt = True
+            if it.status == "archived":
+                # An exemption that races with decay wins: archiving never deleted the item,
+                # so it comes back rather than losing the flag's intent.
+                it.status = "active"
+                it.tier_history.append(
+                    {"index": ev.index, "from": "archived", "to": it.tier, "rule": "exemption"}
+                )
+            state.put_item(it)
+    elif kind == "memory.archived":
+        it = state.item(ev.agent, b["item"])
+        # Preconditions re-checked in log order: an exemption or link that arrived first wins.
+        if it is None or it.status != "active" or it.tier != "WARM" or it.decay_exempt or it.linked_action:
+            return
+        it.status = "archived"
+        it.tier_history.append({"index": ev.index, "from": "WARM", "to": "archived", "rule": b["rule"]})
+        state.put_item(it)
+    elif kind == "memory.accessed":
+        for ref in b["items"]:
+            it = state.item(ev.agent, ref)
+            if it is not None:
+                it.access_count += 1
+                it.last_access_us = ev.timestamp_us
+                state.put_item(it)
+    elif kind == "memory.erased":
+        for n in range(64):
+            it = state.item(ev.agent, f"{b['index']}.{n}")
+            if it is None:
+                break
+            it.status, it.content = "erased", ""
+            state.put_item(it)
+    elif kind in RECORD_KINDS:
+        prov = [{"source_type": "log", "source_ref": str(ev.index)}]
+        state.put_item(
+            Item(
+                agent=ev.agent,
+                ref=f"{ev.index}.0",
+                index=ev.index,
+                source_kind=kind,
+                tier="COLD",
+                status="active",
+                category=RECORD_KINDS[kind],
+                content=_record_content(kind, b),
+                tags=[kind.split(".")[0]],
+                confidence=100,
+                created_us=ev.timestamp_us,
+                linked_action=kind in ("pact.outcome", "eval.outcome"),
+                provenance=prov,
+            )
+        )
+    # key.*, share.revoked: nothing to project into memory.
+
+
+def _apply_tier_change(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
+    it = state.item(ev.agent, b["item"])
+    if it is None or it.status != "active" or it.tier != b["from"] or it.tier == "COLD":
+        return  # stale or concurrent decision: COLD is write-once, moves only from where it is
+    entry = {"index": ev.index, "from": b["from"], "to": b["to"], "rule": b["rule"]}
+    target_ref = b.get("confirms")
+    if target_ref is not None:
+        target = state.item(ev.agent, target_ref)
+        if target is not None and target.status == "active" and target.tier == b["to"]:
+            target.confirmations += 1 + it.confirmations
+            target.confidence = max(target.confidence, it.confidence)
+            it.status, it.superseded_by = "superseded", target.ref
+            it.tier_history.append({**entry, "confirms": target.ref})
+            state.put_item(target)
+            state.put_item(it)
+            return
+    dup = state.find_duplicate(ev.agent, b["to"], it.norm)
+    if dup is not None and dup.ref != it.ref:  # the target tier gained a duplicate meanwhile
+        dup.confirmations += 1 + it.confirmations
+        it.status, it.superseded_by = "superseded", dup.ref
+        it.tier_history.append({**entry, "confirms": dup.ref})
+        state.put_item(dup)
+        state.put_item(it)
+        return
+    it.tier = b["to"]
+    it.tier_history.append(entry)
+    state.put_item(it)
+
+
+class InMemoryState:
+    """The state port in memory: for pure tests, policy decisions and reference replays."""
+
+    def __init__(self) -> None:
+        self.items: dict[tuple[str, str], Item] = {}
+        self.sessions: dict[tuple[str, str], Session] = {}
+
+    def item(self, agent: str, ref: str) -> Item | None:
+        it = self.items.get((agent, ref))
+        return None if it is None else _clone(it)
+
+    def put_item(self, item: Item) -> None:
+        self.items[(item.agent, item.ref)] = _clone(item)
+
+    def session(self, agent: str, session: str) -> Session | None:
+        s = self.sessions.get((agent, session))
+        return None if s is None else Session(**{k: _copy(v) for k, v in asdict(s).items()})
+
+    def put_session(self, session: Session) -> None:
+        self.sessions[(session.agent, session.session)] = Session(
+            **{k: _copy(v) for k, v in asdict(session).items()}
+        )
+
+    def find_duplicate(self, agent: str, tier: str, norm: str) -> Item | None:
+        best = None
+        for (a, _), it in self.items.items():
+            same = a == agent and it.status == "active" and it.tier == tier and it.norm == norm
+            if same and (best is None or ref_key(it.ref) < ref_key(best.ref)):
+                best = it
+        return None if best is None else _clone(best)
+
+    def hot_items(self, agent: str) -> list[Item]:
+        refs = sorted(
+            (
+                ref
+                for (a, ref), it in self.items.items()
+                if a == agent and it.status == "active" and it.tier == "HOT"
+            ),
+            key=ref_key,
+        )
+        return [_clone(self.items[(agent, ref)]) for ref in refs]
+
+    def all_items(self) -> list[Item]:
+        return [self.items[k] for k in sorted(self.items)]
+
+    def all_sessions(self) -> list[Session]:
+        return [self.sessions[k] for k in sorted(self.sessions)]
+
+
+def _clone(item: Item) -> Item:
+    return Item(**{k: _copy(v) for k, v in asdict(item).items()})
+
+
+def _copy(v: Any) -> Any:
+    return json.loads(json.dumps(v)) if isinstance(v, list | dict) else v
+
+
+def digest(items: Iterable[Item], sessions: Iterable[Session], applied_size: int) -> str:
+    """SHA-256 of the canonical projection: two replays of the same log give the same value."""
+    doc = {
+        "applied_size": applied_size,
+        "items": sorted((i.to_json() for i in items), key=lambda d: (d["agent"], d["ref"])),
+        "sessions": sorted((s.to_json() for s in sessions), key=lambda d: (d["agent"], d["session"])),
+    }
+    return hashlib.sha256(b"engram/projection/v1\x00" + canonical_bytes(doc)).hexdigest()
