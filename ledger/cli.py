@@ -512,6 +512,12 @@ def memory_rebuild() -> None:
     )
 
 
+@app.command("rebuild")
+def rebuild_all() -> None:
+    """Drop every projection and replay the log (same as `engram memory rebuild`)."""
+    memory_rebuild()
+
+
 @memory_app.command("digest")
 def memory_digest() -> None:
     """Print the projection digest at the current log size (compare two replays)."""

@@ -14,6 +14,7 @@ from sqlalchemy.exc import DBAPIError
 from ledger.errors import KeyStateError, MalformedError, ProofError, RejectedEventError, StorageError
 from ledger.keyfiles import LogKey
 from ledger.log import Ledger, Receipt, Submission
+from ledger.memory.service import MemoryService
 from ledger.sdk import Agent, AgentSigner, InProcess, StreamState
 from ledger.storage.db import make_engine
 from ledger.storage.store import SqlStore
@@ -285,6 +286,9 @@ def test_postgres_service_role_can_append_but_not_rewrite(
         agent = Agent.generate("alice", log_vkey=app.vkey, transport=InProcess(app), clock=clock)
         agent.register()
         agent.append("commitment", {"promise": "by the service role"})
+        memory = MemoryService(app)
+        memory.write(agent, category="LEARNING", content="written through the service role")
+        assert memory.rebuild() == memory.digest()
         for sql in (
             "ALTER TABLE leaves DISABLE TRIGGER leaves_append_only",
             "DROP TRIGGER nodes_append_only ON nodes",
@@ -309,4 +313,5 @@ GRANT SELECT, INSERT ON leaves, nodes, checkpoints TO "{role}";
 GRANT SELECT, INSERT, UPDATE ON log_state, stream_heads, agent_keys TO "{role}";
 GRANT SELECT, INSERT, UPDATE, DELETE ON bodies TO "{role}";
 GRANT SELECT ON alembic_version TO "{role}";
+GRANT SELECT, INSERT, UPDATE, DELETE ON mem_items, mem_sessions, mem_cursor TO "{role}";
 """
