@@ -337,6 +337,22 @@ def session_turn(
     out.print(f"turn recorded at index {r.index}")
 
 
+@session_app.command("distill")
+def session_distill(
+    agent: Annotated[str, typer.Option(help="Agent id.")],
+    session: SessionId,
+) -> None:
+    """Distill and file a closed session that was not (distiller down, or compaction off)."""
+    _, mem = _memory()
+    distilled, entries, decisions = mem.finish_session(agent, session)
+    where = (
+        "already distilled"
+        if distilled is None
+        else f"distilled {entries} memories at index {distilled.index}"
+    )
+    out.print(f"{where}; {len(decisions)} tier decisions")
+
+
 @session_app.command("close")
 def session_close(
     key_file: KeyFile,
@@ -384,7 +400,11 @@ def memory_write(
         evidence=evidence,
         provenance=[{"source_type": "log", "source_ref": str(i)} for i in source_log or []],
     )
-    out.print(f"written as ref {r.index}.0 at index {r.index}")
+    ref = mem.ref_for(_agent(ledger, key_file).agent_id, r.index)
+    if ref == f"{r.index}.0":
+        out.print(f"written as ref {ref} at index {r.index}")
+    else:
+        out.print(f"written at index {r.index}: a duplicate, it confirmed ref {ref}")
 
 
 @memory_app.command("supersede")
@@ -489,14 +509,18 @@ def memory_show(
 @memory_app.command("compact")
 def memory_compact(
     agent: Annotated[str, typer.Option(help="Agent id.")],
-    days_ahead: Annotated[
-        int, typer.Option(help="Decide as if this many days had passed (for planning and demos).")
-    ] = 0,
+    plan_days: Annotated[
+        int | None,
+        typer.Option(help="Only show what the rules would decide this many days from now (appends nothing)."),
+    ] = None,
 ) -> None:
     """Apply the time-based rules now: inactive preferences, WARM->COLD promotion, decay."""
     ledger, mem = _memory()
-    now = ledger.clock() + days_ahead * 86_400_000_000
-    receipts = mem.compact(agent, now_us=now)
+    if plan_days is not None:
+        for d in mem.plan(agent, ledger.clock() + plan_days * 86_400_000_000):
+            out.print(f"would append {d.kind}: {json.dumps(d.body, sort_keys=True)}")
+        return
+    receipts = mem.compact(agent)
     out.print(f"{len(receipts)} policy decisions appended")
 
 

@@ -13,8 +13,11 @@ exports C2SP tiles.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import random
 import secrets
+import time
 
 from rich.console import Console
 from rich.markup import escape
@@ -42,13 +45,43 @@ _FINDINGS = ["latency regression", "cache hit rate", "tokenizer drift", "eval le
 DAY_US = 86_400_000_000
 
 
-def _open_or_init(settings: Settings, console: Console) -> Ledger:
+class DemoClock:
+    """Simulated server time for the demo's own log: it starts 60 days ago and only moves
+    forward, so the lifecycle (decay, promotion) plays out in real timestamps that never
+    pass the present."""
+
+    def __init__(self, start_us: int) -> None:
+        self.now = start_us
+
+    def __call__(self) -> int:
+        self.now += 1_000
+        return self.now
+
+    def advance_days(self, days: float) -> None:
+        self.now += int(days * DAY_US)
+
+
+def _open_or_init(settings: Settings, console: Console) -> tuple[Ledger, Settings, DemoClock | None]:
+    """A fresh log with a simulated clock; an existing one (PostgreSQL URL given) as it is."""
     if settings.log_key_file.exists():
-        console.print(f"using the existing log under {settings.home}")
-        return Ledger.open(settings)
+        if "ENGRAM_DATABASE_URL" in os.environ:
+            console.print(f"using the existing log at {settings.database_url} (real time)")
+            return Ledger.open(settings), settings, None
+        home = settings.home / f"demo-{secrets.token_hex(3)}"
+        console.print(f"{settings.home} already holds a log; the demo runs in a new one under {home}")
+        settings = dataclasses.replace(
+            settings,
+            home=home,
+            database_url=f"sqlite:///{(home / 'engram.db').resolve()}",
+            log_key_file=home / "log.key",
+            policy_key_file=home / "policy.key",
+        )
+    clock = DemoClock(time.time_ns() // 1000 - 60 * DAY_US)
     origin = f"localhost/engram-demo-{secrets.token_hex(3)}"
-    console.print(f"initialising a new log [bold]{origin}[/] under {settings.home}")
-    return Ledger.init_home(settings, origin)
+    console.print(
+        f"initialising a new log [bold]{origin}[/] under {settings.home}; demo time starts 60 days ago"
+    )
+    return Ledger.init_home(settings, origin, clock=clock), settings, clock
 
 
 def _unique_agent_id(ledger: Ledger, base: str) -> str:
@@ -80,12 +113,13 @@ def _turns(rng: random.Random, topic: str) -> list[tuple[str, str]]:
 
 def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str, object]:
     rng = random.Random(seed)  # noqa: S311 - scenario content, not secrets
-    ledger = _open_or_init(settings, console)
+    ledger, settings, clock = _open_or_init(settings, console)
     memory = MemoryService(ledger)
     vkey = ledger.vkey
     transport = InProcess(ledger)
     start_size = ledger.size()
     early_checkpoint = ledger.latest_checkpoint()
+    first_ts = ledger.clock()
     console.rule("[bold]1. Agents register Ed25519 keys (proof of possession, in the log)")
     support = Agent.generate(_unique_agent_id(ledger, "support-bot"), log_vkey=vkey, transport=transport)
     research = Agent.generate(_unique_agent_id(ledger, "research-bot"), log_vkey=vkey, transport=transport)
@@ -266,13 +300,20 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
     console.print(
         f"COLD is write-once: commitment {commitment.ref} was superseded by {sup.index}.0 (both stay in the log)"
     )
-    later = ledger.clock() + 45 * DAY_US
-    moved = memory.compact(support.agent_id, now_us=later) + memory.compact(research.agent_id, now_us=later)
-    console.print(
-        f"45 days later the policy appended {len(moved)} decisions (inactive preferences, promotions, decay):"
-    )
+    if clock is not None:
+        clock.now = max(clock.now, time.time_ns() // 1000 - 3_600_000_000)  # an hour ago: 45+ days on
+        moved = memory.compact(support.agent_id) + memory.compact(research.agent_id)
+        console.print(
+            f"{(clock.now - first_ts) / DAY_US:.0f} days after the first session the policy appended "
+            f"{len(moved)} decisions (idle preferences, promotions, decay):"
+        )
+    else:
+        planned = memory.plan(support.agent_id, ledger.clock() + 45 * DAY_US)
+        console.print(
+            f"on a live log the demo only plans: in 45 days the policy would take {len(planned)} decisions"
+        )
     _tier_table(console, memory, support.agent_id)
-    result = memory.recall(support.agent_id, "refund root cause cache", include_cold=True, now_us=later)
+    result = memory.recall(support.agent_id, "refund root cause cache", include_cold=True)
     console.print(result.render(), markup=False, highlight=False)
     incremental = memory.digest()
     rebuilt = memory.rebuild()

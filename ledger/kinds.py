@@ -2,8 +2,7 @@
 
 Stored data names kinds; code never imports or dispatches on anything stored data names
 beyond a lookup in this table. A kind not listed here is rejected before anything is signed
-or stored. Body schemas for the memory kinds are defined with the memory tiers; until then a
-body is any canonical JSON object within the size limit.
+or stored. Each kind's body schema is in ledger/memory/schemas.py (specs/memory-events.md).
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from ledger.errors import RejectedEventError
 
 __all__ = ["KINDS", "REGISTRY_VERSION", "KindSpec", "require_kind"]
 
-REGISTRY_VERSION = 1
+REGISTRY_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -55,6 +55,7 @@ from ledger.keyfiles import (
 )
 from ledger.kinds import require_kind
 from ledger.memory.gate import WriteGate
+from ledger.memory.preconditions import MemoryPreconditions
 from ledger.memory.schemas import gated_texts, validate_body
 from ledger.storage.db import current_revision, head_revision, make_engine, migrate
 from ledger.storage.store import SqlStore, StoredCheckpoint, StreamHead, WriteTx
@@ -263,7 +264,7 @@ class Ledger:
         self.max_body_bytes = max_body_bytes
         self.policy_key = policy_key
         self.gate = WriteGate()
-        self.validators: list[BatchValidator] = []
+        self.validators: list[BatchValidator] = [MemoryPreconditions(store, self.gate)]
 
     # -- set-up -----------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ __all__ = [
     "GateHook",
     "GateRejection",
     "WriteGate",
+    "fold_for_scan",
     "normalize_text",
     "redact_secrets",
 ]
@@ -45,67 +46,95 @@ class GateRejection(RejectedEventError):
 
 
 _I = re.IGNORECASE
-# (name, regex). Patterns aim at instructions aimed at a future reader of the memory.
+# (name, regex), matched against the *folded* text (see fold_for_scan): lower case, NFKC,
+# no combining marks, common look-alike letters mapped to Latin, all whitespace (newlines
+# included) collapsed to one space. Patterns aim at instructions to a future reader of the
+# memory, not at words that merely occur in ordinary notes.
 THREAT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "prompt_injection",
         re.compile(
-            r"\b(ignore|disregard|forget|override)\b[^.\n]{0,40}\b(previous|prior|above|all|earlier|system)\b"
-            r"[^.\n]{0,20}\b(instructions?|prompts?|rules|guidelines|directives?)\b",
-            _I,
+            r"\b(ignore|disregard|forget|override)\b[^.]{0,40}\b(previous|prior|above|all|earlier|system)\b"
+            r"[^.]{0,20}\b(instructions?|prompts?|rules|guidelines|directives?)\b"
         ),
     ),
-    ("prompt_injection", re.compile(r"\bnew (system )?instructions?\s*:", _I)),
-    ("prompt_injection", re.compile(r"</?\s*(system|memory-context|instructions?)\s*>", _I)),
+    ("prompt_injection", re.compile(r"\bnew (system )?instructions? ?:")),
+    ("prompt_injection", re.compile(r"< ?/? ?(system|memory-context|instructions?) ?>")),
     (
         "role_hijack",
         re.compile(
-            r"\b(you are now|from now on,? you (are|will|must)|act as (an? )?(unrestricted|jailbroken|developer mode)"
-            r"|pretend (to be|you are)|your new (role|persona|identity) is)\b",
-            _I,
+            r"\byou are now (an?|the|no longer|free|unrestricted|jailbroken|in (developer|god|dan) mode)\b"
+            r"|\bfrom now on,? you (are|will be) (an?|the|no longer|free|unrestricted)\b"
+            r"|\bact as (an? )?(unrestricted|jailbroken|uncensored)\b"
+            r"|\bpretend (to be|you are) (an?|the) (different|unrestricted|new)\b"
+            r"|\byour new (role|persona|identity|instructions) (is|are)\b"
+            r"|\b(enable|enter|activate|switch to) (developer|god|dan|jailbreak) mode\b"
+            r"|\bjailbreak (yourself|the (assistant|model|ai))\b"
         ),
     ),
-    ("role_hijack", re.compile(r"\b(DAN|developer mode|jailbreak(ed)?)\b", _I)),
     (
         "deception",
         re.compile(
             r"\b(do not|don't|never) (tell|inform|reveal to|let) (the )?(user|operator|human|admin)"
             r"|\b(hide|conceal) (this|it) from (the )?(user|operator|human)"
-            r"|\bwithout (the )?(user|operator)'?s? (knowing|knowledge)",
-            _I,
+            r"|\bwithout (the )?(user|operator)'?s? (knowing|knowledge)"
         ),
     ),
     (
         "exfiltration",
         re.compile(
-            r"\b(curl|wget|nc|ncat|netcat|scp|rsync)\b[^\n]{0,200}"
-            r"(\$\{?[A-Z_]*(KEY|TOKEN|SECRET|PASS|PASSWORD)[A-Z_]*\}?|\.env\b|id_rsa|id_ed25519|/etc/(passwd|shadow)"
-            r"|\.aws/credentials|--data[^\n]{0,40}(key|token|secret|password))",
-            _I,
+            r"\b(curl|wget|nc|ncat|netcat|scp|rsync)\b.{0,200}"
+            r"(\$\{?[a-z_]*(key|token|secret|pass|password)[a-z_]*\}?|\.env\b|id_rsa|id_ed25519|/etc/(passwd|shadow)"
+            r"|\.aws/credentials|--data.{0,40}(key|token|secret|password))"
         ),
     ),
     (
         "exfiltration",
         re.compile(
-            r"\b(cat|less|more|head|tail|type|read|open|print)\b[^\n]{0,40}"
-            r"(~?/?\.ssh/(id_[a-z0-9]+|authorized_keys)|\.aws/credentials|/etc/shadow|\.env\b|\.netrc|\.git-credentials)",
-            _I,
+            r"\b(cat|type|print|paste|upload|send|post|email)\b.{0,40}"
+            r"(~?/?\.ssh/(id_[a-z0-9]+|authorized_keys)|\.aws/credentials|/etc/shadow|\.env\b|\.netrc|\.git-credentials)"
         ),
     ),
     (
         "ssh_persistence",
         re.compile(
-            r"(>>?\s*~?/?[\w/.-]*\.ssh/authorized_keys|\bssh-keygen\b[^\n]{0,80}-f\b|\bssh-copy-id\b"
-            r"|\bcrontab\b[^\n]{0,40}(-e|-l)|@reboot\b|/etc/cron\.)",
-            _I,
+            r"((>>?|\btee( -a)?) ?~?/?[\w/.-]*\.ssh/authorized_keys|\bssh-keygen\b.{0,80}-f\b|\bssh-copy-id\b"
+            r"|\bcrontab\b.{0,40}( -e\b| -r\b| <)|\| ?crontab\b|@reboot\b|/etc/cron\.)"
         ),
     ),
 )
 
-# Zero-width and invisible characters, and bidirectional controls (Trojan Source).
-_INVISIBLE = re.compile(
-    "[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\u206a-\u206f\ufeff\u00ad\u180e\U000e0000-\U000e007f]"
+# Invisible characters: every format character (Unicode category Cf: zero-width spaces and
+# joiners, bidirectional controls, tags, soft hyphen ...) and the invisible fillers outside
+# Cf. Variation selectors (emoji presentation) are not refused; they are removed before
+# scanning so that they cannot split a word.
+_INVISIBLE_EXTRA = frozenset("\u034f\u115f\u1160\u3164\uffa0\u180e")
+_VARIATION_SELECTORS = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+# Letters that render like Latin ones (the common Cyrillic and Greek confusables).
+_CONFUSABLES = str.maketrans(
+    "аеорсухіјѕԁԛԝкмнтвАЕОРСУХІЈЅКМНТВαοερτυνιΑΒΕΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdqwkmhtbaeopcyxijskmhtbaoeptuviabehikmnoptyx",
 )
+
+
+def _invisible(text: str) -> tuple[int, str] | None:
+    for i, ch in enumerate(text):
+        if ch in _INVISIBLE_EXTRA or (
+            unicodedata.category(ch) == "Cf" and not _VARIATION_SELECTORS.match(ch)
+        ):
+            return i, ch
+    return None
+
+
+def fold_for_scan(text: str) -> str:
+    """The form threat patterns see: NFKC, no combining marks or variation selectors,
+    look-alikes mapped to Latin, case-folded, whitespace collapsed."""
+    text = _VARIATION_SELECTORS.sub("", text)
+    text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    text = text.translate(_CONFUSABLES).casefold()
+    return " ".join(text.split())
+
 
 SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -171,11 +200,12 @@ class WriteGate:
 
     def scan(self, text: str) -> None:
         """Refuse text that matches a threat pattern or invisible/bidi Unicode."""
-        m = _INVISIBLE.search(text)
-        if m:
-            raise GateRejection("invisible_unicode", f"U+{ord(m.group()):04X} at offset {m.start()}")
+        bad = _invisible(text)
+        if bad:
+            raise GateRejection("invisible_unicode", f"U+{ord(bad[1]):04X} at offset {bad[0]}")
+        folded = fold_for_scan(text)
         for name, pattern in THREAT_PATTERNS:
-            hit = pattern.search(text)
+            hit = pattern.search(folded)
             if hit:
                 raise GateRejection(name, f"matched {hit.group()[:60]!r}")
         for hook in self.hooks:

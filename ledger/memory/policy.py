@@ -81,7 +81,7 @@ def recency(item: Item, now_us: int, half_life_days: int) -> float:
     return float(0.5 ** (age_days / half_life_days))
 
 
-def _move(item: Item, to: str, rule: str, state: MemoryState) -> Decision:
+def _move(item: Item, to: str, rule: str, state: MemoryState, *, window_us: int | None = None) -> Decision:
     body: dict[str, Any] = {
         "item": item.ref,
         "from": item.tier,
@@ -89,6 +89,11 @@ def _move(item: Item, to: str, rule: str, state: MemoryState) -> Decision:
         "rule": rule,
         "policy_version": POLICY_VERSION,
     }
+    if window_us is not None:
+        # Time-based: it applies only if the item is still unused and the window has ended
+        # by the server time of the entry that records it (checked again on replay).
+        body["last_activity_us"] = item.last_activity_us
+        body["not_before_us"] = item.last_activity_us + window_us
     dup = state.find_duplicate(item.agent, to, item.norm)
     if dup is not None and dup.ref != item.ref:
         body["confirms"] = dup.ref
@@ -140,7 +145,11 @@ def decide_sweep(state: MemoryState, items: Iterable[Item], now_us: int, cfg: Po
             continue
         idle_days = (now_us - it.last_activity_us) / DAY_US
         if it.tier == "HOT" and it.category == "PREFERENCE" and idle_days >= cfg.inactive_preference_days:
-            out.append(_move(it, "WARM", "inactive_preference", state))
+            out.append(
+                _move(
+                    it, "WARM", "inactive_preference", state, window_us=cfg.inactive_preference_days * DAY_US
+                )
+            )
         elif it.tier == "WARM":
             imp = importance(it)
             score = round(100 * recency(it, now_us, cfg.decay_half_life_days) * imp)
@@ -151,7 +160,13 @@ def decide_sweep(state: MemoryState, items: Iterable[Item], now_us: int, cfg: Po
                 out.append(
                     Decision(
                         kind="memory.archived",
-                        body={"item": it.ref, "rule": "decay.window_end", "policy_version": POLICY_VERSION},
+                        body={
+                            "item": it.ref,
+                            "rule": "decay.window_end",
+                            "policy_version": POLICY_VERSION,
+                            "last_activity_us": it.last_activity_us,
+                            "not_before_us": it.last_activity_us + int(retention_days * DAY_US),
+                        },
                     )
                 )
     return out

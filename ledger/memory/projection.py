@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -168,6 +168,12 @@ class SqlState:
                 return it
         return None
 
+    def agent_sessions(self, agent: str) -> list[Session]:
+        rows = self.conn.execute(
+            select(mem_sessions).where(mem_sessions.c.agent == agent).order_by(mem_sessions.c.session)
+        )
+        return [_session_from_row(r) for r in rows]
+
     def hot_items(self, agent: str) -> list[Item]:
         rows = self.conn.execute(
             select(mem_items)
@@ -180,7 +186,9 @@ class SqlState:
 
 
 def _fts_terms(query: str) -> list[str]:
-    return sorted(set(re.findall(r"[a-z0-9]{2,}", query.casefold())))[:32]
+    # Word characters only (any script): no quote, operator or parenthesis can reach the
+    # FTS5 MATCH expression or to_tsquery.
+    return sorted({t for t in re.findall(r"\w+", query.casefold()) if len(t) >= 2})[:32]
 
 
 _FTS_SQLITE = text(
@@ -224,12 +232,18 @@ class Projection:
     def sync(self, upto: int | None = None) -> int:
         """Apply the log up to ``upto`` (default: the whole log); return the applied size."""
         target = self.store.latest_checkpoint().size if upto is None else upto
+        return self._retrying(lambda: self._sync(target))
+
+    @staticmethod
+    def _retrying(work: Callable[[], int]) -> int:
         for attempt in range(20):
             try:
-                return self._sync(target)
+                return work()
             except OperationalError as e:  # serialization failure / deadlock: retry from the cursor
                 if getattr(e.orig, "sqlstate", None) not in ("40001", "40P01") or attempt == 19:
                     raise StorageError(f"projection update failed: {e.orig!r}") from e
+            except DBAPIError as e:
+                raise StorageError(f"projection update failed: {e.orig!r}") from e
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _sync(self, target: int) -> int:
@@ -276,10 +290,19 @@ class Projection:
 
     def rebuild(self) -> int:
         """Drop every projected row and replay the log from index 0."""
-        with self._projector() as conn:
-            conn.execute(delete(mem_items))
-            conn.execute(delete(mem_sessions))
-            conn.execute(update(mem_cursor).where(mem_cursor.c.id == 1).values(applied_size=0))
+
+        def reset() -> int:
+            with self._projector() as conn:
+                stmt = select(mem_cursor.c.applied_size).where(mem_cursor.c.id == 1)
+                if conn.dialect.name == "postgresql":
+                    stmt = stmt.with_for_update()
+                conn.execute(stmt)
+                conn.execute(delete(mem_items))
+                conn.execute(delete(mem_sessions))
+                conn.execute(update(mem_cursor).where(mem_cursor.c.id == 1).values(applied_size=0))
+            return 0
+
+        self._retrying(reset)
         return self.sync()
 
     def digest(self) -> tuple[int, str]:

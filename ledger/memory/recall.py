@@ -129,8 +129,13 @@ def fuse(candidates: Sequence[Item], fulltext_refs: Sequence[str], query: str) -
     return out
 
 
+_LINE_BREAKS = re.compile("\r\n|[\r\n\u2028\u2029\x85\x0b\x0c]")
+
+
 def _line(r: Recalled) -> str:
-    text = html.escape(r.content, quote=False)  # memory text cannot open or close tags
+    # Memory text cannot open or close tags, and cannot start lines of its own (a fake
+    # "## COLD" heading or entry): markup is escaped and line breaks are shown as ⏎.
+    text = _LINE_BREAKS.sub(" \u23ce ", html.escape(r.content, quote=False))
     tags = f" #{' #'.join(r.tags)}" if r.tags else ""
     return f"- [{r.category} | ref {r.ref} | log {r.index} | {r.age_days} d]{tags} {text}"
 

@@ -41,6 +41,7 @@ _TAG = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 _REF = re.compile(r"(0|[1-9][0-9]{0,15})\.(0|[1-9][0-9]?)")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def parse_ref(ref: str) -> tuple[int, int]:
@@ -80,6 +81,10 @@ class _Body:
             return None
         if not isinstance(v, str) or not v.strip() or len(v) > max_len:
             raise self._fail(name, f"must be a non-empty string of at most {max_len} characters")
+        if _CONTROL.search(v):
+            raise self._fail(
+                name, "holds a control character (only tab, newline and carriage return are allowed)"
+            )
         if pattern is not None and not pattern.fullmatch(v):
             raise self._fail(name, f"does not match {pattern.pattern}")
         return v
@@ -239,6 +244,8 @@ def _tier_changed(b: _Body) -> None:
     b.integer("policy_version", 1, 1_000_000)
     if b.get("confirms", False) is not None:
         b.ref("confirms")
+    b.integer("not_before_us", 0, 2**53 - 1, required=False)
+    b.integer("last_activity_us", 0, 2**53 - 1, required=False)
 
 
 def _superseded(b: _Body) -> None:
@@ -258,6 +265,8 @@ def _archived(b: _Body) -> None:
     b.ref("item")
     b.text("rule", max_len=64, pattern=_NAME)
     b.integer("policy_version", 1, 1_000_000)
+    b.integer("not_before_us", 0, 2**53 - 1)
+    b.integer("last_activity_us", 0, 2**53 - 1)
 
 
 def _accessed(b: _Body) -> None:
@@ -271,7 +280,17 @@ def _accessed(b: _Body) -> None:
 
 
 def _erased(b: _Body) -> None:
-    b.integer("index", 0, 2**53 - 1)
+    index = b.integer("index", 0, 2**53 - 1)
+    refs = b.get("refs", True)
+    if (
+        not isinstance(refs, list)
+        or not 0 < len(refs) <= MAX_DISTILLED_ENTRIES
+        or len(set(refs)) != len(refs)
+    ):
+        raise b._fail("refs", f"must be 1-{MAX_DISTILLED_ENTRIES} distinct item references")
+    for r in refs:
+        if parse_ref(r)[0] != index:
+            raise b._fail("refs", "must all be items of the erased index")
     b.text("reason", max_len=MAX_CONTENT_CHARS)
 
 
@@ -346,15 +365,25 @@ def validate_body(kind: str, body: object) -> Mapping[str, Any]:
     return b.body
 
 
-#: Kinds whose text becomes recalled memory and so passes the write gate.
-GATED_KINDS = frozenset({"memory.written", "memory.superseded", "memory.distilled"})
+#: Text members that become recalled memory (records are recalled from COLD too), and so
+#: pass the write gate.
+_GATED_MEMBERS: dict[str, tuple[str, ...]] = {
+    "memory.written": ("content", "evidence"),
+    "memory.superseded": ("content", "reason"),
+    "memory.decay_exempted": ("reason",),
+    "pact.outcome": ("evidence",),
+    "eval.outcome": ("evidence",),
+    "boundary.event": ("description",),
+    "commitment": ("promise", "counterparty"),
+}
+GATED_KINDS = frozenset({*_GATED_MEMBERS, "memory.distilled"})
 
 
 def gated_texts(kind: str, body: Mapping[str, Any]) -> list[str]:
     """The texts of a body that the write gate must see (empty for ungated kinds)."""
-    if kind not in GATED_KINDS:
-        return []
     if kind == "memory.distilled":
         entries = body.get("entries") or []
-        return [str(e.get(f, "")) for e in entries for f in ("content", "evidence") if e.get(f)]
-    return [str(body[f]) for f in ("content", "evidence", "reason") if body.get(f)]
+        return [
+            str(e[f]) for e in entries for f in ("content", "evidence") if isinstance(e, Mapping) and e.get(f)
+        ]
+    return [str(body[f]) for f in _GATED_MEMBERS.get(kind, ()) if body.get(f)]

@@ -19,12 +19,20 @@ from ledger.log import Ledger, PolicyEvent, Receipt
 from ledger.memory.distill import Distiller, RuleBasedDistiller, Turn
 from ledger.memory.gate import WriteGate
 from ledger.memory.policy import Decision, PolicyConfig, decide_session_end, decide_sweep
+from ledger.memory.preconditions import MemoryPreconditions
 from ledger.memory.projection import Projection, SqlState
-from ledger.memory.recall import Recalled, RecallResult, fuse, hot_within_budget, to_recalled
+from ledger.memory.recall import (
+    Recalled,
+    RecallResult,
+    envelope_matches,
+    fuse,
+    hot_within_budget,
+    to_recalled,
+)
 from ledger.memory.schemas import parse_ref, validate_body
 from ledger.memory.state import RECORD_KINDS, Item
 from ledger.sdk import Agent
-from verifier.event import Envelope, Leaf
+from verifier.event import Leaf
 from verifier.jcs import canonical_bytes, parse_strict
 
 __all__ = ["CloseResult", "MemoryService"]
@@ -54,63 +62,16 @@ class MemoryService:
         self.distiller: Distiller = distiller or RuleBasedDistiller()
         self.gate = gate or ledger.gate
         ledger.gate = self.gate
+        for v in ledger.validators:
+            if isinstance(v, MemoryPreconditions):
+                v.gate = self.gate
         self.projection = Projection(ledger.store)
-        if self._check_preconditions not in ledger.validators:
-            ledger.validators.append(self._check_preconditions)
 
     # -- consistency with the log ----------------------------------------------------
 
     def sync(self, min_size: int | None = None) -> int:
         """Bring the projection to at least ``min_size`` (default: the latest checkpoint)."""
         return self.projection.sync(min_size)
-
-    def _check_preconditions(self, batch: Sequence[tuple[Envelope, Mapping[str, Any]]]) -> None:
-        """State-dependent refusals, before anything is stored (events signed elsewhere too)."""
-        if not any(e.kind in _NEEDS_STATE for e, _ in batch):
-            return
-        self.sync()
-        opened: set[tuple[str, str]] = set()
-        for env, body in batch:
-            if env.kind == "session.opened":
-                if self.projection.session(env.agent, body["session"]) is not None:
-                    raise RejectedEventError(
-                        f"session {body['session']} already exists", check="memory.session"
-                    )
-                opened.add((env.agent, body["session"]))
-            elif env.kind in ("session.turn", "session.closed"):
-                s = self.projection.session(env.agent, body["session"])
-                if (env.agent, body["session"]) not in opened and (s is None or s.status != "open"):
-                    raise RejectedEventError(
-                        f"session {body['session']} of {env.agent} is not open", check="memory.session"
-                    )
-            elif env.kind in ("memory.superseded", "memory.decay_exempted"):
-                it = self.projection.item(env.agent, body["item"])
-                if it is None:
-                    raise RejectedEventError(
-                        f"{env.kind} names item {body['item']}, which does not exist",
-                        check="memory.missing_item",
-                    )
-                restorable = env.kind == "memory.decay_exempted" and it.status == "archived"
-                if it.status != "active" and not restorable:
-                    raise RejectedEventError(f"item {it.ref} is {it.status}", check="memory.item_state")
-            elif env.kind == "memory.written" and body.get("provenance"):
-                self._check_not_verbatim(env.agent, body["content"], body["provenance"])
-
-    def _source_texts(self, provenance: Sequence[Mapping[str, str]]) -> list[str]:
-        texts = []
-        for p in provenance:
-            if p["source_type"] in ("log", "turn", "pact", "eval"):
-                sb = self.ledger.store.body(int(p["source_ref"]))
-                if sb is None:
-                    continue
-                body = parse_strict(sb[1], max_bytes=1 << 24)
-                for f in ("content", "promise", "description", "evidence"):
-                    if isinstance(body.get(f), str):
-                        texts.append(body[f])
-        return texts
-
-    def _check_not_verbatim(self, agent: str, content: str, provenance: Sequence[Mapping[str, str]]) -> None:
-        self.gate.check_not_verbatim(content, self._source_texts(provenance))
 
     # -- sessions (agent-signed) -----------------------------------------------------
 
@@ -140,7 +101,11 @@ class MemoryService:
         return receipt
 
     def close_session(self, agent: Agent, session: str, *, summary: str | None = None) -> CloseResult:
-        """Close the session, distill it (possibly to nothing), and compact it."""
+        """Close the session, then (``compact_on_session_end``) distill and compact it.
+
+        If distillation fails after the close (the distiller is down), the session stays
+        closed and undistilled; :meth:`finish_session` (``engram session distill``) resumes.
+        """
         body: dict[str, Any] = {"session": session}
         if summary:
             body["summary"] = summary
@@ -148,12 +113,19 @@ class MemoryService:
         self.sync(closed.index + 1)
         if not self.config.compact_on_session_end:
             return CloseResult(closed=closed, distilled=None, entries=0)
-        distilled, entries = self.distill(agent.agent_id, session)
-        decisions = self._decide_and_append(
-            agent.agent_id,
-            lambda state: decide_session_end(state, agent.agent_id, session, self.config),
-        )
+        distilled, entries, decisions = self.finish_session(agent.agent_id, session)
         return CloseResult(closed=closed, distilled=distilled, entries=entries, decisions=decisions)
+
+    def finish_session(self, agent_id: str, session: str) -> tuple[Receipt | None, int, list[Receipt]]:
+        """Distill a closed session (unless done) and apply the session-end rules."""
+        s = self.projection.session(agent_id, session)
+        if s is None or s.status != "closed":
+            raise RejectedEventError(f"session {session} of {agent_id} is not closed", check="memory.session")
+        distilled, entries = (None, 0) if s.distilled else self.distill(agent_id, session)
+        decisions = self._decide_and_append(
+            agent_id, lambda state: decide_session_end(state, agent_id, session, self.config)
+        )
+        return distilled, entries, decisions
 
     def transcript(self, agent_id: str, session: str) -> list[Turn]:
         s = self.projection.session(agent_id, session)
@@ -173,7 +145,12 @@ class MemoryService:
         return turns
 
     def distill(self, agent_id: str, session: str) -> tuple[Receipt, int]:
-        """Run the distiller over the session and record the result (an empty one too)."""
+        """Run the distiller over the session and record the result (an empty one too).
+
+        Entries the write gate refuses, or that only copy a turn, are dropped (the rest of
+        the session's memories still count); entries that would push the body over the size
+        limit are dropped from the end.
+        """
         s = self.projection.session(agent_id, session)
         if s is None:
             raise RejectedEventError(f"no session {session} for {agent_id}", check="memory.session")
@@ -181,34 +158,28 @@ class MemoryService:
         digest = hashlib.sha256(
             b"engram/transcript/v1\x00" + canonical_bytes([[t.index, t.role, t.content] for t in turns])
         ).hexdigest()
-        entries = []
-        for e in self.distiller.distill(session, turns):
-            text, _ = self.gate.prepare(e["content"])  # refuses poisoned entries, redacts secrets
-            e = {**e, "content": text}
-            try:
-                self.gate.check_not_verbatim(text, [t.content for t in turns])
-            except RejectedEventError:
-                continue  # a distiller that only copies a turn adds nothing: drop that entry
-            entries.append(e)
-        body = {
+        body: dict[str, Any] = {
             "session": session,
             "input": {"start": s.opened_index, "end": s.last_index, "digest": digest},
             "distiller": {"name": self.distiller.name, "version": self.distiller.version},
-            "entries": entries,
+            "entries": [],
         }
-        head = self.ledger.stream_head(agent_id, "memory.distilled")
-        receipt = self.ledger.append(
-            [
-                PolicyEvent(
-                    agent=agent_id,
-                    kind="memory.distilled",
-                    body=body,
-                    expect_head=None if head is None else head.index,
-                )
-            ]
-        )[0]
-        self.sync(receipt.index + 1)
-        return receipt, len(entries)
+        budget = self.ledger.max_body_bytes - len(canonical_bytes(body)) - 16
+        for e in self.distiller.distill(session, turns):
+            try:
+                text, _ = self.gate.prepare(e["content"])
+                entry = {**e, "content": text}
+                validate_body("memory.distilled", {**body, "entries": [entry]})
+                self.gate.check_not_verbatim(text, [t.content for t in turns])
+            except RejectedEventError:
+                continue  # a poisoned, malformed or copied entry adds nothing: drop it
+            cost = len(canonical_bytes(entry)) + 1
+            if cost > budget:
+                break
+            budget -= cost
+            body["entries"].append(entry)
+        receipt = self._append_policy_retrying(agent_id, "memory.distilled", body)
+        return receipt, len(body["entries"])
 
     # -- memories (agent-signed) -----------------------------------------------------
 
@@ -247,10 +218,19 @@ class MemoryService:
         if decay_exempt:
             body["decay_exempt"] = True
         validate_body("memory.written", body)
-        self._check_not_verbatim(agent.agent_id, text, body["provenance"])
-        receipt = agent.append("memory.written", body)
+        receipt = agent.append("memory.written", body)  # the ledger's preconditions check verbatim copies
         self.sync(receipt.index + 1)
         return receipt
+
+    def ref_for(self, agent_id: str, index: int) -> str | None:
+        """The item an entry made, or, if it was a duplicate, the item it confirmed."""
+        if self.projection.item(agent_id, f"{index}.0") is not None:
+            return f"{index}.0"
+        mark = {"source_type": "log", "source_ref": str(index)}
+        for it in self.projection.items(agent_id, status=None):
+            if mark in it.provenance and it.source_kind != "memory.superseded":
+                return it.ref
+        return None
 
     def supersede(self, agent: Agent, ref: str, *, content: str, reason: str) -> Receipt:
         """An append-only correction of an item (the way COLD changes)."""
@@ -312,12 +292,23 @@ class MemoryService:
             head_leaf_hash=None,
         )
 
-    def compact(self, agent_id: str, *, now_us: int | None = None) -> list[Receipt]:
-        """Apply the time-based rules (inactive preferences, WARM->COLD, decay) as of ``now``."""
-        now = self.ledger.clock() if now_us is None else now_us
+    def plan(self, agent_id: str, now_us: int) -> list[Decision]:
+        """The decisions a sweep at ``now_us`` would take (nothing is appended)."""
+        self.sync()
+        with self.projection.engine.connect() as conn:
+            return decide_sweep(SqlState(conn), self.projection.items(agent_id), now_us, self.config)
+
+    def compact(self, agent_id: str) -> list[Receipt]:
+        """Apply the time-based rules (inactive preferences, WARM->COLD, decay) now.
+
+        "Now" is the ledger's clock, the same clock that stamps the entries: a decision
+        whose window has not ended by its entry's server time has no effect on replay.
+        """
         return self._decide_and_append(
             agent_id,
-            lambda state: decide_sweep(state, self.projection.items(agent_id), now, self.config),
+            lambda state: decide_sweep(
+                state, self.projection.items(agent_id), self.ledger.clock(), self.config
+            ),
         )
 
     # -- recall ------------------------------------------------------------------------
@@ -385,8 +376,10 @@ class MemoryService:
                 score,
             )
             cost = len(r.content) // 4 + 1
-            if len(ranked) >= limit or total + cost > budget:
+            if len(ranked) >= limit:
                 break
+            if total + cost > budget:
+                continue  # a long item does not crowd out shorter ones that still fit
             ranked.append(r)
             total += cost
         result = RecallResult(
@@ -400,7 +393,18 @@ class MemoryService:
             hot_tokens=used,
             total_tokens=total,
         )
-        refs = [r.ref for r in (*hot, *ranked)]
+        # HOT is injected, not searched: a HOT item counts as used only when the query is
+        # about it (envelope or full-text match), else idle preferences would never age.
+        hot_hits = (
+            set(self.projection.fulltext(agent_id, query, ["HOT"], limit=200)) if query.strip() else set()
+        )
+        hot_items = {i.ref: i for i in self.projection.items(agent_id, tiers=["HOT"])}
+        used_hot = [
+            r.ref
+            for r in hot
+            if r.ref in hot_hits or (r.ref in hot_items and envelope_matches(hot_items[r.ref], query) > 0)
+        ]
+        refs = [*used_hot, *(r.ref for r in ranked)]
         if record_access and refs:
             body: dict[str, Any] = {"items": refs[:100]}
             if query.strip():
@@ -442,15 +446,3 @@ class MemoryService:
     def digest(self) -> tuple[int, str]:
         self.sync()
         return self.projection.digest()
-
-
-_NEEDS_STATE = frozenset(
-    {
-        "session.opened",
-        "session.turn",
-        "session.closed",
-        "memory.superseded",
-        "memory.decay_exempted",
-        "memory.written",
-    }
-)

@@ -137,6 +137,8 @@ class MemoryState(Protocol):
 
     def hot_items(self, agent: str) -> list[Item]: ...
 
+    def agent_sessions(self, agent: str) -> list[Session]: ...
+
 
 def ref_key(ref: str) -> tuple[int, int]:
     """Sort key of an item reference: (log index, position), numerically."""
@@ -173,11 +175,24 @@ def _add_or_confirm(state: MemoryState, item: Item) -> None:
     """Dedup at the target tier: a normalized duplicate confirms the existing item."""
     dup = state.find_duplicate(item.agent, item.tier, item.norm)
     if dup is not None:
-        dup.confirmations += 1
-        dup.confidence = max(dup.confidence, item.confidence)
+        _confirm(dup, item)
         state.put_item(dup)
         return
     state.put_item(item)
+
+
+MAX_MERGED_PROVENANCE = 32
+
+
+def _confirm(target: Item, other: Item) -> None:
+    """``other`` says the same as ``target``: count it, and keep what it adds (flags, sources)."""
+    target.confirmations += 1 + other.confirmations
+    target.confidence = max(target.confidence, other.confidence)
+    target.decay_exempt = target.decay_exempt or other.decay_exempt
+    target.linked_action = target.linked_action or other.linked_action
+    for p in [*other.provenance, {"source_type": "log", "source_ref": str(other.index)}]:
+        if p not in target.provenance and len(target.provenance) < MAX_MERGED_PROVENANCE:
+            target.provenance.append(p)
 
 
 def _record_content(kind: str, b: Mapping[str, Any]) -> str:
@@ -282,8 +297,11 @@ def evolve(state: MemoryState, ev: LoggedEvent) -> None:
             state.put_item(it)
     elif kind == "memory.archived":
         it = state.item(ev.agent, b["item"])
-        # Preconditions re-checked in log order: an exemption or link that arrived first wins.
+        # Preconditions re-checked in log order: an exemption, a link or a use that arrived
+        # first wins, and the window must really have ended by this entry's server time.
         if it is None or it.status != "active" or it.tier != "WARM" or it.decay_exempt or it.linked_action:
+            return
+        if not _time_basis_holds(it, ev, b):
             return
         it.status = "archived"
         it.tier_history.append({"index": ev.index, "from": "WARM", "to": "archived", "rule": b["rule"]})
@@ -296,12 +314,28 @@ def evolve(state: MemoryState, ev: LoggedEvent) -> None:
                 it.last_access_us = ev.timestamp_us
                 state.put_item(it)
     elif kind == "memory.erased":
-        for n in range(64):
-            it = state.item(ev.agent, f"{b['index']}.{n}")
-            if it is None:
-                break
-            it.status, it.content = "erased", ""
-            state.put_item(it)
+        # A canonical tombstone, whatever the item held: the projection is the same whether
+        # the erased body is still stored or already gone (then the item never existed).
+        erased = set(b["refs"])
+        for ref in b["refs"]:
+            state.put_item(
+                Item(
+                    agent=ev.agent,
+                    ref=ref,
+                    index=b["index"],
+                    source_kind="memory.erased",
+                    tier="NONE",
+                    status="erased",
+                    category="CONTEXT",
+                    content="",
+                    created_us=ev.timestamp_us,
+                )
+            )
+        for s in state.agent_sessions(ev.agent):  # frozen HOT blocks forget it too
+            kept = [h for h in s.hot_snapshot if h["ref"] not in erased]
+            if len(kept) != len(s.hot_snapshot):
+                s.hot_snapshot = kept
+                state.put_session(s)
     elif kind in RECORD_KINDS:
         prov = [{"source_type": "log", "source_ref": str(ev.index)}]
         state.put_item(
@@ -324,17 +358,26 @@ def evolve(state: MemoryState, ev: LoggedEvent) -> None:
     # key.*, share.revoked: nothing to project into memory.
 
 
+def _time_basis_holds(it: Item, ev: LoggedEvent, b: Mapping[str, Any]) -> bool:
+    """A time-based decision applies only if the item was not used since it was decided and
+    the server time of this entry has reached the decision's ``not_before_us``."""
+    if "last_activity_us" in b and it.last_activity_us != b["last_activity_us"]:
+        return False
+    return not ("not_before_us" in b and ev.timestamp_us < b["not_before_us"])
+
+
 def _apply_tier_change(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
     it = state.item(ev.agent, b["item"])
     if it is None or it.status != "active" or it.tier != b["from"] or it.tier == "COLD":
         return  # stale or concurrent decision: COLD is write-once, moves only from where it is
+    if not _time_basis_holds(it, ev, b):
+        return
     entry = {"index": ev.index, "from": b["from"], "to": b["to"], "rule": b["rule"]}
     target_ref = b.get("confirms")
     if target_ref is not None:
         target = state.item(ev.agent, target_ref)
         if target is not None and target.status == "active" and target.tier == b["to"]:
-            target.confirmations += 1 + it.confirmations
-            target.confidence = max(target.confidence, it.confidence)
+            _confirm(target, it)
             it.status, it.superseded_by = "superseded", target.ref
             it.tier_history.append({**entry, "confirms": target.ref})
             state.put_item(target)
@@ -342,7 +385,7 @@ def _apply_tier_change(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]
             return
     dup = state.find_duplicate(ev.agent, b["to"], it.norm)
     if dup is not None and dup.ref != it.ref:  # the target tier gained a duplicate meanwhile
-        dup.confirmations += 1 + it.confirmations
+        _confirm(dup, it)
         it.status, it.superseded_by = "superseded", dup.ref
         it.tier_history.append({**entry, "confirms": dup.ref})
         state.put_item(dup)
@@ -394,6 +437,13 @@ class InMemoryState:
             key=ref_key,
         )
         return [_clone(self.items[(agent, ref)]) for ref in refs]
+
+    def agent_sessions(self, agent: str) -> list[Session]:
+        return [
+            Session(**{k: _copy(v) for k, v in asdict(s).items()})
+            for (a, _), s in sorted(self.sessions.items())
+            if a == agent
+        ]
 
     def all_items(self) -> list[Item]:
         return [self.items[k] for k in sorted(self.items)]

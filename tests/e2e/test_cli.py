@@ -40,17 +40,25 @@ def cli_db(backend: str, request: pytest.FixtureRequest) -> str | None:
 
 def test_operator_journey(tmp_path: Path, cli_db: str | None) -> None:
     home = tmp_path / "home"
-    init = run(home, "init", "--origin", "example.com/engram-cli", db_url=cli_db)
-    assert "initialised" in init.stdout
+    if cli_db is None:
+        # As on a fresh machine: the demo initialises the embedded log itself and plays
+        # its scenario over 60 simulated days.
+        demo = run(home, "demo")
+        assert "demo time starts 60 days ago" in demo.stdout
+        assert "policy appended" in demo.stdout and "matches the incremental projection" in demo.stdout
+        assert stat.S_IMODE((home / "engram.db").stat().st_mode) == 0o600  # memory bodies: owner-only
+        assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    else:
+        init = run(home, "init", "--origin", "example.com/engram-cli", db_url=cli_db)
+        assert "initialised" in init.stdout
+        demo = run(home, "demo", db_url=cli_db)  # an existing log in real time: decay is only planned
+        assert "the demo only plans" in demo.stdout
     assert stat.S_IMODE((home / "log.key").stat().st_mode) == 0o600
     assert stat.S_IMODE((home / "policy.key").stat().st_mode) == 0o600
-    if cli_db is None:  # the SQLite file holds memory bodies: owner-only as well
-        assert stat.S_IMODE((home / "engram.db").stat().st_mode) == 0o600
-        assert stat.S_IMODE(home.stat().st_mode) == 0o700
-
-    demo = run(home, "demo", db_url=cli_db)
     assert "demo complete" in demo.stdout
-    assert demo.stdout.count("refused") >= 5
+    assert demo.stdout.count("refused") >= 9
+    again = run(home, "demo", db_url=cli_db) if cli_db is None else None  # a second run gets its own log
+    assert again is None or "demo complete" in again.stdout
 
     vkey = VerifierKey.parse(run(home, "log", "key", db_url=cli_db).stdout.strip())
     note = run(home, "log", "checkpoint", db_url=cli_db).stdout.encode()
@@ -256,7 +264,9 @@ def test_memory_lifecycle_through_the_cli(tmp_path: Path, cli_db: str | None) ->
         ok=False,
     )
     assert refused.returncode == 1 and "role_hijack" in refused.stderr
-    compacted = run(home, "memory", "compact", "--agent", "bob", "--days-ahead", "40", db_url=cli_db).stdout
-    assert "policy decisions appended" in compacted
+    planned = run(home, "memory", "compact", "--agent", "bob", "--plan-days", "40", db_url=cli_db).stdout
+    assert "would append memory.tier_changed" in planned  # the idle preference, 40 days on
+    compacted = run(home, "memory", "compact", "--agent", "bob", db_url=cli_db).stdout
+    assert "0 policy decisions appended" in compacted  # nothing is due yet: planning appended nothing
     rebuilt = run(home, "memory", "rebuild", db_url=cli_db).stdout
     assert "matches the incremental projection" in rebuilt

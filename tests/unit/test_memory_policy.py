@@ -241,3 +241,42 @@ def test_an_exemption_logged_after_archiving_restores_the_item() -> None:
     log.add("memory.decay_exempted", {"item": ref, "reason": "needed after all"}, at=T0 + 21 * DAY)
     assert log.tier(ref) == "WARM"
     assert log.state.item("a", ref).tier_history[-1]["rule"] == "exemption"
+
+
+def test_a_time_based_decision_recorded_before_its_window_ends_has_no_effect() -> None:
+    log = Log()
+    ref = log.write("decays later", tier="WARM", session=None, confidence=0)
+    early = decide_sweep(log.state, log.state.all_items(), T0 + 20 * DAY, CFG)  # planned for day 20
+    log.apply(early, at=T0 + 2 * DAY)  # but recorded on day 2
+    assert log.tier(ref) == "WARM"
+    used = log.write("used again", tier="WARM", session=None, confidence=0)
+    stale = decide_sweep(log.state, log.state.all_items(), T0 + 20 * DAY, CFG)
+    log.add("memory.accessed", {"items": [used]}, at=T0 + 19 * DAY)  # used after the decision was taken
+    log.apply(stale, at=T0 + 20 * DAY)
+    assert log.tier(ref) == "archived"
+    assert log.tier(used) == "WARM"  # its window moved: the stale decision does nothing
+
+
+def test_a_duplicate_write_brings_its_flags_and_sources() -> None:
+    log = Log()
+    first = log.write("Refunds need approval", tier="WARM", session=None)
+    log.write(
+        "refunds need approval!",
+        tier="WARM",
+        session=None,
+        decay_exempt=True,
+        provenance=[{"source_type": "pact", "source_ref": "3"}],
+    )
+    it = log.state.item("a", first)
+    assert it.confirmations == 1 and it.decay_exempt and it.linked_action
+    assert {"source_type": "pact", "source_ref": "3"} in it.provenance
+
+
+def test_erasure_leaves_the_same_tombstone_whether_or_not_the_body_is_still_there() -> None:
+    with_body, without_body = Log(), Log()
+    with_body.write("my home address is 1 Main St", session=None, category="CONTEXT")
+    without_body.add("memory.written", None, at=T0)  # type: ignore[arg-type]  # body already erased
+    for log in (with_body, without_body):
+        log.add("memory.erased", {"index": 0, "refs": ["0.0"], "reason": "GDPR request"}, at=T0 + 1)
+    a, b = with_body.state.item("a", "0.0"), without_body.state.item("a", "0.0")
+    assert a == b and a.status == "erased" and a.content == ""
