@@ -30,6 +30,7 @@ from ledger.log import Ledger, Submission
 from ledger.memory.service import MemoryService
 from ledger.sdk import Agent, InProcess
 from ledger.tiles import export_tiles
+from verifier.cli import audit_log
 from verifier.event import Leaf
 from verifier.merkle import verify_consistency, verify_inclusion
 from verifier.note import VerifierKey, verify_checkpoint
@@ -364,6 +365,15 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
         console.print(
             f"exported {summary.hash_tiles} hash tiles and {summary.entry_bundles} entry bundles to {tiles_dir}"
         )
+        audit = audit_log(tiles_dir, log_key, quiet=True)
+        for c in audit.checks:
+            console.print(
+                f"  audit {c['n']}. {'ok' if c['ok'] else 'FAILED'} {c['check']}: {escape(c['detail'])}"
+            )
+        console.print(
+            "the offline auditor replayed the whole export: "
+            + ("VERIFIED" if audit.failed is None else "FAILED")
+        )
 
     console.rule("[bold]How to check it yourself")
     home = settings.home
@@ -380,6 +390,9 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
     )
     console.print(
         f"  ENGRAM_HOME={home} engram export tiles DIR   # C2SP tlog-tiles; any RFC 6962 tool can recompute the root"
+    )
+    console.print(
+        f"  engram-verify log {tiles_dir} --log-key {vkey}   # offline audit: stdlib + cryptography only"
     )
     console.print("[bold green]demo complete[/]")
     return {

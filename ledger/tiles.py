@@ -10,55 +10,38 @@ Layout (c2sp.org/tlog-tiles, height 8, specs/tiles.md):
   checkpoint's size (served only where the level has a non-empty remainder).
 * ``tile/entries/<N>[.p/<W>]``: leaves ``256N ...``, each prefixed by its big-endian uint16
   length (which is why leaves are capped at 65,535 bytes).
+* ``engram/checkpoints.jsonl``: every checkpoint signed up to that size (Engram's addition;
+  ignored by tlog-tiles clients, checked by ``engram-verify log``).
 * ``N`` is written in groups of three digits, all but the last prefixed with ``x``:
   1234067 -> ``x001/x234/067``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ledger.errors import ConfigError, StorageError
 from ledger.storage.store import SqlStore
 from verifier.merkle import leaf_hash
+from verifier.tiles import TILE_HEIGHT, TILE_WIDTH, tile_path, tiles_for_size
 
-__all__ = ["TILE_HEIGHT", "TILE_WIDTH", "ExportSummary", "export_tiles", "tile_path", "tiles_for_size"]
+__all__ = [
+    "HISTORY_PATH",
+    "TILE_HEIGHT",
+    "TILE_WIDTH",
+    "ExportSummary",
+    "export_tiles",
+    "tile_path",
+    "tiles_for_size",
+]
 
-TILE_HEIGHT = 8
-TILE_WIDTH = 1 << TILE_HEIGHT  # 256
-
-
-def _index_path(n: int) -> str:
-    digits = str(n)
-    digits = digits.zfill(-(-len(digits) // 3) * 3)
-    groups = [digits[i : i + 3] for i in range(0, len(digits), 3)]
-    return "/".join([f"x{g}" for g in groups[:-1]] + [groups[-1]])
-
-
-def tile_path(level: int | str, n: int, width: int = TILE_WIDTH) -> str:
-    """Path of tile ``n`` at ``level`` (``"entries"`` for entry bundles), partial if width < 256."""
-    if not 0 < width <= TILE_WIDTH:
-        raise ValueError(f"tile width {width} is not in 1..256")
-    suffix = "" if width == TILE_WIDTH else f".p/{width}"
-    return f"tile/{level}/{_index_path(n)}{suffix}"
-
-
-def tiles_for_size(size: int) -> Iterator[tuple[int, int, int]]:
-    """Every hash tile ``(level, n, width)`` of a tree of ``size`` leaves (full, then partial)."""
-    level = 0
-    count = size  # number of stored hashes at tree level 8*level
-    while count > 0:
-        full, rest = divmod(count, TILE_WIDTH)
-        for n in range(full):
-            yield level, n, TILE_WIDTH
-        if rest:
-            yield level, full, rest
-        level += 1
-        count >>= TILE_HEIGHT
+HISTORY_PATH = "engram/checkpoints.jsonl"
+# Paths and tile shapes come from verifier.tiles: the exporter writes what the auditor reads.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,5 +110,12 @@ def export_tiles(
         if progress:
             progress(done, total)
 
+    # Not part of tlog-tiles (its clients ignore it): every checkpoint the log signed up to
+    # this size, so an auditor can check that none of them was a fork (engram-verify log).
+    lines = [
+        json.dumps({"size": c.size, "note": c.note.decode("utf-8")}, separators=(",", ":"))
+        for c in store.checkpoints_upto(size)
+    ]
+    written += _write(directory, HISTORY_PATH, ("\n".join(lines) + "\n").encode())
     written += _write(directory, "checkpoint", cp.note)
     return ExportSummary(size=size, hash_tiles=hash_tiles, entry_bundles=bundles, bytes_written=written)

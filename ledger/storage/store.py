@@ -405,6 +405,25 @@ class SqlStore:
             size=row.size, root=bytes(row.root), note=bytes(row.note), signed_at_us=row.signed_at_us
         )
 
+    def checkpoints_upto(self, size: int, batch: int = 2000) -> Iterator[StoredCheckpoint]:
+        """Every stored checkpoint with size <= ``size``, in order, read in batches."""
+        last = -1
+        while True:
+            with self.read() as conn:
+                rows = conn.execute(
+                    select(checkpoints)
+                    .where(and_(checkpoints.c.size > last, checkpoints.c.size <= size))
+                    .order_by(checkpoints.c.size)
+                    .limit(batch)
+                ).all()
+            if not rows:
+                return
+            for r in rows:
+                yield StoredCheckpoint(
+                    size=r.size, root=bytes(r.root), note=bytes(r.note), signed_at_us=r.signed_at_us
+                )
+            last = rows[-1].size
+
     def checkpoint_sizes(self) -> list[int]:
         with self.read() as conn:
             return [r[0] for r in conn.execute(select(checkpoints.c.size).order_by(checkpoints.c.size))]

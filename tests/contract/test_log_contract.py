@@ -392,7 +392,10 @@ def test_tiles_export_is_complete_and_recomputes_the_root(
     level0 = b"".join((d / tile_path(0, n, w)).read_bytes() for lv, n, w in tiles_for_size(size) if lv == 0)
     assert level0 == b"".join(leaf_hashes)
     assert root_from_leaf_hashes(leaf_hashes) == cp.root and cp.size == size
-    written = {str(p.relative_to(d)) for p in d.rglob("*") if p.is_file()} - {"checkpoint"}
+    written = {str(p.relative_to(d)) for p in d.rglob("*") if p.is_file()} - {
+        "checkpoint",
+        "engram/checkpoints.jsonl",
+    }
     assert written == expected
     assert tile_path(1, 0, 1) in expected  # level 1 exists once a full level-0 tile does
 
