@@ -37,6 +37,8 @@ session_app = typer.Typer(
 memory_app = typer.Typer(help="Memory: write, recall, show, compact, rebuild.", no_args_is_help=True)
 app.add_typer(session_app, name="session")
 app.add_typer(memory_app, name="memory")
+bundle_app = typer.Typer(help="Attestation bundles for buyers and auditors.", no_args_is_help=True)
+app.add_typer(bundle_app, name="bundle")
 app.add_typer(log_app, name="log")
 app.add_typer(export_app, name="export")
 app.add_typer(agent_app, name="agent")
@@ -432,6 +434,18 @@ def memory_exempt(
     out.print(f"{ref} exempt from decay (index {r.index})")
 
 
+@memory_app.command("erase")
+def memory_erase(
+    key_file: KeyFile,
+    index: Annotated[int, typer.Option(help="The log index whose body to erase.")],
+    reason: Annotated[str, typer.Option(help="Why (recorded in the log).")],
+) -> None:
+    """Erase a body and its salt (right to be forgotten); the leaf and all proofs stay valid."""
+    ledger, mem = _memory()
+    r = mem.erase(_agent(ledger, key_file), index, reason=reason)
+    out.print(f"body of entry {index} erased; the erasure is entry {r.index}")
+
+
 @memory_app.command("recall")
 def memory_recall(
     agent: Annotated[str, typer.Option(help="Agent id.")],
@@ -534,6 +548,36 @@ def memory_rebuild() -> None:
     out.print(
         "matches the incremental projection" if before == (size, digest) else f"incremental was {before[1]}"
     )
+
+
+@bundle_app.command("create")
+def bundle_create(
+    agent: Annotated[str, typer.Option(help="The agent the claim is about.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the bundle (JSON).")],
+    claim: Annotated[
+        str | None,
+        typer.Option(
+            help='A claim: JSON {"statements": [...]} or @FILE (default: its pact outcome summary).'
+        ),
+    ] = None,
+    trusted_size: Annotated[
+        int | None, typer.Option(help="Include a consistency proof from this tree size.")
+    ] = None,
+) -> None:
+    """Write a bundle proving a claim about an agent's records (offline-verifiable)."""
+    from ledger.bundle import create_bundle, pact_claim
+    from verifier.jcs import parse_strict
+
+    ledger = _ledger()
+    if claim is None:
+        claim_obj = pact_claim(ledger, agent)
+    else:
+        raw = Path(claim[1:]).read_bytes() if claim.startswith("@") else claim.encode("utf-8")
+        claim_obj = parse_strict(raw, max_bytes=1 << 20)
+    data = create_bundle(ledger, claim_obj, trusted_size=trusted_size)
+    output.write_bytes(data)
+    out.print(f"bundle of {len(data)} bytes written to {output}")
+    out.print(f'verify offline: engram-verify bundle {output} --log-key "{ledger.vkey}"')
 
 
 @app.command("rebuild")

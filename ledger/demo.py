@@ -24,12 +24,14 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
+from ledger.bundle import create_bundle, pact_claim
 from ledger.config import Settings
 from ledger.errors import ConflictError, VerificationError
 from ledger.log import Ledger, Submission
 from ledger.memory.service import MemoryService
 from ledger.sdk import Agent, InProcess
 from ledger.tiles import export_tiles
+from verifier.bundle import verify_bundle
 from verifier.cli import audit_log
 from verifier.event import Leaf
 from verifier.merkle import verify_consistency, verify_inclusion
@@ -375,6 +377,18 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
             + ("VERIFIED" if audit.failed is None else "FAILED")
         )
 
+    console.rule("[bold]7. A buyer's bundle: the pact claim, provably complete")
+    claim = pact_claim(ledger, support.agent_id)
+    bundle_path = settings.home / f"bundle-{support.agent_id}.json"
+    bundle_path.write_bytes(create_bundle(ledger, claim))
+    bundle_ok = verify_bundle(bundle_path.read_bytes(), log_key)
+    for c in bundle_ok.claims:
+        where = f" where {c.statement['where']}" if c.statement.get("where") else ""
+        console.print(
+            f"  claim: {c.statement['predicate']} of {c.statement['kind']}{escape(where)} = {c.recomputed} (verified)"
+        )
+    console.print(f"bundle written to {bundle_path}: every record included, none left out, checked offline")
+
     console.rule("[bold]How to check it yourself")
     home = settings.home
     console.print(f"  ENGRAM_HOME={home} engram log key                        # the log's verifier key")
@@ -394,6 +408,7 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
     console.print(
         f"  engram-verify log {tiles_dir} --log-key {vkey}   # offline audit: stdlib + cryptography only"
     )
+    console.print(f"  engram-verify bundle {bundle_path} --log-key {vkey}   # the buyer's check")
     console.print("[bold green]demo complete[/]")
     return {
         "size": verified.size,
@@ -402,6 +417,7 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
         "agents": [support.agent_id, research.agent_id],
         "distilled": distilled,
         "digest_matches": incremental == rebuilt,
+        "bundle": str(bundle_path),
     }
 
 

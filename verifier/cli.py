@@ -1,6 +1,7 @@
 """``engram-verify``: the offline verifier's command line (standard library + cryptography).
 
     engram-verify checkpoint FILE --log-key KEY [--json]
+    engram-verify bundle FILE --log-key KEY [--trusted-checkpoint FILE] [--json]
     engram-verify log DIR --log-key KEY [--json] [--quiet]
 
 Every run prints its checks as a numbered list and ends with VERIFIED or FAILED naming the
@@ -275,6 +276,63 @@ def _cmd_checkpoint(args: argparse.Namespace) -> int:
     return _print(report, f"checkpoint {args.file}", args.json)
 
 
+def _bundle_step(check: str) -> str:
+    head = check.split(".")[0]
+    steps = {
+        "format": "format",
+        "canonical": "format",
+        "json": "format",
+        "limit": "format",
+        "checkpoint": "checkpoint",
+        "note": "checkpoint",
+        "origin": "checkpoint",
+        "trusted": "trusted",
+        "consistency": "trusted",
+        "inclusion": "inclusion",
+        "leaf": "inclusion",
+        "envelope": "inclusion",
+        "heads": "heads",
+        "key": "signatures",
+        "event": "signatures",
+        "completeness": "completeness",
+        "body": "bodies",
+        "claim": "claim",
+    }
+    return steps.get(head, head)
+
+
+def _cmd_bundle(args: argparse.Namespace) -> int:
+    from verifier.bundle import verify_bundle
+
+    key = _load_key(args.log_key)
+    try:
+        data = Path(args.file).read_bytes()
+        trusted = Path(args.trusted_checkpoint).read_bytes() if args.trusted_checkpoint else None
+    except OSError as e:
+        raise UsageError(f"cannot read input: {e}") from e
+    report = Report()
+    steps: list[tuple[str, str]] = []
+    try:
+        verified = verify_bundle(data, key, trusted_checkpoint=trusted, steps=steps)
+    except VerificationError as e:
+        for check, detail in steps:
+            report.ok(check, detail)
+        report.fail(_bundle_step(e.check), e)
+        return _print(report, f"bundle {args.file}", args.json)
+    for check, detail in steps:
+        report.ok(check, detail)
+    report.summary = {
+        "origin": verified.checkpoint.origin,
+        "size": verified.checkpoint.size,
+        "entries": verified.entries,
+        "erased": verified.erased,
+        "claims": [
+            {"statement": c.statement, "recomputed": c.recomputed, "holds": c.holds} for c in verified.claims
+        ],
+    }
+    return _print(report, f"bundle {args.file}", args.json)
+
+
 def _cmd_log(args: argparse.Namespace) -> int:
     key = _load_key(args.log_key)
     root = Path(args.dir)
@@ -299,6 +357,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--log-key", required=True, help="the log's verifier key (engram log key)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_cmd_checkpoint)
+    p = sub.add_parser("bundle", help="verify an attestation bundle and its claim")
+    p.add_argument("file")
+    p.add_argument("--log-key", required=True, help="the log's verifier key (engram log key)")
+    p.add_argument("--trusted-checkpoint", help="a checkpoint you already trust: the bundle must extend it")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=_cmd_bundle)
     p = sub.add_parser("log", help="replay and audit an exported tiles directory")
     p.add_argument("dir")
     p.add_argument("--log-key", required=True, help="the log's verifier key (engram log key)")

@@ -240,6 +240,26 @@ class MemoryService:
         self.sync(receipt.index + 1)
         return receipt
 
+    def erase(self, agent: Agent, index: int, *, reason: str) -> Receipt:
+        """Log the erasure of an entry's items, then delete its body and salt.
+
+        The leaf stays, so every proof and stream chain stays valid; bundles mark the entry
+        erased and the projection holds tombstones. Only the agent's own entries."""
+        leaf_bytes = self.ledger.store.leaf(index)
+        if leaf_bytes is None or Leaf.from_bytes(leaf_bytes).envelope.agent != agent.agent_id:
+            raise RejectedEventError(f"entry {index} is not one of {agent.agent_id}'s", check="memory.erase")
+        refs = [
+            i.ref
+            for i in self.projection.items(agent.agent_id, status=None)
+            if i.index == index and i.status != "erased"
+        ]
+        if not refs:
+            raise RejectedEventError(f"entry {index} holds no memory to erase", check="memory.missing_item")
+        receipt = agent.append("memory.erased", {"index": index, "refs": refs, "reason": reason})
+        self.ledger.store.delete_body(index)
+        self.sync(receipt.index + 1)
+        return receipt
+
     def exempt(self, agent: Agent, ref: str, *, reason: str) -> Receipt:
         receipt = agent.append("memory.decay_exempted", {"item": ref, "reason": reason})
         self.sync(receipt.index + 1)

@@ -496,6 +496,44 @@ class SqlStore:
             ).one_or_none()
         return None if row is None else (bytes(row.salt), bytes(row.body))
 
+    def heads_at(self, agent: str, size: int) -> list[StreamHead]:
+        """Every stream head of ``agent`` in the tree of ``size`` (as of that checkpoint)."""
+        with self.read() as conn:
+            tops = conn.execute(
+                select(leaves.c.kind, func.max(leaves.c.version).label("v"))
+                .where(and_(leaves.c.agent == agent, leaves.c.idx < size))
+                .group_by(leaves.c.kind)
+            ).all()
+            out = []
+            for kind, version in tops:
+                r = conn.execute(
+                    select(leaves.c.idx, leaves.c.leaf_hash).where(
+                        and_(leaves.c.agent == agent, leaves.c.kind == kind, leaves.c.version == version)
+                    )
+                ).one()
+                out.append(
+                    StreamHead(
+                        agent=agent, kind=kind, version=version, leaf_hash=bytes(r.leaf_hash), index=r.idx
+                    )
+                )
+        return sorted(out, key=lambda h: h.kind)
+
+    def stream_indices(self, agent: str, kind: str, size: int) -> list[int]:
+        """Indices of a stream's entries below ``size``, in version order."""
+        with self.read() as conn:
+            rows = conn.execute(
+                select(leaves.c.idx)
+                .where(and_(leaves.c.agent == agent, leaves.c.kind == kind, leaves.c.idx < size))
+                .order_by(leaves.c.version)
+            )
+            return [int(r.idx) for r in rows]
+
+    def delete_body(self, index: int) -> bool:
+        """Erase a body and its salt (the leaf, proofs and chains stay valid)."""
+        with self.write() as tx:
+            res = tx._conn.execute(bodies.delete().where(bodies.c.idx == index))
+            return bool(res.rowcount)
+
     def counts(self) -> dict[str, int]:
         with self.read() as conn:
             return {

@@ -1,0 +1,116 @@
+"""Building attestation bundles (specs/bundle.md) from the log, for the offline verifier.
+
+A bundle proves a claim about an agent's records: it carries the latest checkpoint, a
+stream-head statement the log signs for that checkpoint (every stream of every agent
+involved, so no stream can be left out), every entry of the claimed streams with its
+inclusion proof and disclosed body, and the complete key history of the agent and of the
+ledger's policy agent, so that signatures verify without trusting any key in the bundle.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ledger.errors import MalformedError
+from ledger.log import Ledger
+from verifier.bundle import MEDIA_TYPE, heads_text
+from verifier.event import KEY_KINDS, POLICY_AGENT
+from verifier.note import sign_note
+
+__all__ = ["create_bundle", "pact_claim"]
+
+
+def _b64(b: bytes) -> str:
+    return base64.b64encode(b).decode("ascii")
+
+
+def pact_claim(ledger: Ledger, agent: str) -> dict[str, Any]:
+    """The standard claim over an agent's pact outcomes: how many, how many fulfilled, mean quality."""
+    from decimal import ROUND_HALF_EVEN, Decimal
+
+    from verifier.jcs import parse_strict
+
+    size = ledger.size()
+    bodies = []
+    for i in ledger.store.stream_indices(agent, "pact.outcome", size):
+        sb = ledger.store.body(i)
+        if sb is not None:
+            bodies.append(parse_strict(sb[1], max_bytes=1 << 20))
+    fulfilled = [b for b in bodies if b.get("result") == "fulfilled"]
+    statements: list[dict[str, Any]] = [
+        {
+            "predicate": "count",
+            "agent": agent,
+            "kind": "pact.outcome",
+            "value": len(ledger.store.stream_indices(agent, "pact.outcome", size)),
+        },
+        {
+            "predicate": "count",
+            "agent": agent,
+            "kind": "pact.outcome",
+            "where": {"result": "fulfilled"},
+            "value": len(fulfilled),
+        },
+    ]
+    if bodies:
+        mean = (Decimal(sum(b["quality"] for b in bodies)) / len(bodies)).quantize(
+            Decimal("0.01"), rounding=ROUND_HALF_EVEN
+        )
+        statements.append(
+            {
+                "predicate": "mean",
+                "agent": agent,
+                "kind": "pact.outcome",
+                "field": "quality",
+                "value": str(mean),
+            }
+        )
+    return {"statements": statements}
+
+
+def create_bundle(ledger: Ledger, claim: Mapping[str, Any], *, trusted_size: int | None = None) -> bytes:
+    """Everything the offline verifier needs to check ``claim`` at the latest checkpoint."""
+    statements: Sequence[Mapping[str, Any]] = claim.get("statements") or []
+    if not statements:
+        raise MalformedError("a claim holds at least one statement", check="claim")
+    cp = ledger.latest_checkpoint()
+    size = cp.size
+    claimed = {(s["agent"], s["kind"]) for s in statements}
+    agents = sorted({a for a, _ in claimed} | {POLICY_AGENT})
+    heads = [h for a in agents for h in ledger.store.heads_at(a, size)]
+    wanted = claimed | {(h.agent, h.kind) for h in heads if h.kind in KEY_KINDS}
+    indices = sorted({i for a, k in wanted for i in ledger.store.stream_indices(a, k, size)})
+    proofs = ledger.prove_inclusion_many(indices, size) if indices else []
+    entries = []
+    for i, proof in zip(indices, proofs, strict=True):
+        leaf = ledger.store.leaf(i)
+        assert leaf is not None
+        entry: dict[str, Any] = {"index": i, "leaf": _b64(leaf), "proof": [_b64(h) for h in proof.hashes]}
+        sb = ledger.store.body(i)
+        if sb is None:
+            entry["erased"] = True
+        else:
+            entry["salt"], entry["body"] = _b64(sb[0]), _b64(sb[1])
+        entries.append(entry)
+    root_b64 = base64.b64encode(cp.root).decode("ascii")
+    text = heads_text(
+        ledger.origin,
+        size,
+        root_b64,
+        [(h.agent, h.kind, h.version, h.index, h.leaf_hash.hex()) for h in heads],
+    )
+    doc: dict[str, Any] = {
+        "media_type": MEDIA_TYPE,
+        "origin": ledger.origin,
+        "checkpoint": cp.note.decode("utf-8"),
+        "stream_heads": sign_note(text, ledger.origin, ledger.log_key.private_key).decode("utf-8"),
+        "entries": entries,
+        "claim": dict(claim),
+    }
+    if trusted_size is not None:
+        cons = ledger.prove_consistency(trusted_size, size)
+        doc["consistency"] = {"old_size": trusted_size, "proof": [_b64(h) for h in cons.hashes]}
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()

@@ -1,0 +1,193 @@
+"""Attestation bundles on both backends: honest bundles verify; omissions, tampering,
+stale or forked checkpoints, misstated claims and erased bodies are caught offline."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ledger.bundle import create_bundle, pact_claim
+from ledger.keyfiles import LogKey
+from ledger.log import Ledger
+from ledger.memory.service import MemoryService
+from ledger.sdk import Agent, InProcess
+from ledger.storage.db import make_engine
+from tests.conftest import StepClock
+from verifier.bundle import heads_text, verify_bundle
+from verifier.cli import main
+from verifier.errors import VerificationError
+from verifier.note import VerifierKey, sign_note
+
+QUALITIES = [94, 81, 99, 40, 88, 97]
+
+
+@pytest.fixture
+def world(ledger: Ledger, make_agent: Callable[..., Agent]) -> tuple[Ledger, MemoryService, Agent]:
+    memory = MemoryService(ledger)
+    alice, bob = make_agent("alice"), make_agent("bob")
+    for i, q in enumerate(QUALITIES):
+        memory.record(
+            alice,
+            "pact.outcome",
+            {"pact": f"p-{i}", "result": "violated" if q < 50 else "fulfilled", "quality": q},
+        )
+        memory.record(bob, "pact.outcome", {"pact": f"b-{i}", "result": "fulfilled", "quality": 10})
+        if i == 2:
+            alice.rotate()  # the verifier must follow the key history
+    memory.record(alice, "commitment", {"promise": "reply within a day"})
+    return ledger, memory, alice
+
+
+def _verify(ledger: Ledger, data: bytes, **kw: bytes) -> object:
+    return verify_bundle(data, VerifierKey.parse(ledger.vkey), **kw)
+
+
+def test_an_honest_bundle_verifies_and_recomputes_the_claim(
+    world: tuple, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger, _, _ = world
+    claim = pact_claim(ledger, "alice")
+    assert [s["value"] for s in claim["statements"]] == [6, 5, "83.17"]
+    result = _verify(ledger, create_bundle(ledger, claim))
+    assert [c.recomputed for c in result.claims] == [6, 5, "83.17"]
+    assert result.streams[("alice", "pact.outcome")] == 5
+    path = tmp_path / "b.json"
+    path.write_bytes(create_bundle(ledger, claim))
+    assert main(["bundle", str(path), "--log-key", ledger.vkey]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith("VERIFIED")
+    assert "[ok  ] completeness:" in out and "[ok  ] claim: count pact.outcome = 6" in out
+
+
+def _without(data: bytes, pick: Callable[[list[dict]], dict]) -> bytes:
+    doc = json.loads(data)
+    pacts = [e for e in doc["entries"] if b"pact.outcome" in base64.b64decode(e["leaf"])]
+    doc["entries"].remove(pick(pacts))
+    return json.dumps(doc).encode()
+
+
+@pytest.mark.parametrize(
+    ("which", "pick"),
+    [("first", lambda p: p[0]), ("middle", lambda p: p[len(p) // 2]), ("last", lambda p: p[-1])],
+)
+def test_dropping_any_record_of_a_claimed_stream_fails(world: tuple, which: str, pick: Callable) -> None:
+    ledger, _, _ = world
+    data = create_bundle(ledger, pact_claim(ledger, "alice"))
+    with pytest.raises(VerificationError) as e:
+        _verify(ledger, _without(data, pick))
+    assert e.value.check.startswith("completeness"), (which, e.value.check)
+
+
+def test_a_misstated_claim_fails(world: tuple) -> None:
+    ledger, _, _ = world
+    claim = pact_claim(ledger, "alice")
+    claim["statements"][1]["value"] = 6  # "all six fulfilled"
+    with pytest.raises(VerificationError) as e:
+        _verify(ledger, create_bundle(ledger, claim))
+    assert e.value.check == "claim.value"
+
+
+def test_a_stream_head_statement_that_hides_a_record_is_a_fraud_proof(world: tuple) -> None:
+    ledger, _, _ = world
+    doc = json.loads(create_bundle(ledger, pact_claim(ledger, "alice")))
+    cp_lines = doc["checkpoint"].split("\n")
+    heads = ledger.store.heads_at("alice", ledger.size())
+    lowered = [
+        (
+            h.agent,
+            h.kind,
+            h.version - 1 if h.kind == "pact.outcome" else h.version,
+            h.index,
+            h.leaf_hash.hex(),
+        )
+        for h in heads
+    ]
+    text = heads_text(
+        ledger.origin,
+        int(cp_lines[1]),
+        cp_lines[2],
+        lowered
+        + [
+            (h.agent, h.kind, h.version, h.index, h.leaf_hash.hex())
+            for h in ledger.store.heads_at("engram.policy", ledger.size())
+        ],
+    )
+    doc["stream_heads"] = sign_note(text, ledger.origin, ledger.log_key.private_key).decode()
+    with pytest.raises(VerificationError) as e:
+        _verify(ledger, json.dumps(doc).encode())
+    assert e.value.check == "completeness.fraud"
+
+
+def test_stale_and_forked_checkpoints_fail_against_a_trusted_one(
+    world: tuple,
+    tmp_path: Path,
+    log_key: LogKey,
+    clock: StepClock,
+    backend: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    ledger, memory, alice = world
+    old = ledger.latest_checkpoint()
+    stale = create_bundle(ledger, pact_claim(ledger, "alice"))
+    memory.record(alice, "pact.outcome", {"pact": "p-new", "result": "fulfilled", "quality": 90})
+    newer = ledger.latest_checkpoint()
+    fresh = create_bundle(ledger, pact_claim(ledger, "alice"), trusted_size=old.size)
+    assert _verify(ledger, fresh, trusted_checkpoint=old.note)
+    with pytest.raises(VerificationError) as e:
+        _verify(ledger, stale, trusted_checkpoint=newer.note)
+    assert e.value.check == "trusted.stale"
+    # A fork signed with the same key cannot prove consistency with what the buyer trusts.
+    url = (
+        f"sqlite:///{tmp_path / 'fork.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("pg_server").new_database()
+    )
+    fork = Ledger.create(make_engine(url), log_key, clock=clock, policy_key=Ed25519PrivateKey.generate())
+    m = Agent.generate("alice", log_vkey=fork.vkey, transport=InProcess(fork), clock=clock)
+    m.register()
+    for i in range(old.size + 3):
+        m.append("pact.outcome", {"pact": f"f-{i}", "result": "fulfilled", "quality": 100})
+    forged = create_bundle(fork, pact_claim(fork, "alice"), trusted_size=old.size)
+    with pytest.raises(VerificationError) as e:
+        _verify(fork, forged, trusted_checkpoint=old.note)
+    assert e.value.check.startswith("consistency")
+
+
+def test_erased_bodies_are_reported_and_block_only_claims_that_need_them(world: tuple) -> None:
+    ledger, memory, alice = world
+    first = ledger.store.stream_indices("alice", "pact.outcome", ledger.size())[0]
+    memory.erase(alice, first, reason="customer asked")
+    assert ledger.store.body(first) is None
+    count_only = {
+        "statements": [{"predicate": "count", "agent": "alice", "kind": "pact.outcome", "value": 6}]
+    }
+    result = _verify(ledger, create_bundle(ledger, count_only))
+    assert result.erased == [first] and result.claims[0].recomputed == 6
+    with pytest.raises(VerificationError) as e:
+        _verify(ledger, create_bundle(ledger, pact_claim(ledger, "alice")))
+    assert e.value.check == "claim.undisclosed"
+    assert memory.rebuild() == memory.digest()  # projection unchanged by the body's deletion
+
+
+@pytest.mark.slow
+def test_flipping_any_byte_of_a_bundle_fails_verification(world: tuple) -> None:
+    ledger, _, _ = world
+    data = create_bundle(ledger, pact_claim(ledger, "alice"))
+    key = VerifierKey.parse(ledger.vkey)
+    verify_bundle(data, key)
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.integers(min_value=0, max_value=len(data) - 1), st.integers(min_value=1, max_value=255))
+    def flip(pos: int, delta: int) -> None:
+        tampered = data[:pos] + bytes([(data[pos] + delta) % 256]) + data[pos + 1 :]
+        with pytest.raises(VerificationError):
+            verify_bundle(tampered, key)
+
+    flip()
