@@ -382,10 +382,10 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
     bundle_path = settings.home / f"bundle-{support.agent_id}.json"
     bundle_path.write_bytes(create_bundle(ledger, claim))
     bundle_ok = verify_bundle(bundle_path.read_bytes(), log_key)
-    for c in bundle_ok.claims:
-        where = f" where {c.statement['where']}" if c.statement.get("where") else ""
+    for claimed in bundle_ok.claims:
+        where = f" where {claimed.statement['where']}" if claimed.statement.get("where") else ""
         console.print(
-            f"  claim: {c.statement['predicate']} of {c.statement['kind']}{escape(where)} = {c.recomputed} (verified)"
+            f"  claim: {claimed.statement['predicate']} of {claimed.statement['kind']}{escape(where)} = {claimed.recomputed} (verified)"
         )
     console.print(f"bundle written to {bundle_path}: every record included, none left out, checked offline")
 
