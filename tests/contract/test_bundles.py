@@ -191,3 +191,11 @@ def test_flipping_any_byte_of_a_bundle_fails_verification(world: tuple) -> None:
             verify_bundle(tampered, key)
 
     flip()
+
+
+def test_bundles_match_their_json_schema(world: tuple) -> None:
+    import jsonschema
+
+    ledger, _, _ = world
+    schema = json.loads((Path(__file__).resolve().parents[2] / "specs" / "bundle.schema.json").read_text())
+    jsonschema.validate(json.loads(create_bundle(ledger, pact_claim(ledger, "alice"))), schema)
