@@ -17,7 +17,7 @@ from typing import Any
 from ledger.errors import MalformedError
 from ledger.log import Ledger
 from verifier.bundle import MEDIA_TYPE, heads_text
-from verifier.event import KEY_KINDS, POLICY_AGENT
+from verifier.event import KEY_KINDS, POLICY_AGENT, Leaf
 from verifier.note import sign_note
 
 __all__ = ["create_bundle", "pact_claim"]
@@ -71,7 +71,9 @@ def pact_claim(ledger: Ledger, agent: str) -> dict[str, Any]:
     return {"statements": statements}
 
 
-def create_bundle(ledger: Ledger, claim: Mapping[str, Any], *, trusted_size: int | None = None) -> bytes:
+def create_bundle(
+    ledger: Ledger, claim: Mapping[str, Any], *, trusted_size: int | None = None, token: str | None = None
+) -> bytes:
     """Everything the offline verifier needs to check ``claim`` at the latest checkpoint."""
     statements: Sequence[Mapping[str, Any]] = claim.get("statements") or []
     if not statements:
@@ -81,7 +83,11 @@ def create_bundle(ledger: Ledger, claim: Mapping[str, Any], *, trusted_size: int
     claimed = {(s["agent"], s["kind"]) for s in statements}
     agents = sorted({a for a, _ in claimed} | {POLICY_AGENT})
     heads = [h for a in agents for h in ledger.store.heads_at(a, size)]
-    wanted = claimed | {(h.agent, h.kind) for h in heads if h.kind in KEY_KINDS}
+    revocations = {
+        (h.agent, h.kind) for h in heads if h.kind == "share.revoked" and h.agent in {a for a, _ in claimed}
+    }
+    disclosed = claimed | (revocations if token is not None else set())
+    wanted = disclosed | {(h.agent, h.kind) for h in heads if h.kind in KEY_KINDS}
     indices = sorted({i for a, k in wanted for i in ledger.store.stream_indices(a, k, size)})
     proofs = ledger.prove_inclusion_many(indices, size) if indices else []
     entries = []
@@ -90,7 +96,9 @@ def create_bundle(ledger: Ledger, claim: Mapping[str, Any], *, trusted_size: int
         assert leaf is not None
         entry: dict[str, Any] = {"index": i, "leaf": _b64(leaf), "proof": [_b64(h) for h in proof.hashes]}
         sb = ledger.store.body(i)
-        if sb is None:
+        if Leaf.from_bytes(leaf).envelope.stream not in disclosed:
+            pass  # key history: the leaf proves the key; its body is not disclosed
+        elif sb is None:
             entry["erased"] = True
         else:
             entry["salt"], entry["body"] = _b64(sb[0]), _b64(sb[1])
@@ -110,6 +118,8 @@ def create_bundle(ledger: Ledger, claim: Mapping[str, Any], *, trusted_size: int
         "entries": entries,
         "claim": dict(claim),
     }
+    if token is not None:
+        doc["token"] = token
     if trusted_size is not None:
         cons = ledger.prove_consistency(trusted_size, size)
         doc["consistency"] = {"old_size": trusted_size, "proof": [_b64(h) for h in cons.hashes]}

@@ -38,7 +38,9 @@ memory_app = typer.Typer(help="Memory: write, recall, show, compact, rebuild.", 
 app.add_typer(session_app, name="session")
 app.add_typer(memory_app, name="memory")
 bundle_app = typer.Typer(help="Attestation bundles for buyers and auditors.", no_args_is_help=True)
+token_app = typer.Typer(help="Share tokens: mint, attenuate, revoke, inspect.", no_args_is_help=True)
 app.add_typer(bundle_app, name="bundle")
+app.add_typer(token_app, name="token")
 app.add_typer(log_app, name="log")
 app.add_typer(export_app, name="export")
 app.add_typer(agent_app, name="agent")
@@ -563,6 +565,9 @@ def bundle_create(
     trusted_size: Annotated[
         int | None, typer.Option(help="Include a consistency proof from this tree size.")
     ] = None,
+    token: Annotated[
+        str | None, typer.Option(help="A share token to include (limits what is disclosed).")
+    ] = None,
 ) -> None:
     """Write a bundle proving a claim about an agent's records (offline-verifiable)."""
     from ledger.bundle import create_bundle, pact_claim
@@ -574,10 +579,92 @@ def bundle_create(
     else:
         raw = Path(claim[1:]).read_bytes() if claim.startswith("@") else claim.encode("utf-8")
         claim_obj = parse_strict(raw, max_bytes=1 << 20)
-    data = create_bundle(ledger, claim_obj, trusted_size=trusted_size)
+    data = create_bundle(ledger, claim_obj, trusted_size=trusted_size, token=token)
     output.write_bytes(data)
     out.print(f"bundle of {len(data)} bytes written to {output}")
     out.print(f'verify offline: engram-verify bundle {output} --log-key "{ledger.vkey}"')
+
+
+def _duration_s(text: str) -> int:
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    if len(text) < 2 or text[-1] not in units or not text[:-1].isdigit():
+        raise MalformedError(f"duration {text!r} is not like 30m, 12h or 7d", check="cli.duration")
+    return int(text[:-1]) * units[text[-1]]
+
+
+def _agent_public_keys(ledger: Ledger, agent: str) -> list[bytes]:
+    return [k.public_key for k in ledger.store.keys_of(agent) if k.retired_how != "revoked"]
+
+
+@token_app.command("mint")
+def token_mint(
+    key_file: KeyFile,
+    audience: Annotated[str, typer.Option(help="Who may use it (the buyer's id).")],
+    kind: Annotated[
+        list[str], typer.Option(help="A kind the holder may see (repeatable), e.g. pact.outcome.")
+    ],
+    expires_in: Annotated[str, typer.Option(help="Lifetime, e.g. 12h or 7d.")] = "7d",
+) -> None:
+    """Mint a share token signed with the agent's key; prints it."""
+    import time as _time
+
+    from ledger.keyfiles import load_agent_key
+    from verifier.token import mint
+
+    ledger = _ledger()
+    agent, key = load_agent_key(key_file)
+    token = mint(
+        seed=key.private_bytes_raw(),
+        origin=ledger.origin,
+        agent=agent,
+        audience=audience,
+        kinds=kind,
+        expires=int(_time.time()) + _duration_s(expires_in),
+    )
+    sys.stdout.write(token + "\n")
+
+
+@token_app.command("attenuate")
+def token_attenuate(
+    token: Annotated[str, typer.Argument(help="The token to narrow.")],
+    agent: Annotated[str, typer.Option(help="The agent that minted it (its keys are read from the log).")],
+    kind: Annotated[list[str] | None, typer.Option(help="Keep only these kinds (repeatable).")] = None,
+    expires_in: Annotated[str | None, typer.Option(help="Expire sooner, e.g. 1d.")] = None,
+) -> None:
+    """Narrow a token offline (fewer kinds, sooner expiry); no private key is needed."""
+    import time as _time
+
+    from verifier.token import attenuate
+
+    ledger = _ledger()
+    expires = None if expires_in is None else int(_time.time()) + _duration_s(expires_in)
+    narrowed = attenuate(token, agent_keys=_agent_public_keys(ledger, agent), kinds=kind, expires=expires)
+    sys.stdout.write(narrowed + "\n")
+
+
+@token_app.command("revoke")
+def token_revoke(
+    key_file: KeyFile,
+    token: Annotated[str, typer.Argument(help="The token to revoke (and all tokens attenuated from it).")],
+) -> None:
+    """Revoke a token: a share.revoked entry in the agent's log that every bundle must carry."""
+    from verifier.token import revocation_ids
+
+    ledger = _ledger()
+    agent = _agent(ledger, key_file)
+    ids = revocation_ids(token, agent_keys=_agent_public_keys(ledger, agent.agent_id))
+    r = agent.append("share.revoked", {"token_id": ids[0]})
+    out.print(f"revoked token {ids[0][:16]}... at index {r.index}")
+
+
+@token_app.command("inspect")
+def token_inspect(token: Annotated[str, typer.Argument(help="A token.")]) -> None:
+    """Print a token's blocks (datalog), unverified."""
+    from verifier.token import inspect
+
+    for i, src in enumerate(inspect(token)):
+        out.print(f"block {i}:")
+        out.print(escape(src.rstrip()))
 
 
 @app.command("rebuild")

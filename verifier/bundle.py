@@ -23,7 +23,10 @@ Checks, in order (the numbers the CLI prints):
    entry is the attested head. An included entry beyond the attested head is a fraud proof:
    the log contradicted its own statement.
 8. ``bodies``: every disclosed body matches its signed commitment; erased entries are
-   reported as undisclosed.
+   reported as undisclosed. ``token``: if the bundle carries a share token, it is signed
+   by one of the agent's (unrevoked) keys, allows every disclosed and claimed kind to the
+   verifying audience now, and none of its revocation ids is in the agent's complete
+   ``share.revoked`` stream.
 9. ``claim``: each statement, recomputed from the disclosed bodies, equals the claim.
 """
 
@@ -32,6 +35,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import time
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
@@ -47,6 +51,7 @@ from verifier.event import KEY_KINDS, POLICY_AGENT, Leaf, check_agent_id, check_
 from verifier.keys import KeyHistory
 from verifier.merkle import verify_consistency, verify_inclusion
 from verifier.note import SignedNote, VerifiedCheckpoint, VerifierKey, verify_checkpoint
+from verifier.token import TokenError, verify_token
 
 __all__ = [
     "HEADS_HEADER",
@@ -145,6 +150,51 @@ def _parse_heads(
     return heads
 
 
+def _check_token(
+    token: str,
+    leaves: list[tuple[Leaf, dict[str, Any]]],
+    bodies: dict[int, dict[str, Any] | None],
+    history: KeyHistory,
+    statements: list[dict[str, Any]],
+    claim_agents: set[str],
+    origin: str,
+    audience: str | None,
+    now: int | None,
+) -> tuple[str, str]:
+    if audience is None:
+        raise TokenError(
+            "this bundle carries a share token: give the audience you verify as", check="token.audience"
+        )
+    (agent,) = claim_agents
+    for lf, _ in leaves:
+        if bodies.get(lf.index) is not None and lf.envelope.agent != agent:
+            raise TokenError(f"entry {lf.index} of another agent is disclosed", check="token.scope")
+    revocations = [
+        lf for lf, _ in leaves if lf.envelope.kind == "share.revoked" and lf.envelope.agent == agent
+    ]
+    if any(bodies.get(lf.index) is None for lf in revocations):
+        raise TokenError("the revocation list is not fully disclosed", check="token.revoked")
+    revoked = [str(b["token_id"]) for lf in revocations if (b := bodies.get(lf.index)) is not None]
+    disclosed = {lf.envelope.kind for lf, _ in leaves if bodies.get(lf.index) is not None}
+    scope = (disclosed | {s["kind"] for s in statements}) - {"share.revoked"}
+    keys = [k.public_key for k in history.keys.values() if k.agent == agent and k.retired_how != "revoked"]
+    verified = verify_token(
+        token,
+        agent_keys=keys,
+        origin=origin,
+        agent=agent,
+        audience=audience,
+        kinds=sorted(scope),
+        now=int(time.time()) if now is None else now,
+        revoked_ids=revoked,
+    )
+    return (
+        "token",
+        f"share token of {agent} allows {', '.join(verified.kinds)} to {audience}; "
+        f"not revoked ({len(revoked)} revocations checked)",
+    )
+
+
 def _no_float(text: str) -> Any:
     raise MalformedError(f"number {text!r} is not an integer", check="format")
 
@@ -211,6 +261,8 @@ def verify_bundle(
     *,
     trusted_checkpoint: bytes | None = None,
     steps: list[tuple[str, str]] | None = None,
+    audience: str | None = None,
+    now: int | None = None,
 ) -> VerifiedBundle:
     """Run checks 1-9 (module docstring); return the verified bundle or raise.
 
@@ -227,7 +279,7 @@ def verify_bundle(
     b = _exact(
         doc,
         {"media_type", "origin", "checkpoint", "stream_heads", "entries", "claim"},
-        {"consistency"},
+        {"consistency", "token"},
         "bundle",
     )
     if b["media_type"] != MEDIA_TYPE:
@@ -312,7 +364,16 @@ def verify_bundle(
     for leaf, _ in leaves:
         by_stream.setdefault(leaf.envelope.stream, []).append(leaf)
     needed = {(s["agent"], s["kind"]) for s in statements}
-    agents = {a for a, _ in needed} | {POLICY_AGENT}
+    claim_agents = {a for a, _ in needed}
+    token = b.get("token")
+    if token is not None:
+        if len(claim_agents) != 1:
+            raise MalformedError(
+                "a bundle with a share token makes claims about one agent", check="format.claim"
+            )
+        # The revocation list must be complete too: a hidden share.revoked would hide a revocation.
+        needed |= {(a, "share.revoked") for a in claim_agents if (a, "share.revoked") in heads}
+    agents = claim_agents | {POLICY_AGENT}
     needed |= {(a, k) for (a, k) in heads if a in agents and k in KEY_KINDS}
     for stream in sorted(needed | set(by_stream)):
         got = sorted(by_stream.get(stream, []), key=lambda lf: lf.envelope.version)
@@ -374,6 +435,14 @@ def verify_bundle(
             f"{sum(1 for v in bodies.values() if v is not None)} bodies match their commitments; {len(erased)} erased",
         )
     )
+
+    # 8b. share token: every disclosed and every claimed kind within its scope
+    if token is not None:
+        steps.append(
+            _check_token(
+                str(token), leaves, bodies, history, statements, claim_agents, cp.origin, audience, now
+            )
+        )
 
     # 9. claim
     results = []

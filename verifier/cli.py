@@ -1,7 +1,8 @@
 """``engram-verify``: the offline verifier's command line (standard library + cryptography).
 
     engram-verify checkpoint FILE --log-key KEY [--json]
-    engram-verify bundle FILE --log-key KEY [--trusted-checkpoint FILE] [--json]
+    engram-verify bundle FILE --log-key KEY [--trusted-checkpoint FILE] [--audience A] [--at T] [--json]
+    engram-verify token TOKEN --agent-key B64 --origin O --agent A --audience X --kind K [--at T]
     engram-verify log DIR --log-key KEY [--json] [--quiet]
 
 Every run prints its checks as a numbered list and ends with VERIFIED or FAILED naming the
@@ -295,6 +296,7 @@ def _bundle_step(check: str) -> str:
         "key": "signatures",
         "event": "signatures",
         "completeness": "completeness",
+        "token": "token",
         "body": "bodies",
         "claim": "claim",
     }
@@ -313,7 +315,9 @@ def _cmd_bundle(args: argparse.Namespace) -> int:
     report = Report()
     steps: list[tuple[str, str]] = []
     try:
-        verified = verify_bundle(data, key, trusted_checkpoint=trusted, steps=steps)
+        verified = verify_bundle(
+            data, key, trusted_checkpoint=trusted, steps=steps, audience=args.audience, now=args.at
+        )
     except VerificationError as e:
         for check, detail in steps:
             report.ok(check, detail)
@@ -331,6 +335,37 @@ def _cmd_bundle(args: argparse.Namespace) -> int:
         ],
     }
     return _print(report, f"bundle {args.file}", args.json)
+
+
+def _cmd_token(args: argparse.Namespace) -> int:
+    import base64
+    import binascii
+    import time
+
+    from verifier.token import verify_token
+
+    try:
+        key = base64.b64decode(args.agent_key, validate=True)
+    except binascii.Error as e:
+        raise UsageError("--agent-key is not base64") from e
+    report = Report()
+    try:
+        v = verify_token(
+            args.token,
+            agent_keys=[key],
+            origin=args.origin,
+            agent=args.agent,
+            audience=args.audience,
+            kinds=args.kind,
+            now=args.at if args.at is not None else int(time.time()),
+        )
+        report.ok(
+            "token",
+            f"allows {', '.join(v.kinds)} to {v.audience}; revocation id {v.revocation_ids[0][:16]}...",
+        )
+    except VerificationError as e:
+        report.fail("token", e)
+    return _print(report, "share token", args.json)
 
 
 def _cmd_log(args: argparse.Namespace) -> int:
@@ -361,8 +396,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("file")
     p.add_argument("--log-key", required=True, help="the log's verifier key (engram log key)")
     p.add_argument("--trusted-checkpoint", help="a checkpoint you already trust: the bundle must extend it")
+    p.add_argument("--audience", help="who you are, for the bundle's share token")
+    p.add_argument("--at", type=int, help="verify as of this Unix time (default: now)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_cmd_bundle)
+    p = sub.add_parser("token", help="check a share token against an agent's public key")
+    p.add_argument("token")
+    p.add_argument("--agent-key", required=True, help="the agent's Ed25519 public key, base64")
+    p.add_argument("--origin", required=True)
+    p.add_argument("--agent", required=True)
+    p.add_argument("--audience", required=True)
+    p.add_argument("--kind", action="append", required=True, help="a kind to be disclosed (repeatable)")
+    p.add_argument("--at", type=int, help="as of this Unix time (default: now)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=_cmd_token)
     p = sub.add_parser("log", help="replay and audit an exported tiles directory")
     p.add_argument("dir")
     p.add_argument("--log-key", required=True, help="the log's verifier key (engram log key)")

@@ -199,3 +199,127 @@ def test_bundles_match_their_json_schema(world: tuple) -> None:
     ledger, _, _ = world
     schema = json.loads((Path(__file__).resolve().parents[2] / "specs" / "bundle.schema.json").read_text())
     jsonschema.validate(json.loads(create_bundle(ledger, pact_claim(ledger, "alice"))), schema)
+
+
+# -- share tokens --------------------------------------------------------------------------
+
+NOW = 1_900_000_000
+
+
+def _mint(
+    ledger: Ledger, agent: Agent, kinds: list[str], *, audience: str = "buyer-1", expires: int = NOW + 3600
+) -> str:
+    from verifier.token import mint
+
+    return mint(
+        seed=agent.signer.private_key.private_bytes_raw(),
+        origin=ledger.origin,
+        agent=agent.agent_id,
+        audience=audience,
+        kinds=kinds,
+        expires=expires,
+    )
+
+
+def _keys(ledger: Ledger, agent: str) -> list[bytes]:
+    return [k.public_key for k in ledger.store.keys_of(agent) if k.retired_how != "revoked"]
+
+
+def test_a_token_scoped_bundle_verifies_for_its_audience_only(world: tuple) -> None:
+    from verifier.token import attenuate
+
+    ledger, _, alice = world
+    token = attenuate(
+        _mint(ledger, alice, ["pact.outcome", "eval.outcome"]),
+        agent_keys=_keys(ledger, "alice"),
+        kinds=["pact.outcome"],
+    )
+    data = create_bundle(ledger, pact_claim(ledger, "alice"), token=token)
+    ok = _verify(ledger, data, audience="buyer-1", now=NOW)
+    assert ok.claims[1].recomputed == 5
+    for kw, check in [
+        ({"audience": "mallory", "now": NOW}, "token.scope"),  # wrong audience
+        ({"audience": "buyer-1", "now": NOW + 7200}, "token.scope"),  # expired
+        ({"now": NOW}, "token.audience"),  # the verifier must say who it is
+    ]:
+        with pytest.raises(VerificationError) as e:
+            _verify(ledger, data, **kw)
+        assert e.value.check == check
+
+
+def test_a_body_outside_the_tokens_scope_fails(world: tuple, make_agent: Callable[..., Agent]) -> None:
+    ledger, memory, alice = world
+    memory.record(alice, "eval.outcome", {"eval": "e-1", "result": "pass", "score": 70})
+    token = _mint(ledger, alice, ["pact.outcome"])
+    claim = {
+        "statements": [
+            {
+                "predicate": "count",
+                "agent": "alice",
+                "kind": "eval.outcome",
+                "where": {"result": "pass"},
+                "value": 1,
+            }
+        ]
+    }
+    with pytest.raises(VerificationError) as e:
+        _verify(ledger, create_bundle(ledger, claim, token=token), audience="buyer-1", now=NOW)
+    assert e.value.check == "token.scope"
+
+
+def test_a_widened_token_fails(world: tuple) -> None:
+    import biscuit_auth as b
+
+    ledger, memory, alice = world
+    memory.record(alice, "eval.outcome", {"eval": "e-1", "result": "pass", "score": 70})
+    token = _mint(ledger, alice, ["pact.outcome"])
+    parsed = b.Biscuit.from_base64(
+        token, b.PublicKey.from_bytes(_keys(ledger, "alice")[-1], b.Algorithm.Ed25519)
+    )
+    widened = parsed.append(b.BlockBuilder('right("eval.outcome");', {})).to_base64()
+    claim = {
+        "statements": [
+            {
+                "predicate": "count",
+                "agent": "alice",
+                "kind": "eval.outcome",
+                "where": {"result": "pass"},
+                "value": 1,
+            }
+        ]
+    }
+    with pytest.raises(VerificationError) as e:
+        _verify(ledger, create_bundle(ledger, claim, token=widened), audience="buyer-1", now=NOW)
+    assert e.value.check == "token.scope"
+
+
+def test_a_revoked_token_fails_and_the_revocation_cannot_be_hidden(world: tuple) -> None:
+    from verifier.token import attenuate, revocation_ids
+
+    ledger, _, alice = world
+    root = _mint(ledger, alice, ["pact.outcome"])
+    derived = attenuate(root, agent_keys=_keys(ledger, "alice"), expires=NOW + 60)
+    alice.append("share.revoked", {"token_id": revocation_ids(root, agent_keys=_keys(ledger, "alice"))[0]})
+    data = create_bundle(ledger, pact_claim(ledger, "alice"), token=derived)
+    with pytest.raises(VerificationError) as e:
+        _verify(ledger, data, audience="buyer-1", now=NOW)
+    assert e.value.check == "token.revoked"
+    doc = json.loads(data)
+    doc["entries"] = [x for x in doc["entries"] if b"share.revoked" not in base64.b64decode(x["leaf"])]
+    with pytest.raises(VerificationError) as e:
+        _verify(ledger, json.dumps(doc).encode(), audience="buyer-1", now=NOW)
+    assert e.value.check.startswith("completeness")
+
+
+def test_a_token_from_another_agent_fails(world: tuple, make_agent: Callable[..., Agent]) -> None:
+    ledger, _, _ = world
+    carol = make_agent("carol")
+    forged = _mint(ledger, carol, ["pact.outcome"])
+    with pytest.raises(VerificationError) as e:
+        _verify(
+            ledger,
+            create_bundle(ledger, pact_claim(ledger, "alice"), token=forged),
+            audience="buyer-1",
+            now=NOW,
+        )
+    assert e.value.check == "token.signature"
