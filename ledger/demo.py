@@ -36,6 +36,7 @@ from verifier.cli import audit_log
 from verifier.event import Leaf
 from verifier.merkle import verify_consistency, verify_inclusion
 from verifier.note import VerifierKey, verify_checkpoint
+from verifier.token import mint
 
 __all__ = ["run_demo"]
 
@@ -379,15 +380,27 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
 
     console.rule("[bold]7. A buyer's bundle: the pact claim, provably complete")
     claim = pact_claim(ledger, support.agent_id)
+    # The agent lets buyer-1 see its pact outcomes only, for a week.
+    token = mint(
+        seed=support.signer.private_key.private_bytes_raw(),
+        origin=ledger.origin,
+        agent=support.agent_id,
+        audience="buyer-1",
+        kinds=["pact.outcome"],
+        expires=int(time.time()) + 7 * 86_400,
+    )
+    token_path = settings.home / f"token-{support.agent_id}.txt"
+    token_path.write_text(token + "\n")
     bundle_path = settings.home / f"bundle-{support.agent_id}.json"
-    bundle_path.write_bytes(create_bundle(ledger, claim))
-    bundle_ok = verify_bundle(bundle_path.read_bytes(), log_key)
+    bundle_path.write_bytes(create_bundle(ledger, claim, token=token))
+    bundle_ok = verify_bundle(bundle_path.read_bytes(), log_key, audience="buyer-1")
     for claimed in bundle_ok.claims:
         where = f" where {claimed.statement['where']}" if claimed.statement.get("where") else ""
         console.print(
             f"  claim: {claimed.statement['predicate']} of {claimed.statement['kind']}{escape(where)} = {claimed.recomputed} (verified)"
         )
     console.print(f"bundle written to {bundle_path}: every record included, none left out, checked offline")
+    console.print(f"share token for buyer-1 (pact outcomes only, 7 days) written to {token_path}")
 
     console.rule("[bold]How to check it yourself")
     home = settings.home
@@ -408,7 +421,9 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
     console.print(
         f"  engram-verify log {tiles_dir} --log-key {vkey}   # offline audit: stdlib + cryptography only"
     )
-    console.print(f"  engram-verify bundle {bundle_path} --log-key {vkey}   # the buyer's check")
+    console.print(
+        f"  engram-verify bundle {bundle_path} --log-key {vkey} --audience buyer-1   # the buyer's check"
+    )
     console.print("[bold green]demo complete[/]")
     return {
         "size": verified.size,
@@ -418,6 +433,7 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
         "distilled": distilled,
         "digest_matches": incremental == rebuilt,
         "bundle": str(bundle_path),
+        "token": str(token_path),
     }
 
 

@@ -57,6 +57,37 @@ def test_operator_journey(tmp_path: Path, cli_db: str | None) -> None:
     assert stat.S_IMODE((home / "policy.key").stat().st_mode) == 0o600
     assert "demo complete" in demo.stdout
     assert demo.stdout.count("refused") >= 9
+    bundles = sorted(home.rglob("bundle-*.json"))
+    if cli_db is None:  # the buyer's check of the demo's own bundle, through the installed command
+        vkey_demo = run(home, "log", "key").stdout.strip()
+        verify = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "engram-verify"),
+                "bundle",
+                str(bundles[0]),
+                "--log-key",
+                vkey_demo,
+                "--audience",
+                "buyer-1",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert verify.returncode == 0 and verify.stdout.rstrip().endswith("VERIFIED"), verify.stdout
+        wrong = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "engram-verify"),
+                "bundle",
+                str(bundles[0]),
+                "--log-key",
+                vkey_demo,
+                "--audience",
+                "someone-else",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert wrong.returncode == 1 and "FAILED" in wrong.stdout
     again = run(home, "demo", db_url=cli_db) if cli_db is None else None  # a second run gets its own log
     assert again is None or "demo complete" in again.stdout
 

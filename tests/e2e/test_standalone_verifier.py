@@ -21,7 +21,10 @@ def test_engram_verify_runs_with_only_cryptography(tmp_path: Path) -> None:
     venv.create(env_dir, with_pip=True, system_site_packages=False)
     py = env_dir / "bin" / "python"
     pip = subprocess.run(
-        [str(py), "-m", "pip", "install", "-q", "cryptography"], capture_output=True, text=True, timeout=600
+        [str(py), "-m", "pip", "install", "-q", "cryptography", "biscuit-python==0.4.0"],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     if pip.returncode != 0:
         pytest.fail(f"could not install cryptography into a clean venv: {pip.stderr[-2000:]}")
@@ -29,7 +32,10 @@ def test_engram_verify_runs_with_only_cryptography(tmp_path: Path) -> None:
     site = tmp_path / "only-verifier"
     shutil.copytree(ROOT / "verifier", site / "verifier")
     probe = subprocess.run(
-        [str(py), "-c", "import sqlalchemy"], capture_output=True, text=True, env={"PATH": os.environ["PATH"]}
+        [str(py), "-c", "import sqlalchemy, fastapi, pydantic, psycopg"],
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ["PATH"]},
     )
     assert probe.returncode != 0  # the environment really lacks the ledger's dependencies
 
@@ -61,3 +67,45 @@ def test_engram_verify_runs_with_only_cryptography(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.rstrip().endswith("VERIFIED")
+
+    # And a buyer's bundle with a share token, verified there too.
+    key = str(tmp_path / "ann.key")
+    subprocess.run(
+        [
+            ENGRAM,
+            "event",
+            "append",
+            "--key-file",
+            key,
+            "--kind",
+            "pact.outcome",
+            "--body",
+            '{"pact":"p-1","result":"fulfilled","quality":97}',
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    token = subprocess.run(
+        [ENGRAM, "token", "mint", "--key-file", key, "--audience", "buyer-1", "--kind", "pact.outcome"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    bundle = tmp_path / "claim.json"
+    subprocess.run(
+        [ENGRAM, "bundle", "create", "--agent", "ann", "--token", token, "-o", str(bundle)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    run = subprocess.run(
+        [str(py), "-m", "verifier.cli", "bundle", str(bundle), "--log-key", vkey, "--audience", "buyer-1"],
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": str(site)},
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "claim: count pact.outcome = 1" in run.stdout and run.stdout.rstrip().endswith("VERIFIED")
