@@ -72,7 +72,12 @@ def pact_claim(ledger: Ledger, agent: str) -> dict[str, Any]:
 
 
 def create_bundle(
-    ledger: Ledger, claim: Mapping[str, Any], *, trusted_size: int | None = None, token: str | None = None
+    ledger: Ledger,
+    claim: Mapping[str, Any],
+    *,
+    trusted_size: int | None = None,
+    token: str | None = None,
+    audience: str | None = None,
 ) -> bytes:
     """Everything the offline verifier needs to check ``claim`` at the latest checkpoint."""
     statements: Sequence[Mapping[str, Any]] = claim.get("statements") or []
@@ -83,10 +88,12 @@ def create_bundle(
     claimed = {(s["agent"], s["kind"]) for s in statements}
     agents = sorted({a for a, _ in claimed} | {POLICY_AGENT})
     heads = [h for a in agents for h in ledger.store.heads_at(a, size)]
-    revocations = {
-        (h.agent, h.kind) for h in heads if h.kind == "share.revoked" and h.agent in {a for a, _ in claimed}
-    }
-    disclosed = claimed | (revocations if token is not None else set())
+    claim_agents = {a for a, _ in claimed}
+    if token is not None:
+        _check_token_first(ledger, token, audience, claim_agents, {k for _, k in claimed})
+    revocations = {(h.agent, h.kind) for h in heads if h.kind == "share.revoked" and h.agent in claim_agents}
+    erasures = {(h.agent, h.kind) for h in heads if h.kind == "memory.erased" and h.agent in claim_agents}
+    disclosed = claimed | erasures | (revocations if token is not None else set())
     wanted = disclosed | {(h.agent, h.kind) for h in heads if h.kind in KEY_KINDS}
     indices = sorted({i for a, k in wanted for i in ledger.store.stream_indices(a, k, size)})
     proofs = ledger.prove_inclusion_many(indices, size) if indices else []
@@ -124,3 +131,36 @@ def create_bundle(
         cons = ledger.prove_consistency(trusted_size, size)
         doc["consistency"] = {"old_size": trusted_size, "proof": [_b64(h) for h in cons.hashes]}
     return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+
+
+def _check_token_first(
+    ledger: Ledger, token: str, audience: str | None, agents: set[str], kinds: set[str]
+) -> None:
+    """Nothing is disclosed under a token that does not allow it: verify before building."""
+    import time
+
+    from verifier.jcs import parse_strict
+    from verifier.token import verify_token
+
+    if audience is None:
+        raise MalformedError("a bundle with a share token is built for one audience", check="token.audience")
+    if len(agents) != 1:
+        raise MalformedError("a bundle with a share token makes claims about one agent", check="claim")
+    (agent,) = agents
+    active = ledger.store.active_key_id(agent)
+    keys = [k.public_key for k in ledger.store.keys_of(agent) if k.key_id == active]
+    revoked = []
+    for i in ledger.store.stream_indices(agent, "share.revoked", ledger.size()):
+        sb = ledger.store.body(i)
+        if sb is not None:
+            revoked.append(str(parse_strict(sb[1], max_bytes=1 << 16)["token_id"]))
+    verify_token(
+        token,
+        agent_keys=keys,
+        origin=ledger.origin,
+        agent=agent,
+        audience=audience,
+        kinds=sorted(kinds),
+        now=int(time.time()),
+        revoked_ids=revoked,
+    )

@@ -568,6 +568,9 @@ def bundle_create(
     token: Annotated[
         str | None, typer.Option(help="A share token to include (limits what is disclosed).")
     ] = None,
+    audience: Annotated[
+        str | None, typer.Option(help="The buyer the bundle is for (needed with --token).")
+    ] = None,
 ) -> None:
     """Write a bundle proving a claim about an agent's records (offline-verifiable)."""
     from ledger.bundle import create_bundle, pact_claim
@@ -579,7 +582,7 @@ def bundle_create(
     else:
         raw = Path(claim[1:]).read_bytes() if claim.startswith("@") else claim.encode("utf-8")
         claim_obj = parse_strict(raw, max_bytes=1 << 20)
-    data = create_bundle(ledger, claim_obj, trusted_size=trusted_size, token=token)
+    data = create_bundle(ledger, claim_obj, trusted_size=trusted_size, token=token, audience=audience)
     output.write_bytes(data)
     out.print(f"bundle of {len(data)} bytes written to {output}")
     out.print(f'verify offline: engram-verify bundle {output} --log-key "{ledger.vkey}"')

@@ -392,7 +392,7 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
     token_path = settings.home / f"token-{support.agent_id}.txt"
     token_path.write_text(token + "\n")
     bundle_path = settings.home / f"bundle-{support.agent_id}.json"
-    bundle_path.write_bytes(create_bundle(ledger, claim, token=token))
+    bundle_path.write_bytes(create_bundle(ledger, claim, token=token, audience="buyer-1"))
     bundle_ok = verify_bundle(bundle_path.read_bytes(), log_key, audience="buyer-1")
     for claimed in bundle_ok.claims:
         where = f" where {claimed.statement['where']}" if claimed.statement.get("where") else ""

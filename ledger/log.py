@@ -451,6 +451,7 @@ class Ledger:
             body_rows: list[dict[str, Any]] = []
             node_rows: list[dict[str, Any]] = []
             built: list[Leaf] = []
+            erased_bodies: list[int] = []
 
             for item in pending:
                 index = size
@@ -486,6 +487,10 @@ class Ledger:
                     }
                 )
                 body_rows.append({"idx": index, "salt": p.sub.salt, "body": p.sub.body})
+                if env.kind == "memory.erased":
+                    # Right to be forgotten, in the same transaction as the logged erasure:
+                    # the body and salt go, the leaf and every proof stay.
+                    erased_bodies.append(int(p.body["index"]))
                 # Every perfect subtree this leaf completes becomes a stored, immutable node.
                 node_rows.extend({"level": lv, "idx": i, "hash": h} for lv, i, h in border.append(lh))
                 heads[env.stream] = StreamHead(
@@ -509,6 +514,7 @@ class Ledger:
                 new_size=size,
                 last_timestamp_us=last_ts,
                 checkpoint=checkpoint,
+                erase_bodies=erased_bodies,
             )
         # Committed: acknowledge with proofs checked by the trusted core.
         verify_checkpoint(note, self.verifier_key)

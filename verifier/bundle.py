@@ -176,8 +176,11 @@ def _check_token(
         raise TokenError("the revocation list is not fully disclosed", check="token.revoked")
     revoked = [str(b["token_id"]) for lf in revocations if (b := bodies.get(lf.index)) is not None]
     disclosed = {lf.envelope.kind for lf, _ in leaves if bodies.get(lf.index) is not None}
-    scope = (disclosed | {s["kind"] for s in statements}) - {"share.revoked"}
-    keys = [k.public_key for k in history.keys.values() if k.agent == agent and k.retired_how != "revoked"]
+    scope = (disclosed | {s["kind"] for s in statements}) - {"share.revoked", "memory.erased"}
+    # Only the agent's key active at the checkpoint: a token carries no issue time, so a
+    # rotated-out (possibly leaked) key must not mint tokens that still verify.
+    active = history.active_key(agent)
+    keys = [history.keys[active].public_key] if active is not None else []
     verified = verify_token(
         token,
         agent_keys=keys,
@@ -208,8 +211,26 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise MalformedError("text is not valid Unicode (lone surrogate)", check="format") from e
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Type-strict equality (True is not 1, 1 is not "1"), recursively."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
 def _where(body: dict[str, Any], where: dict[str, Any]) -> bool:
-    return all(body.get(k) == v for k, v in where.items())
+    return all(k in body and _same(body[k], v) for k, v in where.items())
 
 
 def _evaluate(statement: dict[str, Any], records: list[dict[str, Any] | None]) -> Any:
@@ -251,6 +272,11 @@ def _claim_statements(claim: object) -> list[dict[str, Any]]:
             raise MalformedError("where is an object of at most 8 members", check="format.claim")
         if s["predicate"] == "mean" and not isinstance(s.get("field"), str):
             raise MalformedError("mean needs a field", check="format.claim")
+        if any(v is None for v in (s.get("where") or {}).values()):
+            raise MalformedError("where values cannot be null", check="format.claim")
+        expected = {"count": int, "exists": bool, "mean": str}[s["predicate"]]
+        if type(s["value"]) is not expected:
+            raise MalformedError(f"a {s['predicate']} value is a {expected.__name__}", check="format.claim")
         out.append(s)
     return out
 
@@ -293,7 +319,7 @@ def verify_bundle(
     # 2. checkpoint
     if not isinstance(b["checkpoint"], str) or not isinstance(b["stream_heads"], str):
         raise MalformedError("checkpoint and stream_heads are note texts", check="format")
-    cp = verify_checkpoint(b["checkpoint"].encode("utf-8"), log_key, origin=b["origin"])
+    cp = verify_checkpoint(_utf8(b["checkpoint"]), log_key, origin=b["origin"])
     steps.append(("checkpoint", f"signed by {log_key.name}: size {cp.size}"))
 
     # 3. trusted checkpoint
@@ -345,7 +371,7 @@ def verify_bundle(
     steps.append(("inclusion", f"{len(leaves)} leaves proven in the checkpoint's tree"))
 
     # 5. stream heads
-    heads = _parse_heads(b["stream_heads"].encode("utf-8"), log_key, cp)
+    heads = _parse_heads(_utf8(b["stream_heads"]), log_key, cp)
     steps.append(("heads", f"{len(heads)} stream heads signed by the log for this checkpoint"))
 
     # 6. signatures (key history replayed in log order)
@@ -414,8 +440,26 @@ def verify_bundle(
     # 8. bodies
     bodies: dict[int, dict[str, Any] | None] = {}
     erased: list[int] = []
+    erasures = {
+        int(body["index"])
+        for lf, e2 in leaves
+        if lf.envelope.kind == "memory.erased" and "body" in e2
+        for body in [
+            verify_body(
+                lf.envelope, _b64(e2.get("salt"), "salt"), _b64(e2["body"], "body"), max_bytes=1 << 20
+            )
+        ]
+        if isinstance(body.get("index"), int)
+    }
     for leaf, e in leaves:
-        if e.get("erased"):
+        if "erased" in e:
+            if e["erased"] is not True:
+                raise MalformedError("erased is true or absent", check="format")
+            if leaf.index not in erasures:
+                raise MalformedError(
+                    f"entry {leaf.index} is marked erased, but no proven memory.erased entry erases it",
+                    check="bodies.erased",
+                )
             if "body" in e or "salt" in e:
                 raise MalformedError(
                     f"entry {leaf.index} is marked erased but carries a body", check="format"
@@ -452,7 +496,7 @@ def verify_bundle(
             for lf in sorted(by_stream.get((s["agent"], s["kind"]), []), key=lambda lf: lf.envelope.version)
         ]
         value = _evaluate(s, records)
-        holds = value == s["value"]
+        holds = _same(value, s["value"])
         results.append(ClaimResult(statement=s, recomputed=value, holds=holds))
         if not holds:
             raise ClaimError(

@@ -422,6 +422,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"engram-verify: error: {e}", file=sys.stderr)
         return 2
+    except Exception as e:  # a verifier that cannot finish has not verified: FAILED, never a crash
+        report = Report()
+        report.fail("verifier", VerificationError(f"{type(e).__name__}: {e}", check="verifier.error"))
+        return _print(report, str(args.command), bool(getattr(args, "json", False)))
     return code
 
 

@@ -126,15 +126,34 @@ def attenuate(
     return out
 
 
+_ATTENUATION_LINES = (
+    re.compile(
+        r'check if kind\(\$k\), \{"[a-z][a-z0-9_.]{0,63}"(, "[a-z][a-z0-9_.]{0,63}")*\}\.contains\(\$k\);'
+    ),
+    re.compile(r"check if time\(\$t\), \$t <= [0-9]{1,12};"),
+)
+
+
 def _parse(b: Any, token: str, agent_keys: Sequence[bytes]) -> tuple[Any, bytes]:
     if not isinstance(token, str) or not 0 < len(token) <= MAX_TOKEN_CHARS:
         raise TokenError(f"a token is 1-{MAX_TOKEN_CHARS} characters", check="token.format")
     for key in agent_keys:
         try:
-            return b.Biscuit.from_base64(token, b.PublicKey.from_bytes(key, b.Algorithm.Ed25519)), key
+            parsed = b.Biscuit.from_base64(token, b.PublicKey.from_bytes(key, b.Algorithm.Ed25519))
         except Exception:  # noqa: S112 - the library raises several types; try the next key
             continue
+        _check_templates(parsed)
+        return parsed, key
     raise SignatureError("the token is not signed by a valid key of this agent", check="token.signature")
+
+
+def _check_templates(parsed: Any) -> None:
+    """Blocks after the authority block must be the fixed attenuation templates, nothing else
+    (no facts, no rules: nothing that could grow the authorizer's work or its world)."""
+    for i in range(1, parsed.block_count()):
+        lines = [ln.strip() for ln in str(parsed.block_source(i)).split("\n") if ln.strip()]
+        if not lines or not all(any(p.fullmatch(ln) for p in _ATTENUATION_LINES) for ln in lines):
+            raise TokenError(f"block {i} is not an engram.share/v1 attenuation", check="token.template")
 
 
 def revocation_ids(token: str, *, agent_keys: Sequence[bytes]) -> list[str]:
@@ -186,11 +205,11 @@ def verify_token(
         raise TokenError(f"the token was revoked ({sorted(revoked)[0][:16]}...)", check="token.revoked")
     allowed = []
     for kind in sorted(set(kinds)):
-        authorizer = b.AuthorizerBuilder(
-            "kind({k});\naudience({a});\ntime({t});\nallow if right($r), kind($r);",
-            {"k": kind, "a": audience, "t": int(now)},
-        ).build(parsed)
         try:
+            authorizer = b.AuthorizerBuilder(
+                "kind({k});\naudience({a});\ntime({t});\nallow if right($r), kind($r);",
+                {"k": kind, "a": audience, "t": int(now)},
+            ).build(parsed)
             authorizer.authorize()
         except Exception as e:
             raise TokenError(
@@ -204,9 +223,12 @@ def verify_token(
 
 
 def _authority_facts(b: Any, parsed: Any) -> dict[str, list[str]]:
-    authorizer = b.AuthorizerBuilder("allow if true;").build(parsed)
     out: dict[str, list[str]] = {}
-    for name in ("token_format", "origin", "agent"):
-        rule = b.Rule(f"q($x) <- {name}($x) trusting authority")
-        out[name] = sorted(str(f.terms[0]) for f in authorizer.query(rule))
+    try:
+        authorizer = b.AuthorizerBuilder("allow if true;").build(parsed)
+        for name in ("token_format", "origin", "agent"):
+            rule = b.Rule(f"q($x) <- {name}($x) trusting authority")
+            out[name] = sorted(str(f.terms[0]) for f in authorizer.query(rule))
+    except Exception as e:
+        raise TokenError(f"the token cannot be evaluated: {e}", check="token.limits") from e
     return out

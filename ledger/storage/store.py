@@ -188,11 +188,14 @@ class WriteTx:
         new_size: int,
         last_timestamp_us: int,
         checkpoint: StoredCheckpoint,
+        erase_bodies: Sequence[int] = (),
     ) -> None:
         c = self._conn
         c.execute(insert(leaves), leaf_rows)
         if body_rows:
             c.execute(insert(bodies), body_rows)
+        if erase_bodies:
+            c.execute(bodies.delete().where(bodies.c.idx.in_(sorted(set(erase_bodies)))))
         c.execute(insert(nodes), node_rows)
         if heads:
             upsert = (sqlite_insert if c.dialect.name == "sqlite" else pg_insert)(stream_heads)

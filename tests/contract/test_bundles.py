@@ -225,6 +225,13 @@ def _keys(ledger: Ledger, agent: str) -> list[bytes]:
     return [k.public_key for k in ledger.store.keys_of(agent) if k.retired_how != "revoked"]
 
 
+def _swap_token(data: bytes, token: str) -> bytes:
+    """A bundle the builder would not have made: someone else's token put in its place."""
+    doc = json.loads(data)
+    doc["token"] = token
+    return json.dumps(doc).encode()
+
+
 def test_a_token_scoped_bundle_verifies_for_its_audience_only(world: tuple) -> None:
     from verifier.token import attenuate
 
@@ -234,7 +241,7 @@ def test_a_token_scoped_bundle_verifies_for_its_audience_only(world: tuple) -> N
         agent_keys=_keys(ledger, "alice"),
         kinds=["pact.outcome"],
     )
-    data = create_bundle(ledger, pact_claim(ledger, "alice"), token=token)
+    data = create_bundle(ledger, pact_claim(ledger, "alice"), token=token, audience="buyer-1")
     ok = _verify(ledger, data, audience="buyer-1", now=NOW)
     assert ok.claims[1].recomputed == 5
     for kw, check in [
@@ -247,10 +254,26 @@ def test_a_token_scoped_bundle_verifies_for_its_audience_only(world: tuple) -> N
         assert e.value.check == check
 
 
-def test_a_body_outside_the_tokens_scope_fails(world: tuple, make_agent: Callable[..., Agent]) -> None:
+def test_the_builder_discloses_nothing_a_token_does_not_allow(world: tuple) -> None:
     ledger, memory, alice = world
     memory.record(alice, "eval.outcome", {"eval": "e-1", "result": "pass", "score": 70})
-    token = _mint(ledger, alice, ["pact.outcome"])
+    eval_claim = {
+        "statements": [{"predicate": "count", "agent": "alice", "kind": "eval.outcome", "value": 1}]
+    }
+    for token, audience, check in [
+        (_mint(ledger, alice, ["pact.outcome"]), "buyer-1", "token.scope"),  # kind out of scope
+        (_mint(ledger, alice, ["eval.outcome"], expires=1_000), "buyer-1", "token.scope"),  # expired
+        (_mint(ledger, alice, ["eval.outcome"]), None, "token.audience"),  # no audience
+        (_mint(ledger, alice, ["eval.outcome"]), "buyer-2", "token.scope"),  # not this buyer's
+    ]:
+        with pytest.raises(VerificationError) as e:
+            create_bundle(ledger, eval_claim, token=token, audience=audience)
+        assert e.value.check == check
+
+
+def test_a_body_outside_the_tokens_scope_fails(world: tuple) -> None:
+    ledger, memory, alice = world
+    memory.record(alice, "eval.outcome", {"eval": "e-1", "result": "pass", "score": 70})
     claim = {
         "statements": [
             {
@@ -262,8 +285,11 @@ def test_a_body_outside_the_tokens_scope_fails(world: tuple, make_agent: Callabl
             }
         ]
     }
+    data = create_bundle(ledger, claim, token=_mint(ledger, alice, ["eval.outcome"]), audience="buyer-1")
     with pytest.raises(VerificationError) as e:
-        _verify(ledger, create_bundle(ledger, claim, token=token), audience="buyer-1", now=NOW)
+        _verify(
+            ledger, _swap_token(data, _mint(ledger, alice, ["pact.outcome"])), audience="buyer-1", now=NOW
+        )
     assert e.value.check == "token.scope"
 
 
@@ -272,25 +298,45 @@ def test_a_widened_token_fails(world: tuple) -> None:
 
     ledger, memory, alice = world
     memory.record(alice, "eval.outcome", {"eval": "e-1", "result": "pass", "score": 70})
-    token = _mint(ledger, alice, ["pact.outcome"])
     parsed = b.Biscuit.from_base64(
-        token, b.PublicKey.from_bytes(_keys(ledger, "alice")[-1], b.Algorithm.Ed25519)
+        _mint(ledger, alice, ["pact.outcome"]),
+        b.PublicKey.from_bytes(_keys(ledger, "alice")[-1], b.Algorithm.Ed25519),
     )
     widened = parsed.append(b.BlockBuilder('right("eval.outcome");', {})).to_base64()
-    claim = {
-        "statements": [
-            {
-                "predicate": "count",
-                "agent": "alice",
-                "kind": "eval.outcome",
-                "where": {"result": "pass"},
-                "value": 1,
-            }
-        ]
-    }
+    claim = {"statements": [{"predicate": "count", "agent": "alice", "kind": "eval.outcome", "value": 1}]}
+    data = create_bundle(ledger, claim, token=_mint(ledger, alice, ["eval.outcome"]), audience="buyer-1")
     with pytest.raises(VerificationError) as e:
-        _verify(ledger, create_bundle(ledger, claim, token=widened), audience="buyer-1", now=NOW)
-    assert e.value.check == "token.scope"
+        _verify(ledger, _swap_token(data, widened), audience="buyer-1", now=NOW)
+    assert e.value.check in {"token.template", "token.scope"}
+
+
+def test_a_runaway_attenuation_block_fails_cleanly(
+    world: tuple, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import biscuit_auth as b
+
+    ledger, _, alice = world
+    parsed = b.Biscuit.from_base64(
+        _mint(ledger, alice, ["pact.outcome"]),
+        b.PublicKey.from_bytes(_keys(ledger, "alice")[-1], b.Algorithm.Ed25519),
+    )
+    heavy = parsed.append(b.BlockBuilder("n(0); n(1); p($x, $y) <- n($x), n($y);", {})).to_base64()
+    data = _swap_token(
+        create_bundle(
+            ledger,
+            pact_claim(ledger, "alice"),
+            token=_mint(ledger, alice, ["pact.outcome"]),
+            audience="buyer-1",
+        ),
+        heavy,
+    )
+    with pytest.raises(VerificationError) as e:
+        _verify(ledger, data, audience="buyer-1", now=NOW)
+    assert e.value.check == "token.template"
+    path = tmp_path / "b.json"
+    path.write_bytes(data)
+    assert main(["bundle", str(path), "--log-key", ledger.vkey, "--audience", "buyer-1", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["verified"] is False
 
 
 def test_a_revoked_token_fails_and_the_revocation_cannot_be_hidden(world: tuple) -> None:
@@ -300,7 +346,18 @@ def test_a_revoked_token_fails_and_the_revocation_cannot_be_hidden(world: tuple)
     root = _mint(ledger, alice, ["pact.outcome"])
     derived = attenuate(root, agent_keys=_keys(ledger, "alice"), expires=NOW + 60)
     alice.append("share.revoked", {"token_id": revocation_ids(root, agent_keys=_keys(ledger, "alice"))[0]})
-    data = create_bundle(ledger, pact_claim(ledger, "alice"), token=derived)
+    with pytest.raises(VerificationError) as e:  # the builder refuses it too
+        create_bundle(ledger, pact_claim(ledger, "alice"), token=derived, audience="buyer-1")
+    assert e.value.check == "token.revoked"
+    data = _swap_token(
+        create_bundle(
+            ledger,
+            pact_claim(ledger, "alice"),
+            token=_mint(ledger, alice, ["pact.outcome"]),
+            audience="buyer-1",
+        ),
+        derived,
+    )
     with pytest.raises(VerificationError) as e:
         _verify(ledger, data, audience="buyer-1", now=NOW)
     assert e.value.check == "token.revoked"
@@ -311,15 +368,87 @@ def test_a_revoked_token_fails_and_the_revocation_cannot_be_hidden(world: tuple)
     assert e.value.check.startswith("completeness")
 
 
-def test_a_token_from_another_agent_fails(world: tuple, make_agent: Callable[..., Agent]) -> None:
-    ledger, _, _ = world
+def test_tokens_of_another_agent_or_a_rotated_out_key_fail(
+    world: tuple, make_agent: Callable[..., Agent]
+) -> None:
+    ledger, _, alice = world
     carol = make_agent("carol")
-    forged = _mint(ledger, carol, ["pact.outcome"])
+    good = create_bundle(
+        ledger, pact_claim(ledger, "alice"), token=_mint(ledger, alice, ["pact.outcome"]), audience="buyer-1"
+    )
     with pytest.raises(VerificationError) as e:
         _verify(
-            ledger,
-            create_bundle(ledger, pact_claim(ledger, "alice"), token=forged),
-            audience="buyer-1",
-            now=NOW,
+            ledger, _swap_token(good, _mint(ledger, carol, ["pact.outcome"])), audience="buyer-1", now=NOW
         )
     assert e.value.check == "token.signature"
+    old_signer = alice.signer
+    alice.rotate()
+    from verifier.token import mint
+
+    stale = mint(
+        seed=old_signer.private_key.private_bytes_raw(),
+        origin=ledger.origin,
+        agent="alice",
+        audience="buyer-1",
+        kinds=["pact.outcome"],
+        expires=NOW + 3600,
+    )
+    fresh = create_bundle(
+        ledger, pact_claim(ledger, "alice"), token=_mint(ledger, alice, ["pact.outcome"]), audience="buyer-1"
+    )
+    with pytest.raises(VerificationError) as e:
+        _verify(ledger, _swap_token(fresh, stale), audience="buyer-1", now=NOW)
+    assert e.value.check == "token.signature"
+
+
+def test_claims_compare_types_strictly(world: tuple) -> None:
+    ledger, _, _ = world
+    for statement in [
+        {
+            "predicate": "count",
+            "agent": "alice",
+            "kind": "pact.outcome",
+            "where": {"result": "violated"},
+            "value": True,
+        },
+        {"predicate": "exists", "agent": "alice", "kind": "pact.outcome", "value": 1},
+        {
+            "predicate": "count",
+            "agent": "alice",
+            "kind": "pact.outcome",
+            "where": {"nonexistent": None},
+            "value": 6,
+        },
+    ]:
+        with pytest.raises(VerificationError) as e:
+            _verify(ledger, create_bundle(ledger, {"statements": [statement]}))
+        assert e.value.check == "format.claim"
+    where_missing = {
+        "predicate": "count",
+        "agent": "alice",
+        "kind": "pact.outcome",
+        "where": {"nonexistent": "x"},
+        "value": 0,
+    }
+    assert _verify(ledger, create_bundle(ledger, {"statements": [where_missing]})).claims[0].recomputed == 0
+
+
+def test_an_erasure_must_be_proven(world: tuple) -> None:
+    ledger, _, _ = world
+    doc = json.loads(create_bundle(ledger, pact_claim(ledger, "alice")))
+    for e in doc["entries"]:
+        if "body" in e:
+            del e["body"], e["salt"]
+            e["erased"] = True
+    with pytest.raises(VerificationError) as err:
+        _verify(ledger, json.dumps(doc).encode())
+    assert err.value.check == "bodies.erased"
+
+
+def test_unicode_garbage_is_a_format_error_not_a_crash(world: tuple) -> None:
+    ledger, _, _ = world
+    doc = json.loads(create_bundle(ledger, pact_claim(ledger, "alice")))
+    doc["checkpoint"] = "\ud800"
+    with pytest.raises(VerificationError) as e:
+        _verify(ledger, json.dumps(doc).encode())
+    assert e.value.check == "format"

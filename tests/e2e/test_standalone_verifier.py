@@ -95,7 +95,19 @@ def test_engram_verify_runs_with_only_cryptography(tmp_path: Path) -> None:
     ).stdout.strip()
     bundle = tmp_path / "claim.json"
     subprocess.run(
-        [ENGRAM, "bundle", "create", "--agent", "ann", "--token", token, "-o", str(bundle)],
+        [
+            ENGRAM,
+            "bundle",
+            "create",
+            "--agent",
+            "ann",
+            "--token",
+            token,
+            "--audience",
+            "buyer-1",
+            "-o",
+            str(bundle),
+        ],
         env=env,
         check=True,
         capture_output=True,
