@@ -124,6 +124,18 @@ def demo(
     run_demo(Settings.from_env(), out)
 
 
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8080,
+    workers: Annotated[int, typer.Option(help="Worker processes.")] = 1,
+) -> None:
+    """Serve the HTTP API (uvicorn). Needs ENGRAM_OPERATOR_TOKEN, or ENGRAM_DEV_MODE=1."""
+    import uvicorn
+
+    uvicorn.run("api.main:app_factory", factory=True, host=host, port=port, workers=workers)
+
+
 @log_app.command("key")
 def log_key() -> None:
     """Print the log's C2SP verifier key (name+keyid+base64 key)."""

@@ -35,7 +35,9 @@ __all__ = [
     "TILE_HEIGHT",
     "TILE_WIDTH",
     "ExportSummary",
+    "entry_bundle",
     "export_tiles",
+    "hash_tile",
     "tile_path",
     "tiles_for_size",
 ]
@@ -50,6 +52,24 @@ class ExportSummary:
     hash_tiles: int
     entry_bundles: int
     bytes_written: int
+
+
+def hash_tile(store: SqlStore, level: int, n: int, width: int) -> bytes:
+    """The bytes of hash tile ``(level, n)`` of ``width`` hashes (stored nodes at level 8L)."""
+    return b"".join(store.nodes_at_level(level * TILE_HEIGHT, n * TILE_WIDTH, n * TILE_WIDTH + width))
+
+
+def entry_bundle(store: SqlStore, n: int, width: int) -> bytes:
+    """The bytes of entry bundle ``n`` holding ``width`` leaves, each checked against its hash."""
+    start = n * TILE_WIDTH
+    leaves = store.leaves(start, start + width)
+    tile_hashes = store.nodes_at_level(0, start, start + width)
+    parts = []
+    for i, (leaf, expected) in enumerate(zip(leaves, tile_hashes, strict=True)):
+        if leaf_hash(leaf) != expected:
+            raise StorageError(f"leaf {start + i} does not hash to its stored tile hash")
+        parts.append(struct.pack(">H", len(leaf)) + leaf)
+    return b"".join(parts)
 
 
 def _write(root: Path, rel: str, data: bytes) -> int:
@@ -87,24 +107,15 @@ def export_tiles(
     done = written = hash_tiles = bundles = 0
 
     for level, n, width in tiles_for_size(size):
-        hashes = store.nodes_at_level(level * TILE_HEIGHT, n * TILE_WIDTH, n * TILE_WIDTH + width)
-        written += _write(directory, tile_path(level, n, width), b"".join(hashes))
+        written += _write(directory, tile_path(level, n, width), hash_tile(store, level, n, width))
         hash_tiles += 1
         done += 1
         if progress:
             progress(done, total)
 
     for n in range(-(-size // TILE_WIDTH)):
-        start = n * TILE_WIDTH
-        end = min(size, start + TILE_WIDTH)
-        leaves = store.leaves(start, end)
-        tile_hashes = store.nodes_at_level(0, start, end)
-        parts = []
-        for i, (leaf, expected) in enumerate(zip(leaves, tile_hashes, strict=True)):
-            if leaf_hash(leaf) != expected:
-                raise StorageError(f"leaf {start + i} does not hash to its stored tile hash")
-            parts.append(struct.pack(">H", len(leaf)) + leaf)
-        written += _write(directory, tile_path("entries", n, end - start), b"".join(parts))
+        width = min(TILE_WIDTH, size - n * TILE_WIDTH)
+        written += _write(directory, tile_path("entries", n, width), entry_bundle(store, n, width))
         bundles += 1
         done += 1
         if progress:

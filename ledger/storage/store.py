@@ -487,6 +487,20 @@ class SqlStore:
             raise StorageError(f"leaves {start}..{end} are not all present")
         return [bytes(r.leaf) for r in rows]
 
+    def leaves_with_hashes(
+        self, start: int, end: int, batch: int = 1024
+    ) -> Iterator[tuple[int, bytes, bytes]]:
+        """``(index, leaf, leaf hash)`` for ``[start, end)``, read in batches."""
+        for lo in range(start, end, batch):
+            with self.read() as conn:
+                rows = conn.execute(
+                    select(leaves.c.idx, leaves.c.leaf, leaves.c.leaf_hash)
+                    .where(and_(leaves.c.idx >= lo, leaves.c.idx < min(end, lo + batch)))
+                    .order_by(leaves.c.idx)
+                ).all()
+            for r in rows:
+                yield int(r.idx), bytes(r.leaf), bytes(r.leaf_hash)
+
     def index_of_leaf_hash(self, leaf_hash: bytes) -> int | None:
         with self.read() as conn:
             row = conn.execute(select(leaves.c.idx).where(leaves.c.leaf_hash == leaf_hash)).one_or_none()

@@ -1,0 +1,36 @@
+"""HTTP service settings (pydantic-settings), read from ``ENGRAM_*`` environment variables.
+
+Outside dev mode the service refuses to start with a missing, short or well-known operator
+token: a default secret is no secret.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["ApiSettings"]
+
+_KNOWN_BAD = {"", "changeme", "change-me", "secret", "operator", "admin", "password", "dev"}
+
+
+class ApiSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ENGRAM_", extra="ignore")
+
+    home: Path = Path(".engram")
+    database_url: str | None = None
+    operator_token: SecretStr = SecretStr("")
+    dev_mode: bool = False
+    max_request_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1024 * 1024)
+
+    @model_validator(mode="after")
+    def _refuse_default_secrets(self) -> ApiSettings:
+        token = self.operator_token.get_secret_value()
+        if not self.dev_mode and (token.lower() in _KNOWN_BAD or len(token) < 24):
+            raise ValueError(
+                "ENGRAM_OPERATOR_TOKEN must be a random secret of at least 24 characters "
+                "(or set ENGRAM_DEV_MODE=1 for local development)"
+            )
+        return self
