@@ -225,6 +225,14 @@ def _keys(ledger: Ledger, agent: str) -> list[bytes]:
     return [k.public_key for k in ledger.store.keys_of(agent) if k.retired_how != "revoked"]
 
 
+def _pact_bundle_carrying(ledger: Ledger, alice: Agent, token: str) -> bytes:
+    """An honest token-scoped pact bundle, with ``token`` put in place of the honest one."""
+    honest = create_bundle(
+        ledger, pact_claim(ledger, "alice"), token=_mint(ledger, alice, ["pact.outcome"]), audience="buyer-1"
+    )
+    return _swap_token(honest, token)
+
+
 def _swap_token(data: bytes, token: str) -> bytes:
     """A bundle the builder would not have made: someone else's token put in its place."""
     doc = json.loads(data)
@@ -321,15 +329,7 @@ def test_a_runaway_attenuation_block_fails_cleanly(
         b.PublicKey.from_bytes(_keys(ledger, "alice")[-1], b.Algorithm.Ed25519),
     )
     heavy = parsed.append(b.BlockBuilder("n(0); n(1); p($x, $y) <- n($x), n($y);", {})).to_base64()
-    data = _swap_token(
-        create_bundle(
-            ledger,
-            pact_claim(ledger, "alice"),
-            token=_mint(ledger, alice, ["pact.outcome"]),
-            audience="buyer-1",
-        ),
-        heavy,
-    )
+    data = _pact_bundle_carrying(ledger, alice, heavy)
     with pytest.raises(VerificationError) as e:
         _verify(ledger, data, audience="buyer-1", now=NOW)
     assert e.value.check == "token.template"
@@ -349,15 +349,7 @@ def test_a_revoked_token_fails_and_the_revocation_cannot_be_hidden(world: tuple)
     with pytest.raises(VerificationError) as e:  # the builder refuses it too
         create_bundle(ledger, pact_claim(ledger, "alice"), token=derived, audience="buyer-1")
     assert e.value.check == "token.revoked"
-    data = _swap_token(
-        create_bundle(
-            ledger,
-            pact_claim(ledger, "alice"),
-            token=_mint(ledger, alice, ["pact.outcome"]),
-            audience="buyer-1",
-        ),
-        derived,
-    )
+    data = _pact_bundle_carrying(ledger, alice, derived)
     with pytest.raises(VerificationError) as e:
         _verify(ledger, data, audience="buyer-1", now=NOW)
     assert e.value.check == "token.revoked"
