@@ -14,15 +14,21 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from ledger.errors import (
+    AuthError,
     ConfigError,
     ConflictError,
     EngramError,
+    ForbiddenError,
     LimitExceededError,
     MalformedError,
+    NotFoundError,
+    RateLimitedError,
     RejectedEventError,
+    ReplayError,
     StorageError,
     VerificationError,
 )
+from verifier.token import TokenError
 
 __all__ = ["TYPE_BASE", "problem", "problem_for"]
 
@@ -46,6 +52,22 @@ def problem_for(error: Exception) -> JSONResponse:
             head_leaf_hash=error.head_leaf_hash,
             next_version=error.next_version,
         )
+    if isinstance(error, RateLimitedError):
+        resp = problem(429, "rate-limited", "Too many requests", str(error))
+        resp.headers["Retry-After"] = str(error.retry_after_s)
+        return resp
+    if isinstance(error, ReplayError):
+        return problem(401, "replayed-request", "Request replayed", str(error), check=error.check)
+    if isinstance(error, AuthError):
+        resp = problem(401, "unauthenticated", "Not authenticated", str(error), check=error.check)
+        resp.headers["WWW-Authenticate"] = 'Engram-Signature realm="engram"'
+        return resp
+    if isinstance(error, TokenError):
+        return problem(403, "token-refused", "Share token refused", str(error), check=error.check)
+    if isinstance(error, ForbiddenError):
+        return problem(403, "forbidden", "Not allowed", str(error), check=error.check)
+    if isinstance(error, NotFoundError):
+        return problem(404, "not-found", "Not found", str(error), check=error.check)
     if isinstance(error, LimitExceededError):
         return problem(413, "too-large", "Input too large", str(error), check=error.check)
     if isinstance(error, RejectedEventError):
@@ -67,6 +89,19 @@ async def engram_error_handler(_: Request, exc: Exception) -> JSONResponse:
     return problem_for(exc)
 
 
+_SLUGS = {404: "not-found", 405: "method-not-allowed", 400: "malformed", 413: "too-large"}
+
+
+async def http_error_handler(_: Request, exc: Exception) -> JSONResponse:
+    """Framework errors (unknown route, wrong method, unparsable body) as problems too."""
+    status = int(getattr(exc, "status_code", 500))
+    detail = str(getattr(exc, "detail", "")) or "error"
+    resp = problem(status, _SLUGS.get(status, "http-error"), detail, detail)
+    for k, v in (getattr(exc, "headers", None) or {}).items():
+        resp.headers[k] = v
+    return resp
+
+
 async def validation_error_handler(_: Request, exc: Exception) -> JSONResponse:
     errors = exc.errors() if isinstance(exc, RequestValidationError) else []
     return problem(
@@ -76,3 +111,40 @@ async def validation_error_handler(_: Request, exc: Exception) -> JSONResponse:
         "the request does not match the API's schema",
         errors=[{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", ""))} for e in errors[:20]],
     )
+
+
+_DESCRIPTIONS = {
+    405: "method not allowed",
+    400: "malformed request",
+    401: "not authenticated (signature, time window, nonce or operator token)",
+    403: "not allowed (another agent's memory, share token out of scope)",
+    404: "not found",
+    409: "the stream head moved; the problem carries the current head",
+    413: "request too large",
+    422: "refused by the ledger's rules or a verification",
+    429: "rate limited; see Retry-After",
+    503: "storage unavailable; nothing was written",
+}
+
+_PROBLEM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["type", "title", "status", "detail"],
+    "properties": {
+        "type": {"type": "string", "format": "uri"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "detail": {"type": "string"},
+        "check": {"type": "string"},
+    },
+}
+
+
+def problem_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for RFC 9457 problems with these status codes."""
+    return {
+        c: {
+            "description": _DESCRIPTIONS[c],
+            "content": {"application/problem+json": {"schema": _PROBLEM_SCHEMA}},
+        }
+        for c in sorted({400, 413, 422, 429, 503, *codes})
+    }

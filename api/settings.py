@@ -24,6 +24,14 @@ class ApiSettings(BaseSettings):
     operator_token: SecretStr = SecretStr("")
     dev_mode: bool = False
     max_request_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1024 * 1024)
+    #: signed requests are valid this many seconds either side of the server's clock
+    signature_window_s: int = Field(default=300, ge=5, le=3600)
+    #: per verified key (agent, audience key, operator), per worker process
+    rate_limit_per_minute: int = Field(default=1200, ge=1, le=1_000_000)
+    rate_limit_burst: int = Field(default=200, ge=1, le=1_000_000)
+    #: per client address, before authentication, per worker process
+    rate_limit_per_client_per_minute: int = Field(default=6000, ge=1, le=10_000_000)
+    rate_limit_per_client_burst: int = Field(default=1000, ge=1, le=10_000_000)
 
     @model_validator(mode="after")
     def _refuse_default_secrets(self) -> ApiSettings:

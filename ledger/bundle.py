@@ -16,6 +16,7 @@ from typing import Any
 
 from ledger.errors import MalformedError
 from ledger.log import Ledger
+from ledger.sharing import verify_share_token
 from verifier.bundle import MEDIA_TYPE, heads_text
 from verifier.event import KEY_KINDS, POLICY_AGENT, Leaf
 from verifier.note import sign_note
@@ -78,8 +79,12 @@ def create_bundle(
     trusted_size: int | None = None,
     token: str | None = None,
     audience: str | None = None,
+    disclose_bodies: bool = True,
 ) -> bytes:
-    """Everything the offline verifier needs to check ``claim`` at the latest checkpoint."""
+    """Everything the offline verifier needs to check ``claim`` at the latest checkpoint.
+
+    With ``disclose_bodies=False`` no body is included (leaves, proofs and stream heads
+    only), so only claims that need no bodies (a ``count`` without ``where``) verify."""
     statements: Sequence[Mapping[str, Any]] = claim.get("statements") or []
     if not statements:
         raise MalformedError("a claim holds at least one statement", check="claim")
@@ -93,8 +98,9 @@ def create_bundle(
         _check_token_first(ledger, token, audience, claim_agents, {k for _, k in claimed})
     revocations = {(h.agent, h.kind) for h in heads if h.kind == "share.revoked" and h.agent in claim_agents}
     erasures = {(h.agent, h.kind) for h in heads if h.kind == "memory.erased" and h.agent in claim_agents}
-    disclosed = claimed | erasures | (revocations if token is not None else set())
-    wanted = disclosed | {(h.agent, h.kind) for h in heads if h.kind in KEY_KINDS}
+    included = claimed | erasures | (revocations if token is not None else set())
+    disclosed = included if disclose_bodies else set()
+    wanted = included | {(h.agent, h.kind) for h in heads if h.kind in KEY_KINDS}
     indices = sorted({i for a, k in wanted for i in ledger.store.stream_indices(a, k, size)})
     proofs = ledger.prove_inclusion_many(indices, size) if indices else []
     entries = []
@@ -137,30 +143,9 @@ def _check_token_first(
     ledger: Ledger, token: str, audience: str | None, agents: set[str], kinds: set[str]
 ) -> None:
     """Nothing is disclosed under a token that does not allow it: verify before building."""
-    import time
-
-    from verifier.jcs import parse_strict
-    from verifier.token import verify_token
-
     if audience is None:
         raise MalformedError("a bundle with a share token is built for one audience", check="token.audience")
     if len(agents) != 1:
         raise MalformedError("a bundle with a share token makes claims about one agent", check="claim")
     (agent,) = agents
-    active = ledger.store.active_key_id(agent)
-    keys = [k.public_key for k in ledger.store.keys_of(agent) if k.key_id == active]
-    revoked = []
-    for i in ledger.store.stream_indices(agent, "share.revoked", ledger.size()):
-        sb = ledger.store.body(i)
-        if sb is not None:
-            revoked.append(str(parse_strict(sb[1], max_bytes=1 << 16)["token_id"]))
-    verify_token(
-        token,
-        agent_keys=keys,
-        origin=ledger.origin,
-        agent=agent,
-        audience=audience,
-        kinds=sorted(kinds),
-        now=int(time.time()),
-        revoked_ids=revoked,
-    )
+    verify_share_token(ledger, token, agent=agent, audience=audience, kinds=kinds)

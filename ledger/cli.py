@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -113,12 +114,21 @@ def init(
 @app.command()
 def demo(
     server: Annotated[
-        str | None, typer.Option(help="Run against an Engram server (not yet available).")
+        str | None,
+        typer.Option(help="Run the journeys against an Engram service at this URL (see `engram serve`)."),
+    ] = None,
+    log_key: Annotated[
+        str | None,
+        typer.Option("--log-key", help="The server log's verifier key, pinned (`engram log key`)."),
     ] = None,
 ) -> None:
-    """A realistic end-to-end scenario on the embedded SQLite default."""
+    """A realistic end-to-end scenario on the embedded SQLite default, or over HTTP with --server
+    (registering agents needs ENGRAM_OPERATOR_TOKEN)."""
     if server is not None:
-        raise ConfigError("--server needs the HTTP service, which is not built yet; run without it")
+        from ledger.demo_server import run_server_demo
+
+        run_server_demo(server, out, operator_token=os.environ.get("ENGRAM_OPERATOR_TOKEN"), log_vkey=log_key)
+        return
     from ledger.demo import run_demo
 
     run_demo(Settings.from_env(), out)

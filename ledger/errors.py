@@ -25,17 +25,22 @@ from verifier.errors import (
 )
 
 __all__ = [
+    "AuthError",
     "CanonicalFormError",
     "ConfigError",
     "ConflictError",
     "EngramError",
+    "ForbiddenError",
     "KeyStateError",
     "LimitExceededError",
     "MalformedError",
+    "NotFoundError",
     "OriginMismatchError",
     "PrevMismatchError",
     "ProofError",
+    "RateLimitedError",
     "RejectedEventError",
+    "ReplayError",
     "SignatureError",
     "StorageError",
     "StreamChainError",
@@ -99,3 +104,35 @@ class RejectedEventError(VerificationError):
     """Well-formed input that the ledger's policy refuses (unknown kind, reserved id)."""
 
     default_check = "ledger.policy"
+
+
+class AuthError(VerificationError):
+    """A request's signature, signer, timestamp or bearer token does not authenticate it."""
+
+    default_check = "auth"
+
+
+class ReplayError(AuthError):
+    """A signed request's nonce was already used within its time window."""
+
+    default_check = "auth.replay"
+
+
+class ForbiddenError(VerificationError):
+    """The caller is authenticated but not allowed this (another agent's memory, scope)."""
+
+    default_check = "auth.scope"
+
+
+class NotFoundError(VerificationError):
+    """The named agent, item, session or entry does not exist (or is not visible)."""
+
+    default_check = "not_found"
+
+
+class RateLimitedError(EngramError):
+    """Too many requests for one key; retry after ``retry_after_s`` seconds."""
+
+    def __init__(self, message: str, *, retry_after_s: int) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(message)

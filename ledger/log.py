@@ -42,6 +42,7 @@ from ledger.errors import (
     PrevMismatchError,
     RejectedEventError,
     StorageError,
+    UnknownKeyError,
     VersionConflictError,
     VersionGapError,
 )
@@ -383,6 +384,23 @@ class Ledger:
         validate_body(envelope.kind, body)
         self.gate.check_stored(gated_texts(envelope.kind, body))
         return _Prepared(sub=sub, envelope=envelope, body=body)
+
+    def event_signer(self, sub: Submission) -> str:
+        """A cheap check before anything else (rate limits): the event's signature verifies
+        under the key its envelope names (a registration: its own new key). Returns the
+        agent. This is not authorization; :meth:`append` still checks everything."""
+        env = Envelope.from_bytes(sub.envelope)
+        if env.kind == "key.registered" and env.new_key is not None:
+            public_key = env.new_key.public_key
+        else:
+            record = next((k for k in self.store.keys_of(env.agent) if k.key_id == env.key_id), None)
+            if record is None:
+                raise UnknownKeyError(
+                    f"no key {env.key_id} of agent {env.agent} in this log", check="key.unknown"
+                )
+            public_key = record.public_key
+        verify_event_signature(env, sub.signature, public_key, envelope_jcs=sub.envelope)
+        return env.agent
 
     def append(
         self,

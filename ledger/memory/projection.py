@@ -340,6 +340,10 @@ class Projection:
         with self.engine.connect() as conn:
             return SqlState(conn).session(agent, session)
 
+    def sessions(self, agent: str) -> list[Session]:
+        with self.engine.connect() as conn:
+            return SqlState(conn).agent_sessions(agent)
+
     def agents(self) -> list[str]:
         with self.engine.connect() as conn:
             return [

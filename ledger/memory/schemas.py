@@ -18,6 +18,8 @@ __all__ = [
     "CATEGORIES",
     "GATED_KINDS",
     "MAX_CONTENT_CHARS",
+    "NAME_PATTERN",
+    "SESSION_PATTERN",
     "SOURCE_TYPES",
     "TIERS",
     "gated_texts",
@@ -40,6 +42,8 @@ _SESSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _TAG = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 _REF = re.compile(r"(0|[1-9][0-9]{0,15})\.(0|[1-9][0-9]?)")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}")
+NAME_PATTERN = _NAME
+SESSION_PATTERN = _SESSION
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 

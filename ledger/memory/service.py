@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.errors import ConflictError, RejectedEventError
-from ledger.log import Ledger, PolicyEvent, Receipt
+from ledger.errors import ConflictError, ForbiddenError, RejectedEventError
+from ledger.log import Ledger, PolicyEvent, Receipt, Submission
+from ledger.memory.bodies import (
+    closed_body,
+    erased_body,
+    exempt_body,
+    opened_body,
+    superseded_body,
+    turn_body,
+    written_body,
+)
 from ledger.memory.distill import Distiller, RuleBasedDistiller, Turn
 from ledger.memory.gate import WriteGate
 from ledger.memory.policy import Decision, PolicyConfig, decide_session_end, decide_sweep
@@ -29,10 +38,10 @@ from ledger.memory.recall import (
     hot_within_budget,
     to_recalled,
 )
-from ledger.memory.schemas import parse_ref, validate_body
+from ledger.memory.schemas import validate_body
 from ledger.memory.state import RECORD_KINDS, Item
 from ledger.sdk import Agent
-from verifier.event import Leaf
+from verifier.event import Envelope, Leaf
 from verifier.jcs import canonical_bytes, parse_strict
 
 __all__ = ["CloseResult", "MemoryService"]
@@ -77,10 +86,7 @@ class MemoryService:
 
     def open_session(self, agent: Agent, *, title: str | None = None, session: str | None = None) -> str:
         sid = session or f"s-{secrets.token_hex(6)}"
-        body: dict[str, Any] = {"session": sid}
-        if title:
-            body["title"] = title
-        receipt = agent.append("session.opened", body)
+        receipt = agent.append("session.opened", opened_body(sid, title))
         self.sync(receipt.index + 1)
         return sid
 
@@ -88,15 +94,9 @@ class MemoryService:
         self, agent: Agent, session: str, role: str, content: str, tool: Mapping[str, Any] | None = None
     ) -> Receipt:
         s = self.projection.session(agent.agent_id, session)
-        body: dict[str, Any] = {
-            "session": session,
-            "turn": 0 if s is None else s.turns,
-            "role": role,
-            "content": content,
-        }
-        if tool is not None:
-            body["tool"] = dict(tool)
-        receipt = agent.append("session.turn", body)
+        receipt = agent.append(
+            "session.turn", turn_body(session, 0 if s is None else s.turns, role, content, tool)
+        )
         self.sync(receipt.index + 1)
         return receipt
 
@@ -106,15 +106,39 @@ class MemoryService:
         If distillation fails after the close (the distiller is down), the session stays
         closed and undistilled; :meth:`finish_session` (``engram session distill``) resumes.
         """
-        body: dict[str, Any] = {"session": session}
-        if summary:
-            body["summary"] = summary
-        closed = agent.append("session.closed", body)
+        closed = agent.append("session.closed", closed_body(session, summary))
+        return self.after_close(closed, agent.agent_id, session)
+
+    def after_close(self, closed: Receipt, agent_id: str, session: str) -> CloseResult:
+        """What follows an appended ``session.closed``: distill and compact (per config)."""
         self.sync(closed.index + 1)
         if not self.config.compact_on_session_end:
             return CloseResult(closed=closed, distilled=None, entries=0)
-        distilled, entries, decisions = self.finish_session(agent.agent_id, session)
+        distilled, entries, decisions = self.finish_session(agent_id, session)
         return CloseResult(closed=closed, distilled=distilled, entries=entries, decisions=decisions)
+
+    def submit(
+        self, sub: Submission, *, agent: str, kinds: Collection[str], session: str | None = None
+    ) -> tuple[Receipt, dict[str, Any]]:
+        """Append one event an agent signed elsewhere (HTTP), after checking it is ``agent``'s,
+        of one of ``kinds`` and (if given) about ``session``; the projection is synced past
+        it (read-your-writes). Returns the receipt and the body."""
+        env = Envelope.from_bytes(sub.envelope)
+        if env.agent != agent:
+            raise ForbiddenError(
+                f"this event is signed for agent {env.agent}, not {agent}", check="auth.agent"
+            )
+        if env.kind not in kinds:
+            raise RejectedEventError(
+                f"a {env.kind} event does not belong here (expected {', '.join(sorted(kinds))})",
+                check="request.kind",
+            )
+        body = parse_strict(sub.body, max_bytes=self.ledger.max_body_bytes)
+        if not isinstance(body, dict) or (session is not None and body.get("session") != session):
+            raise RejectedEventError(f"the event is not about session {session}", check="request.session")
+        receipt = self.ledger.append([sub])[0]
+        self.sync(receipt.index + 1)
+        return receipt, body
 
     def finish_session(self, agent_id: str, session: str) -> tuple[Receipt | None, int, list[Receipt]]:
         """Distill a closed session (unless done) and apply the session-end rules."""
@@ -198,26 +222,18 @@ class MemoryService:
         decay_exempt: bool = False,
     ) -> Receipt:
         """Gate (refuse threats, redact secrets), validate, sign and append a memory."""
-        text, _ = self.gate.prepare(content)
-        body: dict[str, Any] = {
-            "category": category,
-            "content": text,
-            "tags": sorted(set(tags)),
-            "confidence": confidence,
-            "provenance": [dict(p) for p in provenance],
-        }
-        if evidence:
-            body["evidence"] = self.gate.prepare(evidence)[0]
-        if session:
-            body["session"] = session
-        # HOT is the working set: session memories (compacted when the session ends),
-        # preferences and blockers. Anything else written outside a session goes to WARM.
-        if tier is None:
-            tier = "HOT" if session or category == "PREFERENCE" or "blocker" in body["tags"] else "WARM"
-        body["tier"] = tier
-        if decay_exempt:
-            body["decay_exempt"] = True
-        validate_body("memory.written", body)
+        body = written_body(
+            self.gate,
+            category=category,
+            content=content,
+            tags=tags,
+            confidence=confidence,
+            evidence=evidence,
+            session=session,
+            provenance=provenance,
+            tier=tier,
+            decay_exempt=decay_exempt,
+        )
         receipt = agent.append("memory.written", body)  # the ledger's preconditions check verbatim copies
         self.sync(receipt.index + 1)
         return receipt
@@ -234,9 +250,9 @@ class MemoryService:
 
     def supersede(self, agent: Agent, ref: str, *, content: str, reason: str) -> Receipt:
         """An append-only correction of an item (the way COLD changes)."""
-        parse_ref(ref)
-        text, _ = self.gate.prepare(content)
-        receipt = agent.append("memory.superseded", {"item": ref, "content": text, "reason": reason})
+        receipt = agent.append(
+            "memory.superseded", superseded_body(self.gate, ref, content=content, reason=reason)
+        )
         self.sync(receipt.index + 1)
         return receipt
 
@@ -245,24 +261,27 @@ class MemoryService:
 
         The leaf stays, so every proof and stream chain stays valid; bundles mark the entry
         erased and the projection holds tombstones. Only the agent's own entries."""
+        refs = self.erasable_refs(agent.agent_id, index)
+        receipt = agent.append("memory.erased", erased_body(index, refs, reason=reason))  # deletes the body
+        self.sync(receipt.index + 1)
+        return receipt
+
+    def erasable_refs(self, agent_id: str, index: int) -> list[str]:
+        """The live items of ``agent_id``'s entry ``index`` (what ``memory.erased`` must name)."""
         leaf_bytes = self.ledger.store.leaf(index)
-        if leaf_bytes is None or Leaf.from_bytes(leaf_bytes).envelope.agent != agent.agent_id:
-            raise RejectedEventError(f"entry {index} is not one of {agent.agent_id}'s", check="memory.erase")
+        if leaf_bytes is None or Leaf.from_bytes(leaf_bytes).envelope.agent != agent_id:
+            raise RejectedEventError(f"entry {index} is not one of {agent_id}'s", check="memory.erase")
         refs = [
             i.ref
-            for i in self.projection.items(agent.agent_id, status=None)
+            for i in self.projection.items(agent_id, status=None)
             if i.index == index and i.status != "erased"
         ]
         if not refs:
             raise RejectedEventError(f"entry {index} holds no memory to erase", check="memory.missing_item")
-        receipt = agent.append(
-            "memory.erased", {"index": index, "refs": refs, "reason": reason}
-        )  # deletes the body
-        self.sync(receipt.index + 1)
-        return receipt
+        return refs
 
     def exempt(self, agent: Agent, ref: str, *, reason: str) -> Receipt:
-        receipt = agent.append("memory.decay_exempted", {"item": ref, "reason": reason})
+        receipt = agent.append("memory.decay_exempted", exempt_body(ref, reason=reason))
         self.sync(receipt.index + 1)
         return receipt
 

@@ -216,3 +216,15 @@ FTS_OBJECTS = ("mem_fts", "ix_mem_items_fts")
 
 #: Tables whose rows, once written, never change (enforced by triggers in the migration).
 APPEND_ONLY_TABLES = ("leaves", "nodes", "checkpoints")
+
+# -- HTTP request replay protection (ordinary mutable table; rows expire) ---------------------
+
+request_nonces = Table(
+    "request_nonces",
+    metadata,
+    Column("signer", String(80), nullable=False),
+    Column("nonce", String(64), nullable=False),
+    Column("expires_s", BigInteger, nullable=False),
+    PrimaryKeyConstraint("signer", "nonce"),
+    Index(None, "expires_s"),
+)

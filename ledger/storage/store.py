@@ -34,7 +34,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Select, and_, func, insert, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from ledger.errors import ConfigError, StorageError
 from ledger.storage.db import WRITE_OPTION
@@ -45,6 +45,7 @@ from ledger.storage.schema import (
     leaves,
     log_state,
     nodes,
+    request_nonces,
     stream_heads,
 )
 from verifier.keys import KeyRecord
@@ -564,3 +565,25 @@ class SqlStore:
             hi = min(end, lo + batch)
             for i, leaf in enumerate(self.leaves(lo, hi)):
                 yield lo + i, leaf
+
+    # -- HTTP request replay protection ---------------------------------------------------
+
+    def claim_nonce(self, signer: str, nonce: str, *, now_s: int, expires_s: int) -> bool:
+        """Record ``(signer, nonce)`` until ``expires_s``; False if it was already used.
+
+        Expired rows are pruned in the same transaction, so the table stays bounded by the
+        request rate times the signature window.
+        """
+        try:
+            with self.engine.connect() as conn:
+                conn = conn.execution_options(**{WRITE_OPTION: True})
+                with conn.begin():
+                    conn.execute(request_nonces.delete().where(request_nonces.c.expires_s < now_s))
+                    conn.execute(
+                        insert(request_nonces).values(signer=signer, nonce=nonce, expires_s=expires_s)
+                    )
+        except IntegrityError:
+            return False
+        except DBAPIError as e:
+            raise StorageError(f"database error: {e.orig!r}") from e
+        return True

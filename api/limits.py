@@ -1,0 +1,78 @@
+"""ASGI middleware bounding every request before the app sees it: the body size (declared
+or streamed) and a per-client-address rate limit. Refusals are RFC 9457 problems."""
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from ledger.errors import LimitExceededError, RateLimitedError
+from ledger.ratelimit import RateLimiter
+
+__all__ = ["RequestLimits"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+async def _problem(send: Send, status: int, slug: str, title: str, detail: str, headers: list[Any]) -> None:
+    from api.problems import TYPE_BASE
+
+    body = json.dumps({"type": TYPE_BASE + slug, "title": title, "status": status, "detail": detail}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/problem+json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class RequestLimits:
+    def __init__(self, app: ASGIApp, *, max_bytes: int, per_client: RateLimiter) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.per_client = per_client
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        client = scope.get("client")
+        try:
+            self.per_client.hit("ip:" + (client[0] if client else "unknown"))
+        except RateLimitedError as e:
+            retry = [(b"retry-after", str(e.retry_after_s).encode())]
+            await _problem(send, 429, "rate-limited", "Too many requests", str(e), retry)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            await _problem(
+                send,
+                413,
+                "too-large",
+                "Request too large",
+                f"requests are limited to {self.max_bytes} bytes",
+                [],
+            )
+            return
+        seen = 0
+        limit = self.max_bytes
+
+        async def bounded() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message.get("type") == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise LimitExceededError(f"requests are limited to {limit} bytes", check="request.size")
+            return message
+
+        await self.app(scope, bounded, send)

@@ -1,0 +1,127 @@
+"""Signed events, agents and their keys.
+
+Every event is signed by its agent and verified by the ledger; the routes only decode,
+charge rate limits and say which kinds belong where. Registering a key needs the
+operator token besides the key's own proof of possession (the ``key.registered`` event
+is self-signed and carries a PoP bound to the log and agent).
+"""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path
+
+from api import convert
+from api.deps import AgentPath, OperatorFlag, ServicesDep, require_operator, submission
+from api.problems import problem_responses
+from api.schemas import (
+    KIND,
+    AgentOut,
+    EventBatch,
+    ForceRevoke,
+    HeadOut,
+    KeyOut,
+    ReceiptOut,
+    Receipts,
+    SignedEvent,
+)
+from ledger.errors import NotFoundError, RejectedEventError
+from ledger.log import Submission
+from ledger.storage.store import StreamHead
+from verifier.event import Envelope
+
+router = APIRouter(responses=problem_responses())
+
+_PROBLEMS = problem_responses(401, 403, 409, 422)
+
+
+@router.post("/v1/events", status_code=201, tags=["events"], responses=_PROBLEMS)
+def submit(batch: EventBatch, svc: ServicesDep, operator: OperatorFlag) -> Receipts:
+    """Append signed events atomically (authenticated by their signatures); answers after
+    integration with receipts: index, timestamp, leaf, checkpoint, inclusion proof.
+    Registering an agent key needs the operator token."""
+    subs = [submission(svc, e) for e in batch.events]
+    return Receipts(receipts=[convert.receipt(r) for r in svc.ledger.append(subs, operator=operator)])
+
+
+def _one(svc: ServicesDep, ev: SignedEvent, agent: str | None, kind: str) -> Submission:
+    sub = submission(svc, ev)
+    env = Envelope.from_bytes(sub.envelope)
+    if env.kind != kind or (agent is not None and env.agent != agent):
+        raise RejectedEventError(
+            f"this route takes a {kind} event{'' if agent is None else ' of ' + agent}", check="request.kind"
+        )
+    return sub
+
+
+@router.post(
+    "/v1/agents",
+    status_code=201,
+    tags=["agents"],
+    dependencies=[Depends(require_operator)],
+    responses=_PROBLEMS,
+)
+def register(ev: SignedEvent, svc: ServicesDep) -> ReceiptOut:
+    """Register an agent: a self-signed ``key.registered`` event (proof of possession
+    inside) and the operator token."""
+    sub = _one(svc, ev, None, "key.registered")
+    return convert.receipt(svc.ledger.append([sub], operator=True)[0])
+
+
+@router.get("/v1/agents/{agent}", tags=["agents"], responses=problem_responses(404))
+def agent_info(agent: AgentPath, svc: ServicesDep) -> AgentOut:
+    """An agent's public key history and stream heads (both are public: leaves are public)."""
+    keys = svc.ledger.store.keys_of(agent)
+    if not keys:
+        raise NotFoundError(f"no agent {agent} in this log", check="agent.unknown")
+    return AgentOut(
+        agent=agent,
+        active_key=svc.ledger.store.active_key_id(agent),
+        keys=[
+            KeyOut(
+                key_id=k.key_id,
+                public_key=convert.b64(k.public_key),
+                added_at=k.added_at,
+                retired_at=k.retired_at,
+                retired_how=k.retired_how,
+            )
+            for k in keys
+        ],
+        streams=[_head(h) for h in svc.ledger.store.stream_heads(agent)],
+    )
+
+
+def _head(h: StreamHead) -> HeadOut:
+    return HeadOut(agent=h.agent, kind=h.kind, version=h.version, index=h.index, leaf_hash=h.leaf_hash.hex())
+
+
+@router.get("/v1/agents/{agent}/streams/{kind}", tags=["agents"], responses=problem_responses(404))
+def stream_head(agent: AgentPath, kind: Annotated[str, Path(pattern=KIND)], svc: ServicesDep) -> HeadOut:
+    """The head of one stream (what the next event's version and prev must follow)."""
+    h = svc.ledger.stream_head(agent, kind)
+    if h is None:
+        raise NotFoundError(f"stream {agent}/{kind} is empty", check="stream.empty")
+    return _head(h)
+
+
+@router.post("/v1/agents/{agent}/keys/rotate", status_code=201, tags=["agents"], responses=_PROBLEMS)
+def rotate(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> ReceiptOut:
+    """A ``key.rotated`` event signed by the active key, with the new key's proof of possession."""
+    return convert.receipt(svc.ledger.append([_one(svc, ev, agent, "key.rotated")])[0])
+
+
+@router.post("/v1/agents/{agent}/keys/revoke", status_code=201, tags=["agents"], responses=_PROBLEMS)
+def revoke(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> ReceiptOut:
+    """A ``key.revoked`` event signed by the agent's active key: it signs nothing more."""
+    return convert.receipt(svc.ledger.append([_one(svc, ev, agent, "key.revoked")])[0])
+
+
+@router.post(
+    "/v1/agents/{agent}/keys/force-revoke",
+    status_code=201,
+    tags=["agents"],
+    dependencies=[Depends(require_operator)],
+    responses=_PROBLEMS,
+)
+def force_revoke(agent: AgentPath, req: ForceRevoke, svc: ServicesDep) -> ReceiptOut:
+    """Operator: revoke a lost or compromised key with the ledger's policy key."""
+    return convert.receipt(svc.ledger.force_revoke(agent, req.reason))

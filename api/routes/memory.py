@@ -1,0 +1,177 @@
+"""Memory over HTTP: sessions, writes and records (agent-signed events); recall, tier views
+and single items (signed requests, or a share token's audience for what the token allows).
+
+No route returns one agent's memory to another: reads go through :func:`api.deps.reader`,
+which admits the agent itself or the audience of a valid share token, and then only items
+of the kinds the token allows.
+"""
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Path, Query
+from starlette.concurrency import run_in_threadpool
+
+from api import convert
+from api.deps import AgentPath, ReaderDep, SelfDep, ServicesDep, submission
+from api.problems import problem_responses
+from api.schemas import (
+    REF,
+    SESSION,
+    CloseOut,
+    Decisions,
+    ItemProofOut,
+    ItemsOut,
+    RecallIn,
+    RecallOut,
+    ReceiptOut,
+    SessionOpened,
+    SessionOut,
+    SignedEvent,
+    WriteOut,
+)
+from ledger.errors import NotFoundError
+from ledger.memory.state import RECORD_KINDS
+
+router = APIRouter(tags=["memory"], responses=problem_responses())
+
+SessionPath = Annotated[str, Path(pattern=SESSION)]
+_PROBLEMS = problem_responses(401, 403, 404, 409, 422)
+MEMORY_KINDS = ("memory.written", "memory.superseded", "memory.decay_exempted", "memory.erased")
+
+
+@router.post("/v1/agents/{agent}/sessions", status_code=201, responses=_PROBLEMS)
+def open_session(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> SessionOpened:
+    """Open a session: a signed ``session.opened`` event. HOT memory is frozen for it."""
+    receipt, body = svc.memory.submit(submission(svc, ev), agent=agent, kinds={"session.opened"})
+    return SessionOpened(session=str(body["session"]), receipt=convert.receipt(receipt))
+
+
+@router.get("/v1/agents/{agent}/sessions/{session}", responses=_PROBLEMS)
+def session_state(agent: AgentPath, session: SessionPath, access: SelfDep, svc: ServicesDep) -> SessionOut:
+    """A session's state (the next turn number is ``turns``). Signed by the agent."""
+    svc.memory.sync()
+    s = svc.memory.projection.session(access.agent, session)
+    if s is None:
+        raise NotFoundError(f"no session {session} of {agent}", check="memory.session")
+    return SessionOut(
+        agent=s.agent,
+        session=s.session,
+        status=s.status,
+        title=s.title,
+        opened_index=s.opened_index,
+        closed_index=s.closed_index,
+        turns=s.turns,
+        distilled=s.distilled,
+    )
+
+
+@router.post("/v1/agents/{agent}/sessions/{session}/turns", status_code=201, responses=_PROBLEMS)
+def turn(agent: AgentPath, session: SessionPath, ev: SignedEvent, svc: ServicesDep) -> ReceiptOut:
+    """One turn, full fidelity: a signed ``session.turn`` event."""
+    receipt, _ = svc.memory.submit(submission(svc, ev), agent=agent, kinds={"session.turn"}, session=session)
+    return convert.receipt(receipt)
+
+
+@router.post("/v1/agents/{agent}/sessions/{session}/close", status_code=201, responses=_PROBLEMS)
+def close_session(agent: AgentPath, session: SessionPath, ev: SignedEvent, svc: ServicesDep) -> CloseOut:
+    """Close a session (signed ``session.closed``); the service then distills it and applies
+    the session-end rules, signing those decisions with the ledger's policy key."""
+    receipt, _ = svc.memory.submit(
+        submission(svc, ev), agent=agent, kinds={"session.closed"}, session=session
+    )
+    result = svc.memory.after_close(receipt, agent, session)
+    return CloseOut(
+        closed=convert.receipt(result.closed),
+        distilled=None if result.distilled is None else convert.receipt(result.distilled),
+        entries=result.entries,
+        decisions=[convert.receipt(r) for r in result.decisions],
+    )
+
+
+@router.post("/v1/agents/{agent}/memories", status_code=201, responses=_PROBLEMS)
+def write_memory(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> WriteOut:
+    """A signed ``memory.written``, ``memory.superseded``, ``memory.decay_exempted`` or
+    ``memory.erased`` event (an erasure deletes the erased entry's body)."""
+    receipt, _ = svc.memory.submit(submission(svc, ev), agent=agent, kinds=MEMORY_KINDS)
+    ref = svc.memory.ref_for(agent, receipt.index) if receipt.kind in MEMORY_KINDS[:2] else None
+    return WriteOut(receipt=convert.receipt(receipt), ref=ref)
+
+
+@router.post("/v1/agents/{agent}/records", status_code=201, responses=_PROBLEMS)
+def write_record(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> WriteOut:
+    """A COLD record, signed: ``pact.outcome``, ``eval.outcome``, ``boundary.event`` or
+    ``commitment``."""
+    receipt, _ = svc.memory.submit(submission(svc, ev), agent=agent, kinds=set(RECORD_KINDS))
+    return WriteOut(receipt=convert.receipt(receipt), ref=svc.memory.ref_for(agent, receipt.index))
+
+
+@router.post("/v1/agents/{agent}/recall", responses=_PROBLEMS)
+async def recall(agent: AgentPath, req: RecallIn, access: SelfDep, svc: ServicesDep) -> RecallOut:
+    """Recall for a prompt (signed by the agent): HOT first, then WARM (and COLD on
+    request) ranked; each result names its log index. Use is recorded (``memory.accessed``)."""
+    result = await run_in_threadpool(
+        svc.memory.recall,
+        access.agent,
+        req.query,
+        include_cold=req.include_cold,
+        budget_tokens=req.budget_tokens,
+        session=req.session,
+        limit=req.limit,
+    )
+    return RecallOut(
+        agent=result.agent,
+        query=result.query,
+        as_of_size=result.as_of_size,
+        session=result.session,
+        hot=[convert.recalled(r) for r in result.hot],
+        ranked=[convert.recalled(r) for r in result.ranked],
+        hot_tokens=result.hot_tokens,
+        total_tokens=result.total_tokens,
+        context=result.render(),
+    )
+
+
+@router.get("/v1/agents/{agent}/memory", responses=_PROBLEMS)
+def tier_view(
+    agent: AgentPath,
+    access: ReaderDep,
+    svc: ServicesDep,
+    tier: Annotated[Literal["HOT", "WARM", "COLD"] | None, Query()] = None,
+    status: Annotated[Literal["active", "superseded", "archived", "erased", "all"], Query()] = "active",
+) -> ItemsOut:
+    """One agent's memory items by tier (signed by the agent, or by a share token's
+    audience: then only items of the kinds the token allows)."""
+    size = svc.memory.sync()
+    items = svc.memory.projection.items(
+        access.agent, tiers=None if tier is None else [tier], status=None if status == "all" else status
+    )
+    return ItemsOut(
+        agent=access.agent,
+        as_of_size=size,
+        items=[convert.item(i) for i in items if access.sees(i.source_kind)],
+    )
+
+
+@router.get("/v1/agents/{agent}/memory/{ref}", responses=_PROBLEMS)
+def memory_item(
+    agent: AgentPath, ref: Annotated[str, Path(pattern=REF)], access: ReaderDep, svc: ServicesDep
+) -> ItemProofOut:
+    """One item with its provenance, the leaf that made it and that leaf's inclusion proof
+    in the latest checkpoint."""
+    svc.memory.sync()
+    it = svc.memory.projection.item(access.agent, ref)
+    if it is None or not access.sees(it.source_kind):
+        raise NotFoundError(f"no item {ref} of {agent} visible to this caller", check="memory.item")
+    leaf = svc.ledger.store.leaf(it.index)
+    assert leaf is not None  # an item is made by a logged entry
+    return ItemProofOut(
+        item=convert.item(it),
+        leaf=convert.b64(leaf),
+        inclusion=convert.inclusion(svc.ledger.prove_inclusion(it.index)),
+    )
+
+
+@router.post("/v1/agents/{agent}/compact", responses=_PROBLEMS)
+def compact(agent: AgentPath, access: SelfDep, svc: ServicesDep) -> Decisions:
+    """Apply the time-based rules now (signed by the agent); decisions are policy-signed."""
+    return Decisions(decisions=[convert.receipt(r) for r in svc.memory.compact(access.agent)])

@@ -1,0 +1,223 @@
+"""Request and response models of the HTTP API (the OpenAPI document is generated from these).
+
+Every request model forbids unknown members and bounds every string and list, so a
+request is refused before any work when it is malformed or oversize.
+"""
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+B64 = r"^[A-Za-z0-9+/]*={0,2}$"
+HEX64 = r"^[0-9a-f]{64}$"
+AGENT = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+SESSION = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+REF = r"^(0|[1-9][0-9]{0,15})\.(0|[1-9][0-9]?)$"
+KIND = r"^[a-z][a-z0-9_.]{0,63}$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SignedEvent(Strict):
+    """One event signed by an agent (specs/event-envelope.md), each part base64."""
+
+    envelope: str = Field(max_length=12_000, pattern=B64, description="canonical envelope bytes")
+    signature: str = Field(max_length=100, pattern=B64, description="64-byte Ed25519 signature")
+    body: str = Field(max_length=100_000, pattern=B64, description="canonical body bytes")
+    salt: str = Field(max_length=32, pattern=B64, description="16-byte salt")
+
+
+class EventBatch(Strict):
+    events: list[SignedEvent] = Field(min_length=1, max_length=256)
+
+
+class ReceiptOut(BaseModel):
+    index: int
+    timestamp_us: int
+    leaf_hash: str
+    leaf: str
+    agent: str
+    kind: str
+    version: int
+    checkpoint: str
+    proof: list[str]
+
+
+class Receipts(BaseModel):
+    receipts: list[ReceiptOut]
+
+
+class InclusionOut(BaseModel):
+    index: int
+    size: int
+    leaf_hash: str
+    root: str
+    proof: list[str]
+    checkpoint: str | None
+
+
+class ConsistencyOut(BaseModel):
+    old_size: int
+    new_size: int
+    old_root: str
+    new_root: str
+    proof: list[str]
+
+
+class KeyOut(BaseModel):
+    key_id: str
+    public_key: str
+    added_at: int
+    retired_at: int | None
+    retired_how: str | None
+
+
+class HeadOut(BaseModel):
+    agent: str
+    kind: str
+    version: int
+    index: int
+    leaf_hash: str
+
+
+class AgentOut(BaseModel):
+    agent: str
+    active_key: str | None
+    keys: list[KeyOut]
+    streams: list[HeadOut]
+
+
+class ForceRevoke(Strict):
+    reason: str = Field(min_length=1, max_length=500)
+
+
+class SessionOpened(BaseModel):
+    session: str
+    receipt: ReceiptOut
+
+
+class SessionOut(BaseModel):
+    agent: str
+    session: str
+    status: str
+    title: str | None
+    opened_index: int
+    closed_index: int | None
+    turns: int
+    distilled: bool
+
+
+class CloseOut(BaseModel):
+    closed: ReceiptOut
+    distilled: ReceiptOut | None
+    entries: int
+    decisions: list[ReceiptOut]
+
+
+class WriteOut(BaseModel):
+    receipt: ReceiptOut
+    ref: str | None = Field(description="the memory item the entry made or confirmed, if any")
+
+
+class RecallIn(Strict):
+    query: str = Field(default="", max_length=1000)
+    include_cold: bool = False
+    budget_tokens: int | None = Field(default=None, ge=1, le=100_000)
+    session: str | None = Field(default=None, pattern=SESSION)
+    limit: int = Field(default=10, ge=1, le=100)
+
+
+class RecalledOut(BaseModel):
+    index: int
+    ref: str
+    tier: str
+    category: str
+    content: str
+    tags: list[str]
+    confidence: int
+    age_days: float
+    score: float
+    verify: str
+
+
+class RecallOut(BaseModel):
+    agent: str
+    query: str
+    as_of_size: int
+    session: str | None
+    hot: list[RecalledOut]
+    ranked: list[RecalledOut]
+    hot_tokens: int
+    total_tokens: int
+    context: str = Field(description="the <memory-context> block to place in a prompt")
+
+
+class ItemOut(BaseModel):
+    ref: str
+    index: int
+    source_kind: str
+    tier: str
+    status: str
+    category: str
+    content: str
+    tags: list[str]
+    confidence: int
+    confirmations: int
+    access_count: int
+    last_access_us: int | None
+    created_us: int
+    decay_exempt: bool
+    provenance: list[dict[str, str]]
+    tier_history: list[dict[str, Any]]
+    session: str | None
+    superseded_by: str | None
+    supersedes: str | None
+
+
+class ItemsOut(BaseModel):
+    agent: str
+    as_of_size: int
+    items: list[ItemOut]
+
+
+class ItemProofOut(BaseModel):
+    item: ItemOut
+    leaf: str = Field(description="base64 of the leaf that made the item")
+    inclusion: InclusionOut
+
+
+class Decisions(BaseModel):
+    decisions: list[ReceiptOut]
+
+
+class OracleAgentOut(BaseModel):
+    agent: str
+    checkpoint: str
+    statement: str = Field(description="C2SP signed note by the log key (specs/oracle.md)")
+    payload: dict[str, Any]
+
+
+class TaskClaim(Strict):
+    """'completed ``count`` tasks (of ``task_type``) with mean quality ``mean_quality``'."""
+
+    agent: str = Field(pattern=AGENT)
+    count: int = Field(ge=0, le=2**53 - 1)
+    task_type: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$")
+    mean_quality: str | None = Field(default=None, pattern=r"^(0|[1-9][0-9]{0,2})\.[0-9]{2}$")
+
+
+class OracleClaimOut(BaseModel):
+    verdict: Literal["supported", "contradicted", "unknown"]
+    reason: str
+    actual: dict[str, Any]
+    checkpoint: str
+    statement: str
+    evidence: dict[str, Any] = Field(description="an attestation bundle (specs/bundle.md)")
+    evidence_discloses_bodies: bool
+
+
+class HealthOut(BaseModel):
+    ok: bool
+    size: int

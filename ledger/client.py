@@ -1,0 +1,529 @@
+"""The HTTP client of an Engram service (httpx), for agents, buyers and auditors.
+
+* :class:`HttpTransport` is a :class:`ledger.sdk.Transport`: an :class:`ledger.sdk.Agent`
+  over HTTP signs locally, tracks its stream heads, retries conflicts with the head the
+  service reports, and accepts a receipt only after verifying the checkpoint signature,
+  the leaf, the inclusion proof and consistency with every checkpoint it saw before. Each
+  single event goes to the route of its kind (so closing a session also distills it).
+* :class:`RemoteMemory` is an agent's memory over HTTP: sessions, writes, records, recall,
+  tier views, items with verified proofs, share tokens (minted locally: the agent's key
+  never leaves the agent).
+* :class:`Buyer` fetches bundles with a share token, proving possession of the audience
+  key, and verifies them offline; it also verifies the trust oracle's signed answers.
+
+Problem details from the service become the same typed errors the ledger raises in
+process, so callers handle one error tree either way.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import httpx
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from ledger.errors import (
+    AuthError,
+    ForbiddenError,
+    LimitExceededError,
+    MalformedError,
+    NotFoundError,
+    ProofError,
+    RateLimitedError,
+    RejectedEventError,
+    ReplayError,
+    StorageError,
+    VerificationError,
+    VersionConflictError,
+)
+from ledger.httpauth import audience_for_key, sign_request
+from ledger.log import InclusionProof, Receipt, Submission
+from ledger.memory.bodies import (
+    closed_body,
+    erased_body,
+    exempt_body,
+    opened_body,
+    superseded_body,
+    turn_body,
+    written_body,
+)
+from ledger.memory.gate import WriteGate
+from ledger.sdk import Agent, StreamState
+from verifier.bundle import VerifiedBundle, verify_bundle
+from verifier.event import Envelope, Leaf
+from verifier.merkle import verify_inclusion
+from verifier.note import Checkpoint, SignedNote, VerifierKey, verify_checkpoint
+from verifier.oracle import OracleStatement, verify_oracle_statement
+from verifier.token import TokenError, mint, revocation_ids
+
+__all__ = ["Buyer", "HttpTransport", "RemoteMemory", "verify_item_proof", "verify_receipt"]
+
+_RECORDS = {"pact.outcome", "eval.outcome", "boundary.event", "commitment"}
+_MEMORY = {"memory.written", "memory.superseded", "memory.decay_exempted", "memory.erased"}
+
+
+def _b64(b: bytes) -> str:
+    return base64.b64encode(b).decode("ascii")
+
+
+def _unb64(s: str) -> bytes:
+    return base64.b64decode(s.encode("ascii"), validate=True)
+
+
+def _raise_problem(resp: httpx.Response) -> None:
+    """Turn an RFC 9457 problem into the matching typed error."""
+    try:
+        p = resp.json()
+    except ValueError:
+        p = {}
+    if not isinstance(p, dict):
+        p = {}
+    detail = str(p.get("detail") or resp.reason_phrase)
+    check = p.get("check") if isinstance(p.get("check"), str) else None
+    slug = str(p.get("type", "")).rsplit("/", 1)[-1]
+    status = resp.status_code
+    if status == 409 and isinstance(p.get("stream"), dict):
+        raise VersionConflictError(
+            detail,
+            agent=str(p["stream"].get("agent")),
+            kind=str(p["stream"].get("kind")),
+            head_version=p.get("head_version"),
+            head_leaf_hash=p.get("head_leaf_hash"),
+        )
+    if status == 429:
+        raise RateLimitedError(detail, retry_after_s=int(resp.headers.get("retry-after", "1") or 1))
+    if status == 401:
+        raise (ReplayError if slug == "replayed-request" else AuthError)(detail, check=check)
+    if status == 403:
+        raise (TokenError if slug == "token-refused" else ForbiddenError)(detail, check=check)
+    if status == 404:
+        raise NotFoundError(detail, check=check)
+    if status == 413:
+        raise LimitExceededError(detail, check=check)
+    if status == 400:
+        raise MalformedError(detail, check=check)
+    if status == 422:
+        raise (VerificationError if slug == "verification-failed" else RejectedEventError)(
+            detail, check=check
+        )
+    raise StorageError(f"the service answered {status}: {detail}")
+
+
+def _wire(sub: Submission) -> dict[str, str]:
+    return {
+        "envelope": _b64(sub.envelope),
+        "signature": _b64(sub.signature),
+        "body": _b64(sub.body),
+        "salt": _b64(sub.salt),
+    }
+
+
+def _receipt(r: Mapping[str, Any]) -> Receipt:
+    """A receipt as the service sent it; nothing in it is trusted until verified."""
+    leaf = _unb64(r["leaf"])
+    cp_note = str(r["checkpoint"]).encode("utf-8")
+    cp = Checkpoint.parse_text(SignedNote.parse(cp_note).text)
+    return Receipt(
+        index=int(r["index"]),
+        timestamp_us=int(r["timestamp_us"]),
+        leaf_hash=bytes.fromhex(r["leaf_hash"]),
+        leaf=leaf,
+        agent=str(r["agent"]),
+        kind=str(r["kind"]),
+        version=int(r["version"]),
+        checkpoint=str(r["checkpoint"]).encode("utf-8"),
+        proof=InclusionProof(
+            index=int(r["index"]),
+            size=cp.size,
+            leaf_hash=bytes.fromhex(r["leaf_hash"]),
+            root=cp.root,
+            hashes=tuple(_unb64(h) for h in r["proof"]),
+            checkpoint=str(r["checkpoint"]).encode("utf-8"),
+        ),
+    )
+
+
+def verify_receipt(receipt: Receipt, log_key: VerifierKey) -> Leaf:
+    """Check a receipt on its own: the checkpoint is the log's, the leaf is included in it.
+    (For an agent's own events :class:`ledger.sdk.Agent` also checks the leaf is its event
+    and that checkpoints never fork.)"""
+    cp = verify_checkpoint(receipt.checkpoint, log_key)
+    leaf = Leaf.from_bytes(receipt.leaf, origin=cp.origin)
+    if leaf.index != receipt.index:
+        raise ProofError("the receipt's index disagrees with its leaf", check="receipt.index")
+    verify_inclusion(
+        leaf_hash=leaf.hash, index=leaf.index, size=cp.size, proof=receipt.proof.hashes, root=cp.root
+    )
+    return leaf
+
+
+class HttpTransport:
+    """How an :class:`~ledger.sdk.Agent` reaches an Engram service over HTTP."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        operator_token: str | None = None,
+        http: httpx.Client | None = None,
+        timeout_s: float = 60.0,
+        max_wait_s: float = 30.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.http = http or httpx.Client(timeout=timeout_s)
+        self.operator_token = operator_token
+        self.max_wait_s = max_wait_s
+        #: what the last session close returned besides the close itself
+        self.last_close: dict[str, Any] | None = None
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | Sequence[tuple[str, Any]] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        signer: tuple[str, Ed25519PrivateKey] | None = None,
+        origin: str | None = None,
+    ) -> httpx.Response:
+        """One request; waits out 429s (up to ``max_wait_s`` in all); raises typed errors.
+
+        With ``signer`` (``("agent:<id>" | "ed25519:<hex>", key)``) the request is signed
+        over the exact path, query and body bytes sent (a fresh nonce on every attempt).
+        """
+        target = path + ("?" + urlencode(params, doseq=True) if params else "")
+        data = b"" if body is None else json.dumps(body, separators=(",", ":")).encode("utf-8")
+        waited = 0.0
+        while True:
+            h = {"content-type": "application/json"} if body is not None else {}
+            h.update(headers or {})
+            if signer is not None:
+                if origin is None:
+                    raise MalformedError("a signed request needs the log origin", check="auth.origin")
+                h.update(
+                    sign_request(
+                        signer[1], origin=origin, method=method, target=target, signer=signer[0], body=data
+                    )
+                )
+            try:
+                resp = self.http.request(method, self.base_url + target, content=data or None, headers=h)
+            except httpx.HTTPError as e:
+                raise StorageError(f"cannot reach the Engram service at {self.base_url}: {e}") from e
+            if resp.status_code == 429:
+                wait = float(resp.headers.get("retry-after", "1") or 1)
+                if waited + wait <= self.max_wait_s:
+                    time.sleep(wait)
+                    waited += wait
+                    continue
+            if resp.status_code >= 400:
+                _raise_problem(resp)
+            return resp
+
+    def _operator(self) -> dict[str, str]:
+        if not self.operator_token:
+            raise AuthError("registering an agent needs the operator token", check="auth.operator")
+        return {"authorization": f"Bearer {self.operator_token}"}
+
+    # -- Transport ---------------------------------------------------------------------
+
+    def submit(self, submissions: Sequence[Submission], *, operator: bool = False) -> list[Receipt]:
+        headers = self._operator() if operator else {}
+        if len(submissions) != 1:
+            resp = self.request(
+                "POST", "/v1/events", body={"events": [_wire(s) for s in submissions]}, headers=headers
+            )
+            return [_receipt(r) for r in resp.json()["receipts"]]
+        sub = submissions[0]
+        env = Envelope.from_bytes(sub.envelope)
+        agent, kind = quote(env.agent, safe=""), env.kind
+        base = f"/v1/agents/{agent}"
+        session = ""
+        if kind.startswith("session."):
+            session = quote(str(json.loads(sub.body)["session"]), safe="")
+        route = {
+            "key.registered": "/v1/agents",
+            "key.rotated": f"{base}/keys/rotate",
+            "key.revoked": f"{base}/keys/revoke",
+            "session.opened": f"{base}/sessions",
+            "session.turn": f"{base}/sessions/{session}/turns",
+            "session.closed": f"{base}/sessions/{session}/close",
+            "share.revoked": f"{base}/tokens/revoke",
+        }.get(kind)
+        if route is None:
+            route = f"{base}/memories" if kind in _MEMORY else f"{base}/records" if kind in _RECORDS else None
+        if route is None:
+            resp = self.request("POST", "/v1/events", body={"events": [_wire(sub)]}, headers=headers)
+            return [_receipt(r) for r in resp.json()["receipts"]]
+        out = self.request("POST", route, body=_wire(sub), headers=headers).json()
+        if kind == "session.closed":
+            self.last_close = out
+            return [_receipt(out["closed"])]
+        return [_receipt(out.get("receipt", out))]
+
+    def head(self, agent: str, kind: str) -> StreamState | None:
+        try:
+            h = self.request("GET", f"/v1/agents/{quote(agent, safe='')}/streams/{kind}").json()
+        except NotFoundError:
+            return None
+        return StreamState(int(h["version"]), str(h["leaf_hash"]))
+
+    def consistency(self, old_size: int, new_size: int) -> Sequence[bytes]:
+        p = self.request("GET", "/v1/proofs/consistency", params={"old": old_size, "new": new_size}).json()
+        return [_unb64(h) for h in p["proof"]]
+
+    def checkpoint(self) -> bytes:
+        return self.request("GET", "/checkpoint").content
+
+
+class RemoteMemory:
+    """One agent's memory over HTTP. Writes are signed by the agent (via :class:`Agent`,
+    which verifies every receipt); reads are signed requests."""
+
+    def __init__(self, agent: Agent, transport: HttpTransport, *, gate: WriteGate | None = None) -> None:
+        self.agent = agent
+        self.transport = transport
+        self.gate = gate or WriteGate()
+        self._turns: dict[str, int] = {}
+
+    @property
+    def agent_id(self) -> str:
+        return self.agent.agent_id
+
+    def _signed(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        return self.transport.request(
+            method,
+            path,
+            signer=("agent:" + self.agent_id, self.agent.signer.private_key),
+            origin=self.agent.signer.origin,
+            **kw,
+        )
+
+    @property
+    def _base(self) -> str:
+        return f"/v1/agents/{quote(self.agent_id, safe='')}"
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def open_session(self, *, title: str | None = None, session: str | None = None) -> str:
+        import secrets
+
+        sid = session or f"s-{secrets.token_hex(6)}"
+        self.agent.append("session.opened", opened_body(sid, title))
+        self._turns[sid] = 0
+        return sid
+
+    def session(self, session: str) -> dict[str, Any]:
+        out: dict[str, Any] = self._signed("GET", f"{self._base}/sessions/{quote(session, safe='')}").json()
+        return out
+
+    def turn(self, session: str, role: str, content: str, tool: Mapping[str, Any] | None = None) -> Receipt:
+        if session not in self._turns:
+            self._turns[session] = int(self.session(session)["turns"])
+        receipt = self.agent.append(
+            "session.turn", turn_body(session, self._turns[session], role, content, tool)
+        )
+        self._turns[session] += 1
+        return receipt
+
+    def close_session(self, session: str, *, summary: str | None = None) -> dict[str, Any]:
+        """Close; the service distills and files the session. Returns the close's receipt and
+        the policy decisions (each receipt verified against the log key)."""
+        closed = self.agent.append("session.closed", closed_body(session, summary))
+        extra = self.transport.last_close or {}
+        self._turns.pop(session, None)
+        others = [_receipt(r) for r in ([extra["distilled"]] if extra.get("distilled") else [])]
+        others += [_receipt(r) for r in extra.get("decisions", [])]
+        for r in others:
+            verify_receipt(r, self.agent.log_key)
+        return {"closed": closed, "entries": int(extra.get("entries", 0)), "policy": others}
+
+    # -- memories and records -----------------------------------------------------------
+
+    def write(self, **kw: Any) -> tuple[Receipt, str | None]:
+        """Gate, sign and append a memory (arguments of :func:`written_body`); returns the
+        receipt and the item it made or confirmed."""
+        receipt = self.agent.append("memory.written", written_body(self.gate, **kw))
+        return receipt, self.ref_for(receipt.index)
+
+    def ref_for(self, index: int) -> str | None:
+        for it in self.items(status="all"):
+            if it["index"] == index:
+                return str(it["ref"])
+        for it in self.items(status="all"):
+            if {"source_type": "log", "source_ref": str(index)} in it["provenance"]:
+                return str(it["ref"])
+        return None
+
+    def supersede(self, ref: str, *, content: str, reason: str) -> Receipt:
+        return self.agent.append(
+            "memory.superseded", superseded_body(self.gate, ref, content=content, reason=reason)
+        )
+
+    def exempt(self, ref: str, *, reason: str) -> Receipt:
+        return self.agent.append("memory.decay_exempted", exempt_body(ref, reason=reason))
+
+    def erase(self, index: int, *, reason: str) -> Receipt:
+        refs = [
+            it["ref"] for it in self.items(status="all") if it["index"] == index and it["status"] != "erased"
+        ]
+        if not refs:
+            raise RejectedEventError(f"entry {index} holds no memory to erase", check="memory.missing_item")
+        return self.agent.append("memory.erased", erased_body(index, refs, reason=reason))
+
+    def record(self, kind: str, body: Mapping[str, Any]) -> Receipt:
+        if kind not in _RECORDS:
+            raise RejectedEventError(f"{kind} is not a record kind", check="memory.record")
+        return self.agent.append(kind, dict(body))
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        *,
+        include_cold: bool = False,
+        budget_tokens: int | None = None,
+        session: str | None = None,
+        limit: int = 10,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"query": query, "include_cold": include_cold, "limit": limit}
+        if budget_tokens is not None:
+            body["budget_tokens"] = budget_tokens
+        if session is not None:
+            body["session"] = session
+        out: dict[str, Any] = self._signed("POST", f"{self._base}/recall", body=body).json()
+        return out
+
+    def items(self, *, tier: str | None = None, status: str = "active") -> list[dict[str, Any]]:
+        params = {"status": status} | ({"tier": tier} if tier else {})
+        out: list[dict[str, Any]] = self._signed("GET", f"{self._base}/memory", params=params).json()["items"]
+        return out
+
+    def item(self, ref: str) -> dict[str, Any]:
+        """An item with its provenance; its leaf and inclusion proof are verified against a
+        checkpoint signed by the log key before it is returned."""
+        out: dict[str, Any] = self._signed("GET", f"{self._base}/memory/{ref}").json()
+        verify_item_proof(out, self.agent.log_key)
+        return out
+
+    def compact(self) -> list[Receipt]:
+        out = self._signed("POST", f"{self._base}/compact").json()
+        receipts = [_receipt(r) for r in out["decisions"]]
+        for r in receipts:
+            verify_receipt(r, self.agent.log_key)
+        return receipts
+
+    # -- share tokens (minted locally) ------------------------------------------------------
+
+    def mint_token(self, *, audience: str, kinds: Sequence[str], expires: int) -> str:
+        """A share token signed by the agent's active key (the key never leaves the agent)."""
+        seed = self.agent.signer.private_key.private_bytes_raw()
+        return mint(
+            seed=seed,
+            origin=self.agent.signer.origin,
+            agent=self.agent_id,
+            audience=audience,
+            kinds=kinds,
+            expires=expires,
+        )
+
+    def revoke_token(self, token: str) -> Receipt:
+        """Log ``share.revoked`` for the token's root revocation id (attenuations die with it)."""
+        ids = revocation_ids(token, agent_keys=[self.agent.signer.public_key])
+        return self.agent.append("share.revoked", {"token_id": ids[0]})
+
+
+def verify_item_proof(out: Mapping[str, Any], log_key: VerifierKey) -> Leaf:
+    """The item's leaf is included in a checkpoint the log key signed, at the item's index."""
+    inc = out["inclusion"]
+    if inc.get("checkpoint") is None:
+        raise ProofError("the item's proof carries no signed checkpoint", check="item.checkpoint")
+    cp = verify_checkpoint(str(inc["checkpoint"]).encode("utf-8"), log_key)
+    leaf = Leaf.from_bytes(_unb64(out["leaf"]), origin=cp.origin)
+    if leaf.index != out["item"]["index"] or int(inc["size"]) != cp.size:
+        raise ProofError("the item's leaf or proof names another entry", check="item.index")
+    verify_inclusion(
+        leaf_hash=leaf.hash,
+        index=leaf.index,
+        size=cp.size,
+        proof=[_unb64(h) for h in inc["proof"]],
+        root=cp.root,
+    )
+    return leaf
+
+
+class Buyer:
+    """A third party holding an agent's share token and the audience key it names."""
+
+    def __init__(self, transport: HttpTransport, *, log_vkey: str, audience_key: Ed25519PrivateKey) -> None:
+        self.transport = transport
+        self.log_key = VerifierKey.parse(log_vkey)
+        self.key = audience_key
+        self.audience = audience_for_key(audience_key.public_key().public_bytes_raw())
+
+    def _signed(self, method: str, path: str, token: str, **kw: Any) -> httpx.Response:
+        return self.transport.request(
+            method,
+            path,
+            signer=(self.audience, self.key),
+            origin=self.log_key.name,
+            headers={"engram-share-token": token},
+            **kw,
+        )
+
+    def bundle(
+        self, token: str, *, agent: str, kinds: Sequence[str], trusted_size: int | None = None
+    ) -> bytes:
+        params: list[tuple[str, Any]] = [("agent", agent), *(("kind", k) for k in kinds)]
+        if trusted_size is not None:
+            params.append(("trusted_size", trusted_size))
+        return self._signed("GET", "/v1/bundles", token, params=params).content
+
+    def verify(self, bundle: bytes, *, trusted_checkpoint: bytes | None = None) -> VerifiedBundle:
+        """Verify offline (the service is not trusted): signatures, proofs, completeness, claim."""
+        return verify_bundle(
+            bundle,
+            self.log_key,
+            now=int(time.time()),
+            audience=self.audience,
+            trusted_checkpoint=trusted_checkpoint,
+        )
+
+    def items(self, token: str, *, agent: str, tier: str | None = None) -> list[dict[str, Any]]:
+        params = {"status": "active"} | ({"tier": tier} if tier else {})
+        out: list[dict[str, Any]] = self._signed(
+            "GET", f"/v1/agents/{quote(agent, safe='')}/memory", token, params=params
+        ).json()["items"]
+        return out
+
+    def oracle_agent(self, agent: str) -> tuple[OracleStatement, dict[str, Any]]:
+        out = self.transport.request("GET", f"/v1/oracle/agents/{quote(agent, safe='')}").json()
+        cp = verify_checkpoint(str(out["checkpoint"]).encode("utf-8"), self.log_key)
+        st = verify_oracle_statement(str(out["statement"]).encode("utf-8"), self.log_key, checkpoint=cp)
+        if st.payload != out["payload"]:
+            raise ProofError("the oracle's payload is not what it signed", check="oracle.payload")
+        return st, out
+
+    def oracle_claim(self, claim: Mapping[str, Any], *, token: str | None = None) -> dict[str, Any]:
+        """Ask the oracle; verify its signed verdict and, offline, its evidence bundle."""
+        if token is None:
+            out: dict[str, Any] = self.transport.request("POST", "/v1/oracle/claims", body=dict(claim)).json()
+        else:
+            out = self._signed("POST", "/v1/oracle/claims", token, body=dict(claim)).json()
+        cp = verify_checkpoint(str(out["checkpoint"]).encode("utf-8"), self.log_key)
+        st = verify_oracle_statement(str(out["statement"]).encode("utf-8"), self.log_key, checkpoint=cp)
+        if st.payload["verdict"] != out["verdict"] or st.payload["actual"] != out["actual"]:
+            raise ProofError("the oracle's verdict is not what it signed", check="oracle.payload")
+        evidence = json.dumps(out["evidence"], separators=(",", ":"), sort_keys=True).encode()
+        out["evidence_verified"] = verify_bundle(
+            evidence, self.log_key, now=int(time.time()), audience=self.audience if token else None
+        )
+        return out

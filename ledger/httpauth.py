@@ -1,0 +1,202 @@
+"""Signed HTTP requests (specs/http-api.md §2): how an agent or an audience key proves who
+is asking, and how the service refuses replays.
+
+Trust role: reads of an agent's private memory and bundle disclosures are authorized only
+by these signatures. The signed bytes are domain-separated and cover the origin, method,
+path with query, signer, timestamp, nonce and a SHA-256 of the exact body, so a signature
+cannot be moved to another request, another log or another body. A request is accepted
+once: ``(signer, nonce)`` is recorded in the database until the time window closes, which
+holds across every worker process sharing the database.
+
+Signers are ``agent:<agent id>`` (verified with the agent's *active* key from the log's key
+history) or ``ed25519:<64 hex>`` (a bare key, used by a share token's audience to prove
+possession).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from ledger.errors import AuthError, MalformedError, ReplayError
+from ledger.storage.store import SqlStore
+from verifier.ed25519 import check_public_key
+from verifier.errors import VerificationError
+from verifier.event import check_agent_id
+
+__all__ = [
+    "H_NONCE",
+    "H_SIGNATURE",
+    "H_SIGNER",
+    "H_TIMESTAMP",
+    "WINDOW_S",
+    "Principal",
+    "RequestAuthenticator",
+    "audience_for_key",
+    "request_signing_input",
+    "sign_request",
+]
+
+DOMAIN = b"engram/http-request/v1\n"
+WINDOW_S = 300  # a signed request is valid this long either side of the server's clock
+H_SIGNER, H_TIMESTAMP, H_NONCE, H_SIGNATURE = (
+    "engram-signer",
+    "engram-timestamp",
+    "engram-nonce",
+    "engram-signature",
+)
+_NONCE = re.compile(r"[A-Za-z0-9_-]{16,64}")
+_KEY_SIGNER = re.compile(r"ed25519:([0-9a-f]{64})")
+_TIMESTAMP = re.compile(r"[1-9][0-9]{0,11}")
+MAX_TARGET = 4096
+
+
+def audience_for_key(public_key: bytes) -> str:
+    """The share-token audience naming a bare Ed25519 key (``ed25519:<hex>``)."""
+    return "ed25519:" + check_public_key(public_key).hex()
+
+
+def request_signing_input(
+    *, origin: str, method: str, target: str, signer: str, timestamp: int, nonce: str, body: bytes
+) -> bytes:
+    """The exact bytes signed: one field per line after a domain-separation prefix."""
+    lines = [origin, method.upper(), target, signer, str(timestamp), nonce, hashlib.sha256(body).hexdigest()]
+    if any("\n" in f for f in lines):
+        raise MalformedError("request fields cannot contain newlines", check="auth.format")
+    return DOMAIN + "\n".join(lines).encode("utf-8") + b"\n"
+
+
+def sign_request(
+    private_key: Ed25519PrivateKey,
+    *,
+    origin: str,
+    method: str,
+    target: str,
+    signer: str,
+    body: bytes = b"",
+    now_s: int | None = None,
+    nonce: str | None = None,
+) -> dict[str, str]:
+    """Headers that authenticate one request (``target`` is the path plus ``?query``)."""
+    ts = int(time.time()) if now_s is None else now_s
+    n = nonce or secrets.token_urlsafe(18)
+    msg = request_signing_input(
+        origin=origin, method=method, target=target, signer=signer, timestamp=ts, nonce=n, body=body
+    )
+    return {
+        H_SIGNER: signer,
+        H_TIMESTAMP: str(ts),
+        H_NONCE: n,
+        H_SIGNATURE: base64.b64encode(private_key.sign(msg)).decode("ascii"),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who signed a request: an agent (with the key id that signed) or a bare key."""
+
+    signer: str
+    agent: str | None = None
+    key_id: str | None = None
+    public_key: bytes | None = None
+
+
+class RequestAuthenticator:
+    """Checks signed requests against the log's key history and the nonce table."""
+
+    def __init__(
+        self,
+        store: SqlStore,
+        origin: str,
+        *,
+        window_s: int = WINDOW_S,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.origin = origin
+        self.window_s = window_s
+        self.clock = clock
+
+    def authenticate(self, *, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Principal:
+        """Return the verified signer, or raise :class:`AuthError` / :class:`ReplayError`.
+
+        Order: parse every header strictly, check the time window, verify the signature,
+        and only then record the nonce, so an unauthenticated caller cannot burn nonces.
+        """
+        signer = headers.get(H_SIGNER)
+        ts_text = headers.get(H_TIMESTAMP)
+        nonce = headers.get(H_NONCE)
+        sig_text = headers.get(H_SIGNATURE)
+        if signer is None or ts_text is None or nonce is None or sig_text is None:
+            raise AuthError(
+                "this request must be signed (Engram-Signer, Engram-Timestamp, Engram-Nonce, "
+                "Engram-Signature; specs/http-api.md)",
+                check="auth.missing",
+            )
+        if len(target) > MAX_TARGET:
+            raise AuthError("request target too long to sign", check="auth.format")
+        if not _TIMESTAMP.fullmatch(ts_text):
+            raise AuthError("Engram-Timestamp must be Unix seconds", check="auth.format")
+        if not _NONCE.fullmatch(nonce):
+            raise AuthError("Engram-Nonce must be 16-64 characters of [A-Za-z0-9_-]", check="auth.format")
+        try:
+            signature = base64.b64decode(sig_text.encode("ascii"), validate=True)
+        except (binascii.Error, UnicodeEncodeError) as e:
+            raise AuthError("Engram-Signature is not base64", check="auth.format") from e
+        if len(signature) != 64:
+            raise AuthError("Engram-Signature must be a 64-byte Ed25519 signature", check="auth.format")
+        ts = int(ts_text)
+        now = int(self.clock())
+        if abs(now - ts) > self.window_s:
+            raise AuthError(
+                f"Engram-Timestamp is more than {self.window_s} s from the server's clock", check="auth.time"
+            )
+        principal, public_key = self._signer_key(signer)
+        msg = request_signing_input(
+            origin=self.origin,
+            method=method,
+            target=target,
+            signer=signer,
+            timestamp=ts,
+            nonce=nonce,
+            body=body,
+        )
+        try:
+            Ed25519PublicKey.from_public_bytes(public_key).verify(signature, msg)
+        except InvalidSignature as e:
+            raise AuthError("the request signature does not verify", check="auth.signature") from e
+        if not self.store.claim_nonce(signer, nonce, now_s=now, expires_s=ts + self.window_s + 1):
+            raise ReplayError("this request was already received (nonce reused)", check="auth.replay")
+        return principal
+
+    def _signer_key(self, signer: str) -> tuple[Principal, bytes]:
+        m = _KEY_SIGNER.fullmatch(signer)
+        if m is not None:
+            raw = bytes.fromhex(m.group(1))
+            try:
+                check_public_key(raw)
+            except VerificationError as e:
+                raise AuthError("the signer key is not a usable Ed25519 key", check="auth.signer") from e
+            return Principal(signer=signer, public_key=raw), raw
+        if not signer.startswith("agent:"):
+            raise AuthError("Engram-Signer is agent:<id> or ed25519:<hex>", check="auth.format")
+        try:
+            agent = check_agent_id(signer[6:])
+        except VerificationError as e:
+            raise AuthError("Engram-Signer names no valid agent id", check="auth.format") from e
+        key_id = self.store.active_key_id(agent)
+        record = next((k for k in self.store.keys_of(agent) if k.key_id == key_id), None)
+        if key_id is None or record is None:
+            raise AuthError(f"agent {agent} has no active key in this log", check="auth.signer")
+        return Principal(signer=signer, agent=agent, key_id=key_id, public_key=record.public_key), (
+            record.public_key
+        )

@@ -1,0 +1,106 @@
+"""Bodies of agent-signed memory events, built the same way in process and over HTTP.
+
+Pure: each builder gates its texts (refuses threats, redacts secrets) with the given
+:class:`WriteGate`, applies the defaults of specs/memory-events.md and validates the result
+against the kind's schema, so that what an agent signs is what the ledger will accept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ledger.memory.gate import WriteGate
+from ledger.memory.schemas import parse_ref, validate_body
+
+__all__ = [
+    "closed_body",
+    "erased_body",
+    "exempt_body",
+    "opened_body",
+    "superseded_body",
+    "turn_body",
+    "written_body",
+]
+
+
+def opened_body(session: str, title: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"session": session}
+    if title:
+        body["title"] = title
+    validate_body("session.opened", body)
+    return body
+
+
+def turn_body(
+    session: str, turn: int, role: str, content: str, tool: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"session": session, "turn": turn, "role": role, "content": content}
+    if tool is not None:
+        body["tool"] = dict(tool)
+    validate_body("session.turn", body)
+    return body
+
+
+def closed_body(session: str, summary: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"session": session}
+    if summary:
+        body["summary"] = summary
+    validate_body("session.closed", body)
+    return body
+
+
+def written_body(
+    gate: WriteGate,
+    *,
+    category: str,
+    content: str,
+    tags: Sequence[str] = (),
+    confidence: int = 70,
+    evidence: str | None = None,
+    session: str | None = None,
+    provenance: Sequence[Mapping[str, str]] = (),
+    tier: str | None = None,
+    decay_exempt: bool = False,
+) -> dict[str, Any]:
+    """A ``memory.written`` body. HOT is the working set: session memories (compacted when
+    the session ends), preferences and blockers; anything else outside a session is WARM."""
+    text, _ = gate.prepare(content)
+    body: dict[str, Any] = {
+        "category": category,
+        "content": text,
+        "tags": sorted(set(tags)),
+        "confidence": confidence,
+        "provenance": [dict(p) for p in provenance],
+    }
+    if evidence:
+        body["evidence"] = gate.prepare(evidence)[0]
+    if session:
+        body["session"] = session
+    if tier is None:
+        tier = "HOT" if session or category == "PREFERENCE" or "blocker" in body["tags"] else "WARM"
+    body["tier"] = tier
+    if decay_exempt:
+        body["decay_exempt"] = True
+    validate_body("memory.written", body)
+    return body
+
+
+def superseded_body(gate: WriteGate, ref: str, *, content: str, reason: str) -> dict[str, Any]:
+    parse_ref(ref)
+    text, _ = gate.prepare(content)
+    body = {"item": ref, "content": text, "reason": reason}
+    validate_body("memory.superseded", body)
+    return body
+
+
+def exempt_body(ref: str, *, reason: str) -> dict[str, Any]:
+    body = {"item": ref, "reason": reason}
+    validate_body("memory.decay_exempted", body)
+    return body
+
+
+def erased_body(index: int, refs: Sequence[str], *, reason: str) -> dict[str, Any]:
+    body = {"index": index, "refs": list(refs), "reason": reason}
+    validate_body("memory.erased", body)
+    return body

@@ -1,0 +1,243 @@
+"""The trust oracle (specs/oracle.md): signed, checkpoint-bound answers about an agent.
+
+Everything is computed from the log at one checkpoint (the latest): the agent's record
+streams and, for sessions, the memory projection synced to that size. The answer is a
+note signed by the log key (:mod:`verifier.oracle`) so a platform can cache it and show
+where it came from; claims also come with an evidence bundle that lets a buyer check the
+numbers offline (with the agent's share token the bodies are disclosed and the bundle
+proves the claim; without one it proves only what needs no bodies).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Any
+
+from ledger.errors import MalformedError, NotFoundError
+from ledger.log import Ledger
+from ledger.memory.projection import Projection
+from ledger.memory.schemas import NAME_PATTERN as _TASK_TYPE
+from ledger.memory.state import RECORD_KINDS
+from verifier.errors import VerificationError
+from verifier.event import check_agent_id
+from verifier.jcs import parse_strict
+from verifier.note import sign_note
+from verifier.oracle import AGENT_HEADER, CLAIM_HEADER, oracle_text
+
+__all__ = ["DEFINITIONS", "OracleAnswer", "agent_statement", "evaluate_claim", "parse_task_claim"]
+
+DEFINITIONS = {
+    "pacts": "pact.outcome records of the agent by result (fulfilled, violated); "
+    "'undisclosed' counts records whose body was erased",
+    "coverage": "closed sessions in which the agent appended at least one COLD record "
+    "(pact.outcome, eval.outcome, boundary.event, commitment) between the session's open and "
+    "close, divided by all closed sessions; null when no session is closed",
+    "consistency": "for pact.outcome records grouped by task_type ('unspecified' if absent), the "
+    "count-weighted mean of each group's population standard deviation of quality (0-100 scale); "
+    "lower is more consistent; null with no records",
+    "attestation_density": "share of the agent's pact.outcome and eval.outcome records whose body "
+    "carries evidence; null with no such records",
+}
+
+_CENT = Decimal("0.01")
+_MILLI = Decimal("0.0001")
+
+
+def _dec(value: float | Decimal, q: Decimal = _CENT) -> str:
+    return str(Decimal(value).quantize(q, rounding=ROUND_HALF_EVEN))
+
+
+def _bodies(ledger: Ledger, agent: str, kind: str, size: int) -> list[tuple[int, dict[str, Any] | None]]:
+    out: list[tuple[int, dict[str, Any] | None]] = []
+    for i in ledger.store.stream_indices(agent, kind, size):
+        sb = ledger.store.body(i)
+        out.append((i, None if sb is None else parse_strict(sb[1], max_bytes=1 << 20)))
+    return out
+
+
+def _require_agent(ledger: Ledger, agent: str) -> None:
+    if not ledger.store.keys_of(agent):
+        raise NotFoundError(f"no agent {agent} in this log", check="oracle.agent")
+
+
+@dataclass(frozen=True, slots=True)
+class OracleAnswer:
+    """A signed statement, its payload, and the checkpoint note it is bound to."""
+
+    note: bytes
+    payload: dict[str, Any]
+    checkpoint: bytes
+
+
+def agent_statement(ledger: Ledger, agent: str) -> OracleAnswer:
+    """The signed statement about ``agent`` at the latest checkpoint."""
+    _require_agent(ledger, agent)
+    cp = ledger.latest_checkpoint()
+    size = cp.size
+    pacts = _bodies(ledger, agent, "pact.outcome", size)
+    evals = _bodies(ledger, agent, "eval.outcome", size)
+    fulfilled = sum(1 for _, b in pacts if b is not None and b["result"] == "fulfilled")
+    violated = sum(1 for _, b in pacts if b is not None and b["result"] == "violated")
+
+    projection = Projection(ledger.store)
+    projection.sync(size)
+    record_indices = sorted(i for k in RECORD_KINDS for i in ledger.store.stream_indices(agent, k, size))
+    closed = [
+        s
+        for s in projection.sessions(agent)
+        if s.status == "closed" and s.closed_index is not None and s.closed_index < size
+    ]
+    covered = sum(
+        1
+        for s in closed
+        if any(
+            s.opened_index <= i <= (s.closed_index if s.closed_index is not None else -1)
+            for i in record_indices
+        )
+    )
+
+    groups: dict[str, list[int]] = {}
+    for _, b in pacts:
+        if b is not None:
+            groups.setdefault(str(b.get("task_type", "unspecified")), []).append(int(b["quality"]))
+    by_type = {}
+    spread_sum = 0.0
+    n_all = 0
+    for t, qs in sorted(groups.items()):
+        mean = sum(qs) / len(qs)
+        sd = math.sqrt(sum((q - mean) ** 2 for q in qs) / len(qs))
+        by_type[t] = {"count": len(qs), "mean_quality": _dec(Decimal(sum(qs)) / len(qs)), "spread": _dec(sd)}
+        spread_sum += sd * len(qs)
+        n_all += len(qs)
+    attestable = [b for _, b in pacts + evals if b is not None]
+    attested = sum(1 for b in attestable if b.get("evidence"))
+
+    payload: dict[str, Any] = {
+        "agent": agent,
+        "definitions": DEFINITIONS,
+        "pacts": {
+            "fulfilled": fulfilled,
+            "violated": violated,
+            "undisclosed": sum(1 for _, b in pacts if b is None),
+        },
+        "coverage": {
+            "closed_sessions": len(closed),
+            "covered_sessions": covered,
+            "value": _dec(Decimal(covered) / len(closed), _MILLI) if closed else None,
+        },
+        "consistency": {"by_task_type": by_type, "value": _dec(spread_sum / n_all) if n_all else None},
+        "attestation_density": {
+            "records": len(attestable),
+            "with_evidence": attested,
+            "value": _dec(Decimal(attested) / len(attestable), _MILLI) if attestable else None,
+        },
+        "records": {k: len(ledger.store.stream_indices(agent, k, size)) for k in sorted(RECORD_KINDS)},
+    }
+    note = sign_note(
+        oracle_text(AGENT_HEADER, ledger.origin, size, cp.root, payload),
+        ledger.origin,
+        ledger.log_key.private_key,
+    )
+    return OracleAnswer(note=note, payload=payload, checkpoint=cp.note)
+
+
+_CLAIM_KEYS = {"agent", "count", "task_type", "mean_quality"}
+_QUALITY = re.compile(r"(?:0|[1-9][0-9]{0,2})\.[0-9]{2}")
+
+
+def parse_task_claim(claim: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"agent", "count", "task_type"?, "mean_quality"?}``: "completed ``count`` tasks (of
+    ``task_type``) with mean quality ``mean_quality``" (a decimal string with 2 places)."""
+    extra = set(claim) - _CLAIM_KEYS
+    if extra or "agent" not in claim or "count" not in claim:
+        raise MalformedError(
+            "a task claim has agent, count and optional task_type, mean_quality", check="claim"
+        )
+    out: dict[str, Any] = {"agent": claim["agent"], "count": claim["count"]}
+    if not isinstance(out["count"], int) or isinstance(out["count"], bool) or not 0 <= out["count"] < 2**53:
+        raise MalformedError("count is a non-negative integer", check="claim")
+    try:
+        out["agent"] = check_agent_id(claim["agent"])
+    except VerificationError as e:
+        raise MalformedError("agent is not a valid agent id", check="claim") from e
+    if "task_type" in claim:
+        if not isinstance(claim["task_type"], str) or not _TASK_TYPE.fullmatch(claim["task_type"]):
+            raise MalformedError("task_type is a kind name like 'code-review'", check="claim")
+        out["task_type"] = claim["task_type"]
+    if "mean_quality" in claim:
+        q = claim["mean_quality"]
+        if not isinstance(q, str) or not _QUALITY.fullmatch(q) or Decimal(q) > 100:
+            raise MalformedError(
+                "mean_quality is a decimal string 0-100 with two places, e.g. '94.20'", check="claim"
+            )
+        out["mean_quality"] = q
+    return out
+
+
+def evaluate_claim(
+    ledger: Ledger, claim: Mapping[str, Any]
+) -> tuple[OracleAnswer, dict[str, Any], dict[str, Any]]:
+    """Answer a task claim: (the signed verdict, the bundle claim proving the actual figures
+    from disclosed bodies, the bundle claim provable without bodies). Completed tasks are ``pact.outcome`` records with result ``fulfilled``
+    (and the claimed ``task_type``); the verdict is ``unknown`` when a body that could match
+    has been erased, since the oracle then cannot count."""
+    c = parse_task_claim(claim)
+    agent = c["agent"]
+    _require_agent(ledger, agent)
+    cp = ledger.latest_checkpoint()
+    where: dict[str, Any] = {"result": "fulfilled"}
+    if "task_type" in c:
+        where["task_type"] = c["task_type"]
+    pacts = _bodies(ledger, agent, "pact.outcome", cp.size)
+    matching = [b for _, b in pacts if b is not None and all(b.get(k) == v for k, v in where.items())]
+    undisclosed = sum(1 for _, b in pacts if b is None)
+    actual: dict[str, Any] = {"count": len(matching)}
+    if matching:
+        actual["mean_quality"] = _dec(Decimal(sum(int(b["quality"]) for b in matching)) / len(matching))
+    if undisclosed:
+        verdict, reason = "unknown", f"{undisclosed} pact outcome(s) were erased; the count cannot be known"
+    elif actual["count"] != c["count"]:
+        verdict, reason = "contradicted", f"the log holds {actual['count']} completed tasks, not {c['count']}"
+    elif "mean_quality" in c and actual.get("mean_quality") != c["mean_quality"]:
+        verdict, reason = (
+            "contradicted",
+            f"the mean quality is {actual.get('mean_quality')}, not {c['mean_quality']}",
+        )
+    else:
+        verdict, reason = "supported", "the log's records match the claim"
+    payload = {"claim": c, "actual": actual, "verdict": verdict, "reason": reason, "where": where}
+    statements: list[dict[str, Any]] = [
+        {
+            "predicate": "count",
+            "agent": agent,
+            "kind": "pact.outcome",
+            "where": where,
+            "value": actual["count"],
+        }
+    ]
+    if "mean_quality" in actual:
+        statements.append(
+            {
+                "predicate": "mean",
+                "agent": agent,
+                "kind": "pact.outcome",
+                "field": "quality",
+                "where": where,
+                "value": actual["mean_quality"],
+            }
+        )
+    note = sign_note(
+        oracle_text(CLAIM_HEADER, ledger.origin, cp.size, cp.root, payload),
+        ledger.origin,
+        ledger.log_key.private_key,
+    )
+    public = {
+        "statements": [
+            {"predicate": "count", "agent": agent, "kind": "pact.outcome", "value": len(pacts)},
+        ]
+    }
+    return OracleAnswer(note=note, payload=payload, checkpoint=cp.note), {"statements": statements}, public

@@ -1,0 +1,54 @@
+"""Per-key token-bucket rate limits for the HTTP service.
+
+Buckets live in the process: with several workers the effective limit is the per-worker
+limit times the number of workers (documented in the README). The table of buckets is
+bounded: the least recently used key is dropped first, which can only make a limit more
+lenient for a key not seen in a long time, never stricter.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+from ledger.errors import RateLimitedError
+
+__all__ = ["RateLimiter"]
+
+
+class RateLimiter:
+    """``per_minute`` requests per key on average, bursts of up to ``burst``."""
+
+    def __init__(
+        self,
+        per_minute: int,
+        burst: int,
+        *,
+        max_keys: int = 100_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if per_minute <= 0 or burst <= 0:
+            raise ValueError("rate limits must be positive")
+        self.rate = per_minute / 60.0
+        self.burst = float(burst)
+        self.max_keys = max_keys
+        self.clock = clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def hit(self, key: str, cost: float = 1.0) -> None:
+        """Take ``cost`` tokens from ``key``'s bucket or raise :class:`RateLimitedError`."""
+        now = self.clock()
+        with self._lock:
+            tokens, last = self._buckets.pop(key, (self.burst, now))
+            tokens = min(self.burst, tokens + (now - last) * self.rate)
+            if tokens < cost:
+                self._buckets[key] = (tokens, now)
+                wait = math.ceil((cost - tokens) / self.rate)
+                raise RateLimitedError(f"too many requests for {key}; retry in {wait} s", retry_after_s=wait)
+            self._buckets[key] = (tokens - cost, now)
+            while len(self._buckets) > self.max_keys:
+                self._buckets.popitem(last=False)

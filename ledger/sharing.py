@@ -1,0 +1,80 @@
+"""Share tokens checked against the log: the agent's active key, its revocations, now.
+
+Trust role: every disclosure under a token (bundles, memory reads over HTTP, oracle
+evidence) goes through :func:`verify_share_token` first; nothing is read for disclosure
+before it returns.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection
+
+from ledger.log import Ledger
+from verifier.errors import VerificationError
+from verifier.jcs import parse_strict
+from verifier.token import TokenError, VerifiedToken, verify_token
+
+__all__ = ["allowed_kinds", "revoked_token_ids", "verify_share_token"]
+
+
+def revoked_token_ids(ledger: Ledger, agent: str) -> list[str]:
+    out = []
+    for i in ledger.store.stream_indices(agent, "share.revoked", ledger.size()):
+        sb = ledger.store.body(i)
+        if sb is not None:
+            out.append(str(parse_strict(sb[1], max_bytes=1 << 16)["token_id"]))
+    return out
+
+
+def verify_share_token(
+    ledger: Ledger, token: str, *, agent: str, audience: str, kinds: Collection[str], now: int | None = None
+) -> VerifiedToken:
+    """The token allows disclosing every one of ``kinds`` of ``agent``'s to ``audience`` now.
+
+    Only the agent's *active* key may have signed it (a rotated or revoked key's tokens die
+    with the key), and no revocation logged by the agent names it.
+    """
+    active = ledger.store.active_key_id(agent)
+    keys = [k.public_key for k in ledger.store.keys_of(agent) if k.key_id == active]
+    if not keys:
+        raise TokenError(
+            f"agent {agent} has no active key, so no token of its is valid", check="token.signature"
+        )
+    return verify_token(
+        token,
+        agent_keys=keys,
+        origin=ledger.origin,
+        agent=agent,
+        audience=audience,
+        kinds=sorted(kinds),
+        now=int(time.time()) if now is None else now,
+        revoked_ids=revoked_token_ids(ledger, agent),
+    )
+
+
+def allowed_kinds(
+    ledger: Ledger,
+    token: str,
+    *,
+    agent: str,
+    audience: str,
+    candidates: Collection[str],
+    now: int | None = None,
+) -> frozenset[str]:
+    """Which of ``candidates`` the token allows; raises if it is invalid or allows none."""
+    verify_share_token(ledger, token, agent=agent, audience=audience, kinds=(), now=now)
+    allowed = set()
+    for kind in candidates:
+        try:
+            verify_share_token(ledger, token, agent=agent, audience=audience, kinds=[kind], now=now)
+        except TokenError as e:
+            if e.check != "token.scope":
+                raise
+            continue
+        except VerificationError:
+            raise
+        allowed.add(kind)
+    if not allowed:
+        raise TokenError(f"the token allows none of {', '.join(sorted(candidates))}", check="token.scope")
+    return frozenset(allowed)
