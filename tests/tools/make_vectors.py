@@ -309,12 +309,76 @@ def jcs_vectors() -> dict[str, Any]:
     }
 
 
+def http_request_vectors() -> dict[str, Any]:
+    """specs/http-api.md section 2, written out independently of ledger/httpauth.py."""
+    import hashlib
+
+    key = Ed25519PrivateKey.from_private_bytes(bytes(range(64, 96)))
+    cases = []
+    for method, target, signer, body in [
+        ("GET", "/v1/agents/ada/memory?tier=HOT&status=active", "agent:ada", b""),
+        ("POST", "/v1/agents/ada/recall", "agent:ada", b'{"query":"billing","limit":5}'),
+        (
+            "GET",
+            "/v1/bundles?agent=ada&kind=pact.outcome",
+            "ed25519:" + key.public_key().public_bytes_raw().hex(),
+            b"",
+        ),
+    ]:
+        origin, ts, nonce = "example.com/engram", 1790000000, "n0nce-0123456789abcdef"
+        signed = (
+            b"engram/http-request/v1\n"
+            + "\n".join(
+                [origin, method, target, signer, str(ts), nonce, hashlib.sha256(body).hexdigest()]
+            ).encode()
+            + b"\n"
+        )
+        cases.append(
+            {
+                "origin": origin,
+                "method": method,
+                "target": target,
+                "signer": signer,
+                "timestamp": ts,
+                "nonce": nonce,
+                "body": body.decode(),
+                "signed_bytes": signed.decode(),
+                "signature": base64.b64encode(key.sign(signed)).decode(),
+            }
+        )
+    return {
+        "description": "Signed HTTP requests (specs/http-api.md section 2): the exact signed bytes "
+        "and the Ed25519 signature by the key with seed bytes 64..95.",
+        "public_key": key.public_key().public_bytes_raw().hex(),
+        "cases": cases,
+    }
+
+
+def oracle_vectors() -> dict[str, Any]:
+    """A signed oracle statement (specs/oracle.md) by the fixed log key of checkpoint.json."""
+    from verifier.oracle import AGENT_HEADER, oracle_text
+
+    log = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+    origin = "example.com/engram"
+    root = bytes(range(32))
+    payload = {"agent": "ada", "pacts": {"fulfilled": 2, "violated": 1, "undisclosed": 0}}
+    text = oracle_text(AGENT_HEADER, origin, 5, root, payload)
+    return {
+        "description": "An oracle agent statement signed by the log key with seed bytes 0..31.",
+        "vkey": format_verifier_key(origin, log.public_key().public_bytes_raw()),
+        "text": text,
+        "note": sign_note(text, origin, log).decode(),
+    }
+
+
 def all_vectors() -> dict[str, dict[str, Any]]:
     return {
         "merkle.json": merkle_vectors(),
         "checkpoint.json": note_vectors(),
         "event.json": event_vectors(),
         "jcs.json": jcs_vectors(),
+        "http-request.json": http_request_vectors(),
+        "oracle.json": oracle_vectors(),
     }
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from ledger.httpauth import request_signing_input, sign_request
 from ledger.sdk import AgentSigner
 from tests.tools.make_vectors import all_vectors, render
 from verifier.errors import ProofError, VerificationError
@@ -23,6 +24,7 @@ from verifier.merkle import (
     verify_inclusion,
 )
 from verifier.note import Checkpoint, SignedNote, VerifierKey, verify_checkpoint
+from verifier.oracle import verify_oracle_statement
 
 VECTORS = Path(__file__).resolve().parents[2] / "specs" / "vectors"
 
@@ -31,7 +33,9 @@ def load(name: str) -> dict:
     return json.loads((VECTORS / name).read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("name", ["merkle.json", "checkpoint.json", "event.json", "jcs.json"])
+@pytest.mark.parametrize(
+    "name", ["merkle.json", "checkpoint.json", "event.json", "jcs.json", "http-request.json", "oracle.json"]
+)
 def test_committed_vectors_are_what_the_generator_writes(name: str) -> None:
     # A format change must be deliberate: regenerate, review the diff, bump the spec version.
     assert (VECTORS / name).read_text(encoding="utf-8") == render(all_vectors()[name])
@@ -195,3 +199,46 @@ def test_jcs_vectors() -> None:
     for text in v["non_canonical"]:
         with pytest.raises(VerificationError):
             parse_canonical(text.encode(), max_bytes=1 << 16)
+
+
+def test_http_request_vectors_match_the_ledger_signer() -> None:
+    v = load("http-request.json")
+    key = Ed25519PrivateKey.from_private_bytes(bytes(range(64, 96)))
+    assert key.public_key().public_bytes_raw().hex() == v["public_key"]
+    for c in v["cases"]:
+        args = {k: c[k] for k in ("origin", "method", "target", "signer", "timestamp", "nonce")}
+        assert request_signing_input(**args, body=c["body"].encode()) == c["signed_bytes"].encode()
+        headers = sign_request(
+            key,
+            origin=c["origin"],
+            method=c["method"],
+            target=c["target"],
+            signer=c["signer"],
+            body=c["body"].encode(),
+            now_s=c["timestamp"],
+            nonce=c["nonce"],
+        )
+        assert headers["engram-signature"] == c["signature"]
+        # any other target, body or origin gives other bytes
+        assert (
+            request_signing_input(**{**args, "target": c["target"] + "&x=1"}, body=b"")
+            != c["signed_bytes"].encode()
+        )
+
+
+def test_oracle_statement_vector_verifies_and_fails_when_tampered() -> None:
+    v = load("oracle.json")
+    key = VerifierKey.parse(v["vkey"])
+    st = verify_oracle_statement(v["note"].encode(), key)
+    assert st.size == 5 and st.payload["pacts"]["fulfilled"] == 2
+    for old, new in (
+        ('"fulfilled":2', '"fulfilled":3'),
+        ("size 5", "size 6"),
+        ("engram.oracle-agent/v1", "engram.oracle-claim/v1"),
+    ):
+        with pytest.raises(VerificationError):
+            verify_oracle_statement(v["note"].replace(old, new).encode(), key)
+    # a checkpoint note is never an oracle statement
+    cp = load("checkpoint.json")
+    with pytest.raises(VerificationError):
+        verify_oracle_statement(cp["checkpoints"][0]["note"].encode(), key)
