@@ -15,7 +15,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.deps import Services
 from api.limits import RequestLimits
-from api.problems import engram_error_handler, http_error_handler, validation_error_handler
+from api.problems import (
+    engram_error_handler,
+    http_error_handler,
+    unexpected_error_handler,
+    validation_error_handler,
+)
 from api.routes import agents, memory, sharing, transparency
 from api.settings import ApiSettings
 from ledger.config import Settings, normalize_database_url
@@ -65,6 +70,7 @@ def create_app(settings: ApiSettings, *, ledger: Ledger | None = None) -> FastAP
     app.add_exception_handler(EngramError, engram_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(StarletteHTTPException, http_error_handler)
+    app.add_exception_handler(Exception, unexpected_error_handler)
     app.add_middleware(
         RequestLimits,
         max_bytes=settings.max_request_bytes,

@@ -15,8 +15,9 @@ Three ways a request is authorized (specs/http-api.md §2):
 import base64
 import binascii
 import hmac
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Header, Path, Request
 from starlette.concurrency import run_in_threadpool
@@ -24,11 +25,12 @@ from starlette.concurrency import run_in_threadpool
 from api.schemas import AGENT, SignedEvent
 from api.settings import ApiSettings
 from ledger.errors import AuthError, ForbiddenError, MalformedError
-from ledger.httpauth import Principal, RequestAuthenticator
-from ledger.log import Ledger, Submission
+from ledger.httpauth import Principal, RequestAuthenticator, VerifiedRequest
+from ledger.log import Ledger, Receipt, Submission
 from ledger.memory.service import MemoryService
 from ledger.ratelimit import RateLimiter
 from ledger.sharing import allowed_kinds
+from verifier.event import Envelope
 
 __all__ = [
     "Access",
@@ -37,7 +39,10 @@ __all__ = [
     "Services",
     "ServicesDep",
     "SignedDep",
+    "charged",
+    "spend",
     "submission",
+    "submit_signed",
 ]
 
 #: The kinds whose records and memory items a share token can open for reading.
@@ -78,7 +83,10 @@ def _unb64(text: str, what: str) -> bytes:
 
 
 def submission(svc: Services, ev: SignedEvent) -> Submission:
-    """Decode a signed event; verify its signature and charge its agent's rate limit."""
+    """Decode a signed event, verify its signature, and refuse it (429) if its agent's
+    budget is spent. Nothing is charged here: :func:`charged` charges the agent once the
+    append succeeded, so that forged or replayed events (which fail) never spend another
+    agent's budget. Registrations are charged to the operator."""
     sub = Submission(
         envelope=_unb64(ev.envelope, "envelope"),
         signature=_unb64(ev.signature, "signature"),
@@ -86,27 +94,63 @@ def submission(svc: Services, ev: SignedEvent) -> Submission:
         salt=_unb64(ev.salt, "salt"),
     )
     agent = svc.ledger.event_signer(sub)
-    svc.key_limits.hit("agent:" + agent)
+    if Envelope.from_bytes(sub.envelope).kind != "key.registered":
+        svc.key_limits.check("agent:" + agent)
     return sub
 
 
-async def signed_request(request: Request, svc: ServicesDep) -> Principal:
-    """The verified signer of this request (signature, time window, fresh nonce)."""
+def charged(svc: Services, receipts: list[Receipt]) -> list[Receipt]:
+    """Charge each appended event to its agent (registrations: to the operator)."""
+    for r in receipts:
+        svc.key_limits.charge("operator" if r.kind == "key.registered" else "agent:" + r.agent)
+    return receipts
+
+
+def submit_signed(
+    svc: Services, ev: SignedEvent, *, agent: str, kinds: Collection[str], session: str | None = None
+) -> tuple[Receipt, dict[str, Any]]:
+    """One agent-signed event for a route that takes ``kinds`` of ``agent``'s (memory)."""
+    receipt, body = svc.memory.submit(submission(svc, ev), agent=agent, kinds=kinds, session=session)
+    charged(svc, [receipt])
+    return receipt, body
+
+
+def _target(request: Request) -> str:
+    """The path and query exactly as sent (what the client signed)."""
+    raw: bytes = request.scope.get("raw_path") or str(request.scope["path"]).encode("utf-8")
+    query: bytes = request.scope.get("query_string") or b""
+    try:
+        target = raw.decode("ascii") + ("?" + query.decode("ascii") if query else "")
+    except UnicodeDecodeError as e:
+        raise MalformedError(
+            "the request target must be ASCII (percent-encoded)", check="request.target"
+        ) from e
+    return target
+
+
+async def signed_request(request: Request, svc: ServicesDep) -> VerifiedRequest:
+    """The verified signer of this request (signature and time window). The nonce is not
+    spent yet: the dependency that authorizes the request spends it (:func:`spend`)."""
     body = await request.body()
-    query = request.url.query
-    target = request.url.path + ("?" + query if query else "")
-    principal = await run_in_threadpool(
-        svc.auth.authenticate,
+    vr = await run_in_threadpool(
+        svc.auth.verify,
         method=request.method,
-        target=target,
+        target=_target(request),
         headers=request.headers,
         body=body,
     )
-    svc.key_limits.hit(principal.signer)
-    return principal
+    svc.key_limits.check(vr.principal.signer)
+    return vr
 
 
-SignedDep = Annotated[Principal, Depends(signed_request)]
+async def spend(svc: Services, vr: VerifiedRequest) -> Principal:
+    """Spend an authorized request's nonce (refusing a replay) and charge its signer."""
+    await run_in_threadpool(svc.auth.consume, vr)
+    svc.key_limits.charge(vr.principal.signer)
+    return vr.principal
+
+
+SignedDep = Annotated[VerifiedRequest, Depends(signed_request)]
 
 
 @dataclass(frozen=True)
@@ -124,10 +168,12 @@ class Access:
 
 async def reader(
     agent: AgentPath,
-    principal: SignedDep,
+    vr: SignedDep,
     svc: ServicesDep,
     engram_share_token: Annotated[str | None, Header(max_length=16_384)] = None,
 ) -> Access:
+    """Authorize a read of ``agent``'s memory, then spend the request's nonce."""
+    principal = vr.principal
     if engram_share_token is not None:
         if principal.agent is not None:
             raise AuthError(
@@ -142,12 +188,14 @@ async def reader(
             audience=principal.signer,
             candidates=READABLE_KINDS,
         )
+        await spend(svc, vr)
         return Access(agent=agent, principal=principal, kinds=kinds)
     if principal.agent != agent:
         raise ForbiddenError(
             f"only {agent} itself, or the audience of its share token, can read its memory",
             check="auth.agent",
         )
+    await spend(svc, vr)
     return Access(agent=agent, principal=principal, kinds=None)
 
 

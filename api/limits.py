@@ -5,7 +5,7 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from ledger.errors import LimitExceededError, RateLimitedError
+from ledger.errors import RateLimitedError
 from ledger.ratelimit import RateLimiter
 
 __all__ = ["RequestLimits"]
@@ -63,16 +63,40 @@ class RequestLimits:
                 [],
             )
             return
+        if declared is not None:
+            await self.app(scope, receive, send)  # the server stops reading at the declared length
+            return
+        # No declared length (chunked): read the body here, bounded, and replay it to the app.
+        chunks: list[bytes] = []
         seen = 0
-        limit = self.max_bytes
-
-        async def bounded() -> Message:
-            nonlocal seen
+        while True:
             message = await receive()
-            if message.get("type") == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise LimitExceededError(f"requests are limited to {limit} bytes", check="request.size")
-            return message
+            if message.get("type") != "http.request":
+                await self.app(scope, receive, send)  # disconnected: let the app see it
+                return
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.max_bytes:
+                await _problem(
+                    send,
+                    413,
+                    "too-large",
+                    "Request too large",
+                    f"requests are limited to {self.max_bytes} bytes",
+                    [],
+                )
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        sent = False
 
-        await self.app(scope, bounded, send)
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)

@@ -102,6 +102,14 @@ async def http_error_handler(_: Request, exc: Exception) -> JSONResponse:
     return resp
 
 
+async def unexpected_error_handler(_: Request, exc: Exception) -> JSONResponse:
+    """A bug, not bad input: a problem detail without internals (the traceback is logged)."""
+    import logging
+
+    logging.getLogger("engram.api").error("unexpected error", exc_info=exc)
+    return problem(500, "internal", "Internal error", "unexpected error")
+
+
 async def validation_error_handler(_: Request, exc: Exception) -> JSONResponse:
     errors = exc.errors() if isinstance(exc, RequestValidationError) else []
     return problem(

@@ -186,6 +186,8 @@ class ItemProofOut(BaseModel):
     item: ItemOut
     leaf: str = Field(description="base64 of the leaf that made the item")
     inclusion: InclusionOut
+    body: str | None = Field(description="base64 of the entry's body (None once erased)")
+    salt: str | None = Field(description="base64 of the body's salt (None once erased)")
 
 
 class Decisions(BaseModel):

@@ -109,8 +109,15 @@ def create_bundle(
         assert leaf is not None
         entry: dict[str, Any] = {"index": i, "leaf": _b64(leaf), "proof": [_b64(h) for h in proof.hashes]}
         sb = ledger.store.body(i)
-        if Leaf.from_bytes(leaf).envelope.stream not in disclosed:
+        stream = Leaf.from_bytes(leaf).envelope.stream
+        if stream not in disclosed:
             pass  # key history: the leaf proves the key; its body is not disclosed
+        elif (
+            stream[1] == "memory.erased"
+            and stream not in claimed
+            and not _erases_claimed(ledger, sb, claimed)
+        ):
+            pass  # an erasure of something the claim does not cover: its reason stays private
         elif sb is None:
             entry["erased"] = True
         else:
@@ -137,6 +144,17 @@ def create_bundle(
         cons = ledger.prove_consistency(trusted_size, size)
         doc["consistency"] = {"old_size": trusted_size, "proof": [_b64(h) for h in cons.hashes]}
     return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+
+
+def _erases_claimed(ledger: Ledger, sb: tuple[bytes, bytes] | None, claimed: set[tuple[str, str]]) -> bool:
+    """Whether an erasure (its stored body) erased an entry of a claimed stream: only then
+    is its body needed (it proves that entry's ``erased`` mark) and disclosed."""
+    from verifier.jcs import parse_strict
+
+    if sb is None:
+        return False
+    target = ledger.store.leaf(int(parse_strict(sb[1], max_bytes=1 << 20)["index"]))
+    return target is not None and Leaf.from_bytes(target).envelope.stream in claimed
 
 
 def _check_token_first(

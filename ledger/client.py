@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -53,17 +53,21 @@ from ledger.memory.bodies import (
     written_body,
 )
 from ledger.memory.gate import WriteGate
+from ledger.memory.schemas import parse_ref
+from ledger.oracle import parse_task_claim
 from ledger.sdk import Agent, StreamState
 from verifier.bundle import VerifiedBundle, verify_bundle
-from verifier.event import Envelope, Leaf
+from verifier.event import Envelope, Leaf, verify_body
 from verifier.merkle import verify_inclusion
-from verifier.note import Checkpoint, SignedNote, VerifierKey, verify_checkpoint
-from verifier.oracle import OracleStatement, verify_oracle_statement
+from verifier.note import Checkpoint, SignedNote, VerifiedCheckpoint, VerifierKey, verify_checkpoint
+from verifier.oracle import AGENT_HEADER, CLAIM_HEADER, OracleStatement, verify_oracle_statement
 from verifier.token import TokenError, mint, revocation_ids
 
 __all__ = ["Buyer", "HttpTransport", "RemoteMemory", "verify_item_proof", "verify_receipt"]
 
 _RECORDS = {"pact.outcome", "eval.outcome", "boundary.event", "commitment"}
+_POLICY = {"memory.distilled", "memory.tier_changed", "memory.archived", "memory.accessed"}
+_TEXT_KINDS = {"memory.written", "memory.superseded", "memory.distilled"}  # content is the body's
 _MEMORY = {"memory.written", "memory.superseded", "memory.decay_exempted", "memory.erased"}
 
 
@@ -148,18 +152,32 @@ def _receipt(r: Mapping[str, Any]) -> Receipt:
     )
 
 
-def verify_receipt(receipt: Receipt, log_key: VerifierKey) -> Leaf:
-    """Check a receipt on its own: the checkpoint is the log's, the leaf is included in it.
-    (For an agent's own events :class:`ledger.sdk.Agent` also checks the leaf is its event
-    and that checkpoints never fork.)"""
+def verify_receipt(
+    receipt: Receipt, log_key: VerifierKey, *, agent: str, kinds: Collection[str]
+) -> tuple[Leaf, VerifiedCheckpoint]:
+    """Check a receipt for an event the caller did not sign itself (a policy decision in
+    its streams): the checkpoint is the log's, the leaf is included in it, and the leaf is
+    ``agent``'s, of one of ``kinds``, and exactly what the receipt's other fields say.
+    The caller also checks the checkpoint against the ones it saw (no fork)."""
     cp = verify_checkpoint(receipt.checkpoint, log_key)
     leaf = Leaf.from_bytes(receipt.leaf, origin=cp.origin)
-    if leaf.index != receipt.index:
-        raise ProofError("the receipt's index disagrees with its leaf", check="receipt.index")
+    env = leaf.envelope
+    if (
+        leaf.index != receipt.index
+        or leaf.hash != receipt.leaf_hash
+        or leaf.timestamp_us != receipt.timestamp_us
+        or (env.agent, env.kind, env.version) != (receipt.agent, receipt.kind, receipt.version)
+    ):
+        raise ProofError("the receipt's fields disagree with its leaf", check="receipt.leaf")
+    if env.agent != agent or env.kind not in kinds:
+        raise ProofError(
+            f"the receipt is for {env.agent}/{env.kind}, not one of {agent}'s {sorted(kinds)}",
+            check="receipt.stream",
+        )
     verify_inclusion(
         leaf_hash=leaf.hash, index=leaf.index, size=cp.size, proof=receipt.proof.hashes, root=cp.root
     )
-    return leaf
+    return leaf, cp
 
 
 class HttpTransport:
@@ -341,9 +359,15 @@ class RemoteMemory:
         self._turns.pop(session, None)
         others = [_receipt(r) for r in ([extra["distilled"]] if extra.get("distilled") else [])]
         others += [_receipt(r) for r in extra.get("decisions", [])]
-        for r in others:
-            verify_receipt(r, self.agent.log_key)
+        self._check_policy(others)
         return {"closed": closed, "entries": int(extra.get("entries", 0)), "policy": others}
+
+    def _check_policy(self, receipts: Sequence[Receipt]) -> None:
+        """Policy decisions in this agent's streams: included in a log-signed checkpoint
+        that is consistent with every checkpoint this agent saw."""
+        for r in receipts:
+            _, cp = verify_receipt(r, self.agent.log_key, agent=self.agent_id, kinds=_POLICY)
+            self.agent.observe(cp)
 
     # -- memories and records -----------------------------------------------------------
 
@@ -411,14 +435,14 @@ class RemoteMemory:
         """An item with its provenance; its leaf and inclusion proof are verified against a
         checkpoint signed by the log key before it is returned."""
         out: dict[str, Any] = self._signed("GET", f"{self._base}/memory/{ref}").json()
-        verify_item_proof(out, self.agent.log_key)
+        _, cp = verify_item_proof(out, self.agent.log_key, agent=self.agent_id, ref=ref)
+        self.agent.observe(cp)
         return out
 
     def compact(self) -> list[Receipt]:
         out = self._signed("POST", f"{self._base}/compact").json()
         receipts = [_receipt(r) for r in out["decisions"]]
-        for r in receipts:
-            verify_receipt(r, self.agent.log_key)
+        self._check_policy(receipts)
         return receipts
 
     # -- share tokens (minted locally) ------------------------------------------------------
@@ -441,15 +465,24 @@ class RemoteMemory:
         return self.agent.append("share.revoked", {"token_id": ids[0]})
 
 
-def verify_item_proof(out: Mapping[str, Any], log_key: VerifierKey) -> Leaf:
-    """The item's leaf is included in a checkpoint the log key signed, at the item's index."""
+def verify_item_proof(
+    out: Mapping[str, Any], log_key: VerifierKey, *, agent: str, ref: str
+) -> tuple[Leaf, VerifiedCheckpoint]:
+    """The item ``ref`` of ``agent``: its leaf is ``agent``'s entry of the item's kind at the
+    ref's index, included in a checkpoint the log key signed; when the body is returned, it
+    matches the leaf's commitment and the item's content is the body's."""
+    item = out["item"]
     inc = out["inclusion"]
-    if inc.get("checkpoint") is None:
-        raise ProofError("the item's proof carries no signed checkpoint", check="item.checkpoint")
+    if item["ref"] != ref or inc.get("checkpoint") is None:
+        raise ProofError("the answer is not the item asked for, with a signed checkpoint", check="item.ref")
+    index, pos = parse_ref(ref)
     cp = verify_checkpoint(str(inc["checkpoint"]).encode("utf-8"), log_key)
     leaf = Leaf.from_bytes(_unb64(out["leaf"]), origin=cp.origin)
-    if leaf.index != out["item"]["index"] or int(inc["size"]) != cp.size:
+    env = leaf.envelope
+    if leaf.index != index or item["index"] != index or int(inc["size"]) != cp.size:
         raise ProofError("the item's leaf or proof names another entry", check="item.index")
+    if env.agent != agent or env.kind != item["source_kind"]:
+        raise ProofError(f"the item's leaf is {env.agent}/{env.kind}, not {agent}'s", check="item.leaf")
     verify_inclusion(
         leaf_hash=leaf.hash,
         index=leaf.index,
@@ -457,7 +490,16 @@ def verify_item_proof(out: Mapping[str, Any], log_key: VerifierKey) -> Leaf:
         proof=[_unb64(h) for h in inc["proof"]],
         root=cp.root,
     )
-    return leaf
+    if out.get("body") is not None:
+        body = verify_body(env, _unb64(out["salt"]), _unb64(out["body"]))
+        source = body.get("entries", [{}])[pos] if env.kind == "memory.distilled" else body
+        if (
+            env.kind in _TEXT_KINDS
+            and item["status"] != "erased"
+            and source.get("content") != item["content"]
+        ):
+            raise ProofError("the item's content is not what the agent signed", check="item.content")
+    return leaf, cp
 
 
 class Buyer:
@@ -508,22 +550,54 @@ class Buyer:
         out = self.transport.request("GET", f"/v1/oracle/agents/{quote(agent, safe='')}").json()
         cp = verify_checkpoint(str(out["checkpoint"]).encode("utf-8"), self.log_key)
         st = verify_oracle_statement(str(out["statement"]).encode("utf-8"), self.log_key, checkpoint=cp)
-        if st.payload != out["payload"]:
-            raise ProofError("the oracle's payload is not what it signed", check="oracle.payload")
+        if st.header != AGENT_HEADER or st.payload.get("agent") != agent or st.payload != out["payload"]:
+            raise ProofError(f"the oracle's signed statement is not about {agent}", check="oracle.payload")
         return st, out
 
     def oracle_claim(self, claim: Mapping[str, Any], *, token: str | None = None) -> dict[str, Any]:
-        """Ask the oracle; verify its signed verdict and, offline, its evidence bundle."""
+        """Ask the oracle; verify that its signed verdict answers *this* claim, and verify
+        its evidence bundle offline: that it extends the verdict's checkpoint, is about the
+        claim's agent and ``pact.outcome``, and (with a token) recomputes the signed figures."""
+        asked = parse_task_claim(claim)
         if token is None:
             out: dict[str, Any] = self.transport.request("POST", "/v1/oracle/claims", body=dict(claim)).json()
         else:
             out = self._signed("POST", "/v1/oracle/claims", token, body=dict(claim)).json()
         cp = verify_checkpoint(str(out["checkpoint"]).encode("utf-8"), self.log_key)
         st = verify_oracle_statement(str(out["statement"]).encode("utf-8"), self.log_key, checkpoint=cp)
-        if st.payload["verdict"] != out["verdict"] or st.payload["actual"] != out["actual"]:
-            raise ProofError("the oracle's verdict is not what it signed", check="oracle.payload")
+        p = st.payload
+        if (
+            st.header != CLAIM_HEADER
+            or p.get("claim") != asked
+            or p.get("verdict") != out["verdict"]
+            or p.get("actual") != out["actual"]
+        ):
+            raise ProofError(
+                "the oracle's signed verdict is not the answer to this claim", check="oracle.payload"
+            )
         evidence = json.dumps(out["evidence"], separators=(",", ":"), sort_keys=True).encode()
-        out["evidence_verified"] = verify_bundle(
-            evidence, self.log_key, now=int(time.time()), audience=self.audience if token else None
+        vb = verify_bundle(
+            evidence,
+            self.log_key,
+            now=int(time.time()),
+            audience=self.audience if token else None,
+            trusted_checkpoint=cp.note,
         )
+        if not vb.claims or any(
+            c.statement.get("agent") != asked["agent"] or c.statement.get("kind") != "pact.outcome"
+            for c in vb.claims
+        ):
+            raise ProofError("the evidence is about another agent or kind", check="oracle.evidence")
+        if token is not None and vb.checkpoint.size == cp.size:
+            figures = {
+                c.statement["predicate"]: c.recomputed
+                for c in vb.claims
+                if c.statement.get("where") == p["where"]
+            }
+            proven = {"count": figures.get("count")} | (
+                {"mean_quality": figures["mean"]} if "mean" in figures else {}
+            )
+            if proven != p["actual"]:
+                raise ProofError("the evidence does not prove the signed figures", check="oracle.evidence")
+        out["evidence_verified"] = vb
         return out

@@ -41,6 +41,7 @@ __all__ = [
     "WINDOW_S",
     "Principal",
     "RequestAuthenticator",
+    "VerifiedRequest",
     "audience_for_key",
     "request_signing_input",
     "sign_request",
@@ -101,6 +102,16 @@ def sign_request(
 
 
 @dataclass(frozen=True, slots=True)
+class VerifiedRequest:
+    """A request whose signature verified; its nonce is not yet spent (see
+    :meth:`RequestAuthenticator.consume`)."""
+
+    principal: Principal
+    nonce: str
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
 class Principal:
     """Who signed a request: an agent (with the key id that signed) or a bare key."""
 
@@ -127,10 +138,32 @@ class RequestAuthenticator:
         self.clock = clock
 
     def authenticate(self, *, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Principal:
-        """Return the verified signer, or raise :class:`AuthError` / :class:`ReplayError`.
+        """Verify and spend the nonce at once (for callers with no authorization step)."""
+        vr = self.verify(method=method, target=target, headers=headers, body=body)
+        self.consume(vr)
+        return vr.principal
 
-        Order: parse every header strictly, check the time window, verify the signature,
-        and only then record the nonce, so an unauthenticated caller cannot burn nonces.
+    def consume(self, vr: VerifiedRequest) -> None:
+        """Spend the request's nonce, or raise :class:`ReplayError` if it was spent.
+
+        Callers authorize first (right agent, token in scope) and spend the nonce last, so
+        a request that is refused anyway never costs a database write.
+        """
+        now = int(self.clock())
+        if not self.store.claim_nonce(
+            vr.principal.signer,
+            vr.nonce,
+            now_s=now,
+            expires_s=vr.timestamp + self.window_s + 1,
+            grace_s=self.window_s,
+        ):
+            raise ReplayError("this request was already received (nonce reused)", check="auth.replay")
+
+    def verify(self, *, method: str, target: str, headers: Mapping[str, str], body: bytes) -> VerifiedRequest:
+        """Return the verified request, or raise :class:`AuthError`.
+
+        Order: parse every header strictly, check the time window, verify the signature.
+        Nothing is written: the nonce is spent by :meth:`consume`.
         """
         signer = headers.get(H_SIGNER)
         ts_text = headers.get(H_TIMESTAMP)
@@ -174,9 +207,7 @@ class RequestAuthenticator:
             Ed25519PublicKey.from_public_bytes(public_key).verify(signature, msg)
         except InvalidSignature as e:
             raise AuthError("the request signature does not verify", check="auth.signature") from e
-        if not self.store.claim_nonce(signer, nonce, now_s=now, expires_s=ts + self.window_s + 1):
-            raise ReplayError("this request was already received (nonce reused)", check="auth.replay")
-        return principal
+        return VerifiedRequest(principal=principal, nonce=nonce, timestamp=ts)
 
     def _signer_key(self, signer: str) -> tuple[Principal, bytes]:
         m = _KEY_SIGNER.fullmatch(signer)

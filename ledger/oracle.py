@@ -71,6 +71,7 @@ class OracleAnswer:
     note: bytes
     payload: dict[str, Any]
     checkpoint: bytes
+    size: int
 
 
 def agent_statement(ledger: Ledger, agent: str) -> OracleAnswer:
@@ -142,7 +143,7 @@ def agent_statement(ledger: Ledger, agent: str) -> OracleAnswer:
         ledger.origin,
         ledger.log_key.private_key,
     )
-    return OracleAnswer(note=note, payload=payload, checkpoint=cp.note)
+    return OracleAnswer(note=note, payload=payload, checkpoint=cp.note, size=cp.size)
 
 
 _CLAIM_KEYS = {"agent", "count", "task_type", "mean_quality"}
@@ -240,4 +241,4 @@ def evaluate_claim(
             {"predicate": "count", "agent": agent, "kind": "pact.outcome", "value": len(pacts)},
         ]
     }
-    return OracleAnswer(note=note, payload=payload, checkpoint=cp.note), {"statements": statements}, public
+    return OracleAnswer(note=note, payload=payload, checkpoint=cp.note, size=cp.size), {"statements": statements}, public

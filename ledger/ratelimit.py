@@ -39,16 +39,41 @@ class RateLimiter:
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
         self._lock = threading.Lock()
 
+    def _refill(self, key: str, now: float) -> float:
+        tokens, last = self._buckets.pop(key, (self.burst, now))
+        return min(self.burst, tokens + (now - last) * self.rate)
+
+    def check(self, key: str) -> None:
+        """Raise :class:`RateLimitedError` if ``key`` has no token left (takes none)."""
+        now = self.clock()
+        with self._lock:
+            tokens = self._refill(key, now)
+            self._buckets[key] = (tokens, now)
+            self._trim()
+        if tokens < 1.0:
+            wait = math.ceil((1.0 - tokens) / self.rate)
+            raise RateLimitedError(f"too many requests for {key}; retry in {wait} s", retry_after_s=wait)
+
+    def charge(self, key: str, cost: float = 1.0) -> None:
+        """Take ``cost`` tokens after the work succeeded (may go into debt, never fails)."""
+        now = self.clock()
+        with self._lock:
+            tokens = self._refill(key, now)
+            self._buckets[key] = (max(-self.burst, tokens - cost), now)
+            self._trim()
+
+    def _trim(self) -> None:
+        while len(self._buckets) > self.max_keys:
+            self._buckets.popitem(last=False)
+
     def hit(self, key: str, cost: float = 1.0) -> None:
         """Take ``cost`` tokens from ``key``'s bucket or raise :class:`RateLimitedError`."""
         now = self.clock()
         with self._lock:
-            tokens, last = self._buckets.pop(key, (self.burst, now))
-            tokens = min(self.burst, tokens + (now - last) * self.rate)
+            tokens = self._refill(key, now)
             if tokens < cost:
                 self._buckets[key] = (tokens, now)
                 wait = math.ceil((cost - tokens) / self.rate)
                 raise RateLimitedError(f"too many requests for {key}; retry in {wait} s", retry_after_s=wait)
             self._buckets[key] = (tokens - cost, now)
-            while len(self._buckets) > self.max_keys:
-                self._buckets.popitem(last=False)
+            self._trim()

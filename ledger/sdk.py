@@ -245,6 +245,11 @@ class Agent:
         self._advance(cp)
         return leaf
 
+    def observe(self, cp: VerifiedCheckpoint) -> None:
+        """Accept a verified checkpoint seen elsewhere (reads, policy receipts) only if it is
+        consistent with every checkpoint this agent saw (the log did not fork)."""
+        self._advance(cp)
+
     def _advance(self, cp: VerifiedCheckpoint) -> None:
         last = self.checkpoint
         if last is None:

@@ -11,7 +11,6 @@ import time
 from collections.abc import Collection
 
 from ledger.log import Ledger
-from verifier.errors import VerificationError
 from verifier.jcs import parse_strict
 from verifier.token import TokenError, VerifiedToken, verify_token
 
@@ -28,7 +27,14 @@ def revoked_token_ids(ledger: Ledger, agent: str) -> list[str]:
 
 
 def verify_share_token(
-    ledger: Ledger, token: str, *, agent: str, audience: str, kinds: Collection[str], now: int | None = None
+    ledger: Ledger,
+    token: str,
+    *,
+    agent: str,
+    audience: str,
+    kinds: Collection[str],
+    now: int | None = None,
+    candidates: Collection[str] = (),
 ) -> VerifiedToken:
     """The token allows disclosing every one of ``kinds`` of ``agent``'s to ``audience`` now.
 
@@ -48,8 +54,9 @@ def verify_share_token(
         agent=agent,
         audience=audience,
         kinds=sorted(kinds),
+        candidates=sorted(candidates),
         now=int(time.time()) if now is None else now,
-        revoked_ids=revoked_token_ids(ledger, agent),
+        revoked_ids=lambda: revoked_token_ids(ledger, agent),  # read only for a validly signed token
     )
 
 
@@ -62,19 +69,11 @@ def allowed_kinds(
     candidates: Collection[str],
     now: int | None = None,
 ) -> frozenset[str]:
-    """Which of ``candidates`` the token allows; raises if it is invalid or allows none."""
-    verify_share_token(ledger, token, agent=agent, audience=audience, kinds=(), now=now)
-    allowed = set()
-    for kind in candidates:
-        try:
-            verify_share_token(ledger, token, agent=agent, audience=audience, kinds=[kind], now=now)
-        except TokenError as e:
-            if e.check != "token.scope":
-                raise
-            continue
-        except VerificationError:
-            raise
-        allowed.add(kind)
-    if not allowed:
+    """Which of ``candidates`` the token allows (one parse); raises if it is invalid or
+    allows none of them."""
+    verified = verify_share_token(
+        ledger, token, agent=agent, audience=audience, kinds=(), now=now, candidates=candidates
+    )
+    if not verified.kinds:
         raise TokenError(f"the token allows none of {', '.join(sorted(candidates))}", check="token.scope")
-    return frozenset(allowed)
+    return frozenset(verified.kinds)

@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path
 
 from api import convert
-from api.deps import AgentPath, OperatorFlag, ServicesDep, require_operator, submission
+from api.deps import AgentPath, OperatorFlag, ServicesDep, charged, require_operator, submission
 from api.problems import problem_responses
 from api.schemas import (
     KIND,
@@ -40,7 +40,8 @@ def submit(batch: EventBatch, svc: ServicesDep, operator: OperatorFlag) -> Recei
     integration with receipts: index, timestamp, leaf, checkpoint, inclusion proof.
     Registering an agent key needs the operator token."""
     subs = [submission(svc, e) for e in batch.events]
-    return Receipts(receipts=[convert.receipt(r) for r in svc.ledger.append(subs, operator=operator)])
+    receipts = charged(svc, svc.ledger.append(subs, operator=operator))
+    return Receipts(receipts=[convert.receipt(r) for r in receipts])
 
 
 def _one(svc: ServicesDep, ev: SignedEvent, agent: str | None, kind: str) -> Submission:
@@ -64,7 +65,7 @@ def register(ev: SignedEvent, svc: ServicesDep) -> ReceiptOut:
     """Register an agent: a self-signed ``key.registered`` event (proof of possession
     inside) and the operator token."""
     sub = _one(svc, ev, None, "key.registered")
-    return convert.receipt(svc.ledger.append([sub], operator=True)[0])
+    return convert.receipt(charged(svc, svc.ledger.append([sub], operator=True))[0])
 
 
 @router.get("/v1/agents/{agent}", tags=["agents"], responses=problem_responses(404))
@@ -106,13 +107,13 @@ def stream_head(agent: AgentPath, kind: Annotated[str, Path(pattern=KIND)], svc:
 @router.post("/v1/agents/{agent}/keys/rotate", status_code=201, tags=["agents"], responses=_PROBLEMS)
 def rotate(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> ReceiptOut:
     """A ``key.rotated`` event signed by the active key, with the new key's proof of possession."""
-    return convert.receipt(svc.ledger.append([_one(svc, ev, agent, "key.rotated")])[0])
+    return convert.receipt(charged(svc, svc.ledger.append([_one(svc, ev, agent, "key.rotated")]))[0])
 
 
 @router.post("/v1/agents/{agent}/keys/revoke", status_code=201, tags=["agents"], responses=_PROBLEMS)
 def revoke(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> ReceiptOut:
     """A ``key.revoked`` event signed by the agent's active key: it signs nothing more."""
-    return convert.receipt(svc.ledger.append([_one(svc, ev, agent, "key.revoked")])[0])
+    return convert.receipt(charged(svc, svc.ledger.append([_one(svc, ev, agent, "key.revoked")]))[0])
 
 
 @router.post(

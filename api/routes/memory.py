@@ -12,7 +12,7 @@ from fastapi import APIRouter, Path, Query
 from starlette.concurrency import run_in_threadpool
 
 from api import convert
-from api.deps import AgentPath, ReaderDep, SelfDep, ServicesDep, submission
+from api.deps import AgentPath, ReaderDep, SelfDep, ServicesDep, submit_signed
 from api.problems import problem_responses
 from api.schemas import (
     REF,
@@ -42,7 +42,7 @@ MEMORY_KINDS = ("memory.written", "memory.superseded", "memory.decay_exempted", 
 @router.post("/v1/agents/{agent}/sessions", status_code=201, responses=_PROBLEMS)
 def open_session(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> SessionOpened:
     """Open a session: a signed ``session.opened`` event. HOT memory is frozen for it."""
-    receipt, body = svc.memory.submit(submission(svc, ev), agent=agent, kinds={"session.opened"})
+    receipt, body = submit_signed(svc, ev, agent=agent, kinds={"session.opened"})
     return SessionOpened(session=str(body["session"]), receipt=convert.receipt(receipt))
 
 
@@ -68,7 +68,7 @@ def session_state(agent: AgentPath, session: SessionPath, access: SelfDep, svc: 
 @router.post("/v1/agents/{agent}/sessions/{session}/turns", status_code=201, responses=_PROBLEMS)
 def turn(agent: AgentPath, session: SessionPath, ev: SignedEvent, svc: ServicesDep) -> ReceiptOut:
     """One turn, full fidelity: a signed ``session.turn`` event."""
-    receipt, _ = svc.memory.submit(submission(svc, ev), agent=agent, kinds={"session.turn"}, session=session)
+    receipt, _ = submit_signed(svc, ev, agent=agent, kinds={"session.turn"}, session=session)
     return convert.receipt(receipt)
 
 
@@ -76,9 +76,7 @@ def turn(agent: AgentPath, session: SessionPath, ev: SignedEvent, svc: ServicesD
 def close_session(agent: AgentPath, session: SessionPath, ev: SignedEvent, svc: ServicesDep) -> CloseOut:
     """Close a session (signed ``session.closed``); the service then distills it and applies
     the session-end rules, signing those decisions with the ledger's policy key."""
-    receipt, _ = svc.memory.submit(
-        submission(svc, ev), agent=agent, kinds={"session.closed"}, session=session
-    )
+    receipt, _ = submit_signed(svc, ev, agent=agent, kinds={"session.closed"}, session=session)
     result = svc.memory.after_close(receipt, agent, session)
     return CloseOut(
         closed=convert.receipt(result.closed),
@@ -92,7 +90,7 @@ def close_session(agent: AgentPath, session: SessionPath, ev: SignedEvent, svc: 
 def write_memory(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> WriteOut:
     """A signed ``memory.written``, ``memory.superseded``, ``memory.decay_exempted`` or
     ``memory.erased`` event (an erasure deletes the erased entry's body)."""
-    receipt, _ = svc.memory.submit(submission(svc, ev), agent=agent, kinds=MEMORY_KINDS)
+    receipt, _ = submit_signed(svc, ev, agent=agent, kinds=MEMORY_KINDS)
     ref = svc.memory.ref_for(agent, receipt.index) if receipt.kind in MEMORY_KINDS[:2] else None
     return WriteOut(receipt=convert.receipt(receipt), ref=ref)
 
@@ -101,7 +99,7 @@ def write_memory(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> WriteOu
 def write_record(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> WriteOut:
     """A COLD record, signed: ``pact.outcome``, ``eval.outcome``, ``boundary.event`` or
     ``commitment``."""
-    receipt, _ = svc.memory.submit(submission(svc, ev), agent=agent, kinds=set(RECORD_KINDS))
+    receipt, _ = submit_signed(svc, ev, agent=agent, kinds=set(RECORD_KINDS))
     return WriteOut(receipt=convert.receipt(receipt), ref=svc.memory.ref_for(agent, receipt.index))
 
 
@@ -164,10 +162,13 @@ def memory_item(
         raise NotFoundError(f"no item {ref} of {agent} visible to this caller", check="memory.item")
     leaf = svc.ledger.store.leaf(it.index)
     assert leaf is not None  # an item is made by a logged entry
+    sb = svc.ledger.store.body(it.index)
     return ItemProofOut(
         item=convert.item(it),
         leaf=convert.b64(leaf),
         inclusion=convert.inclusion(svc.ledger.prove_inclusion(it.index)),
+        salt=None if sb is None else convert.b64(sb[0]),
+        body=None if sb is None else convert.b64(sb[1]),
     )
 
 

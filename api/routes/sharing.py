@@ -15,7 +15,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from api import convert
-from api.deps import AgentPath, ServicesDep, signed_request, submission
+from api.deps import AgentPath, ServicesDep, signed_request, spend, submit_signed
 from api.problems import problem_responses
 from api.schemas import AGENT, KIND, OracleAgentOut, OracleClaimOut, ReceiptOut, SignedEvent, TaskClaim
 from ledger.bundle import create_bundle, pact_claim
@@ -36,18 +36,25 @@ _PROBLEMS = problem_responses(401, 403, 404, 422)
 @router.post("/v1/agents/{agent}/tokens/revoke", status_code=201, tags=["sharing"], responses=_PROBLEMS)
 def revoke_token(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> ReceiptOut:
     """Revoke a share token: a signed ``share.revoked`` event naming its revocation id."""
-    receipt, _ = svc.memory.submit(submission(svc, ev), agent=agent, kinds={"share.revoked"})
+    receipt, _ = submit_signed(svc, ev, agent=agent, kinds={"share.revoked"})
     return convert.receipt(receipt)
 
 
-async def _audience(request: Request, svc: ServicesDep) -> str:
-    principal = await signed_request(request, svc)
-    if principal.agent is not None:
+async def _token_holder(request: Request, svc: ServicesDep, token: str, agent: str, kinds: list[str]) -> str:
+    """The audience key that signed this request, once the token allows ``kinds`` of
+    ``agent``'s to it; only then is the request's nonce spent."""
+    vr = await signed_request(request, svc)
+    if vr.principal.agent is not None:
         raise AuthError(
             "a share token is presented in a request signed by its audience key (ed25519:<hex>)",
             check="auth.audience",
         )
-    return principal.signer
+    audience = vr.principal.signer
+    await run_in_threadpool(
+        verify_share_token, svc.ledger, token, agent=agent, audience=audience, kinds=kinds
+    )
+    await spend(svc, vr)
+    return audience
 
 
 @router.get(
@@ -71,11 +78,8 @@ async def bundle(
             raise MalformedError("kind must be an event kind name", check="request.kind")
     if engram_share_token is None:
         raise AuthError("a bundle needs the agent's share token (Engram-Share-Token)", check="auth.token")
-    audience = await _audience(request, svc)
     kinds = sorted(set(kind))
-    await run_in_threadpool(
-        verify_share_token, svc.ledger, engram_share_token, agent=agent, audience=audience, kinds=kinds
-    )
+    audience = await _token_holder(request, svc, engram_share_token, agent, kinds)
     statements: list[dict[str, Any]] = []
     for k in kinds:
         if k == "pact.outcome":
@@ -118,23 +122,22 @@ async def oracle_claim(
     c = claim.model_dump(exclude_none=True)
     audience = None
     if engram_share_token is not None:
-        audience = await _audience(request, svc)
-        await run_in_threadpool(
-            verify_share_token,
-            svc.ledger,
-            engram_share_token,
-            agent=claim.agent,
-            audience=audience,
-            kinds=["pact.outcome"],
-        )
+        audience = await _token_holder(request, svc, engram_share_token, claim.agent, ["pact.outcome"])
     answer, proving, public = await run_in_threadpool(evaluate_claim, svc.ledger, c)
     payload = answer.payload
     if audience is not None:
         evidence = await run_in_threadpool(
-            create_bundle, svc.ledger, proving, token=engram_share_token, audience=audience
+            create_bundle,
+            svc.ledger,
+            proving,
+            token=engram_share_token,
+            audience=audience,
+            trusted_size=answer.size,  # the bundle extends the verdict's checkpoint
         )
     else:
-        evidence = await run_in_threadpool(create_bundle, svc.ledger, public, disclose_bodies=False)
+        evidence = await run_in_threadpool(
+            create_bundle, svc.ledger, public, disclose_bodies=False, trusted_size=answer.size
+        )
     return OracleClaimOut(
         verdict=payload["verdict"],
         reason=payload["reason"],

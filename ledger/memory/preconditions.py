@@ -21,7 +21,7 @@ from ledger.errors import RejectedEventError
 from ledger.memory.gate import WriteGate
 from ledger.memory.projection import Projection
 from ledger.storage.store import SqlStore
-from verifier.event import Envelope
+from verifier.event import Envelope, Leaf
 from verifier.jcs import parse_strict
 
 __all__ = ["MemoryPreconditions"]
@@ -47,12 +47,19 @@ class MemoryPreconditions:
         self.gate = gate
         self.projection = Projection(store)
 
-    def source_texts(self, provenance: Sequence[Mapping[str, str]]) -> list[str]:
-        """Texts of the log records a memory cites (turns, records), for the verbatim check."""
+    def source_texts(self, provenance: Sequence[Mapping[str, str]], agent: str) -> list[str]:
+        """Texts of the agent's own log records a memory cites (turns, records), for the
+        verbatim check. Another agent's entries are never read: whether a write is refused
+        must not depend on bodies the writer cannot see (else a refusal would confirm a
+        guess of another agent's private text)."""
         texts = []
         for p in provenance:
             if p["source_type"] in ("log", "turn", "pact", "eval"):
-                sb = self.store.body(int(p["source_ref"]))
+                index = int(p["source_ref"])
+                leaf = self.store.leaf(index)
+                if leaf is None or Leaf.from_bytes(leaf).envelope.agent != agent:
+                    continue
+                sb = self.store.body(index)
                 if sb is None:
                     continue
                 body = parse_strict(sb[1], max_bytes=1 << 24)
@@ -100,4 +107,6 @@ class MemoryPreconditions:
                     if it is None or it.status == "erased":
                         raise RejectedEventError(f"nothing to erase at {ref}", check="memory.missing_item")
             elif kind == "memory.written" and body.get("provenance"):
-                self.gate.check_not_verbatim(body["content"], self.source_texts(body["provenance"]))
+                self.gate.check_not_verbatim(
+                    body["content"], self.source_texts(body["provenance"], env.agent)
+                )

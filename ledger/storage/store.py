@@ -568,17 +568,18 @@ class SqlStore:
 
     # -- HTTP request replay protection ---------------------------------------------------
 
-    def claim_nonce(self, signer: str, nonce: str, *, now_s: int, expires_s: int) -> bool:
+    def claim_nonce(self, signer: str, nonce: str, *, now_s: int, expires_s: int, grace_s: int = 300) -> bool:
         """Record ``(signer, nonce)`` until ``expires_s``; False if it was already used.
 
-        Expired rows are pruned in the same transaction, so the table stays bounded by the
-        request rate times the signature window.
+        Rows expired for more than ``grace_s`` are pruned in the same transaction, so the
+        table stays bounded by the request rate times the window, and a server whose clock
+        runs up to ``grace_s`` ahead of another's cannot delete a row the other still needs.
         """
         try:
             with self.engine.connect() as conn:
                 conn = conn.execution_options(**{WRITE_OPTION: True})
                 with conn.begin():
-                    conn.execute(request_nonces.delete().where(request_nonces.c.expires_s < now_s))
+                    conn.execute(request_nonces.delete().where(request_nonces.c.expires_s < now_s - grace_s))
                     conn.execute(
                         insert(request_nonces).values(signer=signer, nonce=nonce, expires_s=expires_s)
                     )
