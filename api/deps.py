@@ -66,7 +66,7 @@ class Services:
     key_limits: RateLimiter
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:  # async: no threadpool hop
     svc: Services = request.app.state.services
     return svc
 
@@ -202,7 +202,7 @@ async def reader(
 ReaderDep = Annotated[Access, Depends(reader)]
 
 
-def self_only(access: ReaderDep) -> Access:
+async def self_only(access: ReaderDep) -> Access:
     """Operations only the agent itself may ask for (recall, compaction, session state)."""
     if access.kinds is not None:
         raise ForbiddenError(
@@ -214,7 +214,7 @@ def self_only(access: ReaderDep) -> Access:
 SelfDep = Annotated[Access, Depends(self_only)]
 
 
-def operator_bearer(svc: ServicesDep, authorization: Annotated[str | None, Header()] = None) -> bool:
+async def operator_bearer(svc: ServicesDep, authorization: Annotated[str | None, Header()] = None) -> bool:
     """True when the request carries the operator token (constant-time comparison)."""
     expected = svc.settings.operator_token.get_secret_value()
     if not authorization or not authorization.startswith("Bearer ") or not expected:
@@ -225,7 +225,7 @@ def operator_bearer(svc: ServicesDep, authorization: Annotated[str | None, Heade
 OperatorFlag = Annotated[bool, Depends(operator_bearer)]
 
 
-def require_operator(is_operator: OperatorFlag, svc: ServicesDep) -> None:
+async def require_operator(is_operator: OperatorFlag, svc: ServicesDep) -> None:
     if not is_operator:
         raise AuthError("this needs the operator token (Authorization: Bearer ...)", check="auth.operator")
     svc.key_limits.hit("operator")

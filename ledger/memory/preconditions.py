@@ -34,7 +34,6 @@ _NEEDS_STATE = frozenset(
         "memory.superseded",
         "memory.decay_exempted",
         "memory.erased",
-        "memory.written",
     }
 )
 
@@ -69,9 +68,8 @@ class MemoryPreconditions:
         return texts
 
     def __call__(self, batch: Sequence[tuple[Envelope, Mapping[str, Any]]]) -> None:
-        if not any(e.kind in _NEEDS_STATE for e, _ in batch):
-            return
-        self.projection.sync()
+        if any(e.kind in _NEEDS_STATE for e, _ in batch):
+            self.projection.sync()  # memory.written alone reads only stored bodies, not the projection
         opened: dict[tuple[str, str], str] = {}  # sessions opened or closed earlier in this batch
         for env, body in batch:
             kind = env.kind
