@@ -241,4 +241,8 @@ def evaluate_claim(
             {"predicate": "count", "agent": agent, "kind": "pact.outcome", "value": len(pacts)},
         ]
     }
-    return OracleAnswer(note=note, payload=payload, checkpoint=cp.note, size=cp.size), {"statements": statements}, public
+    return (
+        OracleAnswer(note=note, payload=payload, checkpoint=cp.note, size=cp.size),
+        {"statements": statements},
+        public,
+    )
