@@ -22,7 +22,8 @@ from typing import Annotated, Any
 from fastapi import Depends, Header, Path, Request
 from starlette.concurrency import run_in_threadpool
 
-from api.schemas import AGENT, SignedEvent
+from api import convert
+from api.schemas import AGENT, ProofFromKnown, ReceiptOut, SignedEvent
 from api.settings import ApiSettings
 from ledger.errors import AuthError, ForbiddenError, MalformedError
 from ledger.httpauth import Principal, RequestAuthenticator, VerifiedRequest
@@ -35,11 +36,13 @@ from verifier.event import Envelope
 __all__ = [
     "Access",
     "AgentPath",
+    "KnownSize",
     "ReaderDep",
     "Services",
     "ServicesDep",
     "SignedDep",
     "charged",
+    "receipt_out",
     "spend",
     "submission",
     "submit_signed",
@@ -113,6 +116,26 @@ def submit_signed(
     receipt, body = svc.memory.submit(submission(svc, ev), agent=agent, kinds=kinds, session=session)
     charged(svc, [receipt])
     return receipt, body
+
+
+KnownSize = Annotated[
+    int | None,
+    Header(
+        alias="engram-known-size",
+        ge=0,
+        le=2**53,
+        description="the largest checkpoint size the client verified; receipts then carry the "
+        "consistency proof from it, saving a round trip",
+    ),
+]
+
+
+def receipt_out(svc: Services, r: Receipt, known: int | None) -> ReceiptOut:
+    out = convert.receipt(r)
+    if known is not None and 0 < known <= r.proof.size:
+        p = svc.ledger.prove_consistency(known, r.proof.size)
+        out.consistency = ProofFromKnown(old_size=known, proof=[convert.b64(h) for h in p.hashes])
+    return out
 
 
 def _target(request: Request) -> str:

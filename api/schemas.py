@@ -33,6 +33,11 @@ class EventBatch(Strict):
     events: list[SignedEvent] = Field(min_length=1, max_length=256)
 
 
+class ProofFromKnown(BaseModel):
+    old_size: int
+    proof: list[str] = Field(description="consistency proof from old_size to this receipt's checkpoint")
+
+
 class ReceiptOut(BaseModel):
     index: int
     timestamp_us: int
@@ -43,6 +48,9 @@ class ReceiptOut(BaseModel):
     version: int
     checkpoint: str
     proof: list[str]
+    consistency: ProofFromKnown | None = Field(
+        default=None, description="with an Engram-Known-Size request header: the proof from that size"
+    )
 
 
 class Receipts(BaseModel):
@@ -180,6 +188,7 @@ class ItemsOut(BaseModel):
     agent: str
     as_of_size: int
     items: list[ItemOut]
+    next: str | None = Field(description="pass as `after` for the next page; null at the end")
 
 
 class ItemProofOut(BaseModel):

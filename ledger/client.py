@@ -198,6 +198,12 @@ class HttpTransport:
         self.max_wait_s = max_wait_s
         #: what the last session close returned besides the close itself
         self.last_close: dict[str, Any] | None = None
+        #: the item reference the last memory or record write answered with (index, ref)
+        self.last_ref: tuple[int, str | None] | None = None
+        #: the largest checkpoint size seen in a receipt; sent as Engram-Known-Size so that
+        #: receipts carry the consistency proof from it (verified by the Agent, never trusted)
+        self.known_size: int | None = None
+        self._proofs: dict[tuple[int, int], list[bytes]] = {}
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -252,13 +258,25 @@ class HttpTransport:
 
     # -- Transport ---------------------------------------------------------------------
 
+    def _remember(self, raw: Mapping[str, Any]) -> Receipt:
+        r = _receipt(raw)
+        c = raw.get("consistency")
+        if isinstance(c, dict) and isinstance(c.get("old_size"), int):
+            self._proofs[(c["old_size"], r.proof.size)] = [_unb64(h) for h in c["proof"]]
+            if len(self._proofs) > 64:
+                self._proofs.pop(next(iter(self._proofs)))
+        self.known_size = max(self.known_size or 0, r.proof.size)
+        return r
+
     def submit(self, submissions: Sequence[Submission], *, operator: bool = False) -> list[Receipt]:
         headers = self._operator() if operator else {}
+        if self.known_size:
+            headers["engram-known-size"] = str(self.known_size)
         if len(submissions) != 1:
             resp = self.request(
                 "POST", "/v1/events", body={"events": [_wire(s) for s in submissions]}, headers=headers
             )
-            return [_receipt(r) for r in resp.json()["receipts"]]
+            return [self._remember(r) for r in resp.json()["receipts"]]
         sub = submissions[0]
         env = Envelope.from_bytes(sub.envelope)
         agent, kind = quote(env.agent, safe=""), env.kind
@@ -279,12 +297,14 @@ class HttpTransport:
             route = f"{base}/memories" if kind in _MEMORY else f"{base}/records" if kind in _RECORDS else None
         if route is None:
             resp = self.request("POST", "/v1/events", body={"events": [_wire(sub)]}, headers=headers)
-            return [_receipt(r) for r in resp.json()["receipts"]]
+            return [self._remember(r) for r in resp.json()["receipts"]]
         out = self.request("POST", route, body=_wire(sub), headers=headers).json()
         if kind == "session.closed":
             self.last_close = out
-            return [_receipt(out["closed"])]
-        return [_receipt(out.get("receipt", out))]
+            return [self._remember(out["closed"])]
+        if "ref" in out:
+            self.last_ref = (int(out["receipt"]["index"]), out["ref"])
+        return [self._remember(out.get("receipt", out))]
 
     def head(self, agent: str, kind: str) -> StreamState | None:
         try:
@@ -294,6 +314,10 @@ class HttpTransport:
         return StreamState(int(h["version"]), str(h["leaf_hash"]))
 
     def consistency(self, old_size: int, new_size: int) -> Sequence[bytes]:
+        """The proof that came with a receipt, else asked for (the Agent verifies either)."""
+        cached = self._proofs.pop((old_size, new_size), None)
+        if cached is not None:
+            return cached
         p = self.request("GET", "/v1/proofs/consistency", params={"old": old_size, "new": new_size}).json()
         return [_unb64(h) for h in p["proof"]]
 
@@ -375,7 +399,10 @@ class RemoteMemory:
         """Gate, sign and append a memory (arguments of :func:`written_body`); returns the
         receipt and the item it made or confirmed."""
         receipt = self.agent.append("memory.written", written_body(self.gate, **kw))
-        return receipt, self.ref_for(receipt.index)
+        last = self.transport.last_ref
+        return receipt, last[1] if last is not None and last[0] == receipt.index else self.ref_for(
+            receipt.index
+        )
 
     def ref_for(self, index: int) -> str | None:
         for it in self.items(status="all"):
@@ -427,9 +454,18 @@ class RemoteMemory:
         return out
 
     def items(self, *, tier: str | None = None, status: str = "active") -> list[dict[str, Any]]:
-        params = {"status": status} | ({"tier": tier} if tier else {})
-        out: list[dict[str, Any]] = self._signed("GET", f"{self._base}/memory", params=params).json()["items"]
-        return out
+        """Every item of the tier (all pages)."""
+        out: list[dict[str, Any]] = []
+        after: str | None = None
+        while True:
+            params = {"status": status, "limit": 1000} | ({"tier": tier} if tier else {})
+            if after:
+                params["after"] = after
+            page = self._signed("GET", f"{self._base}/memory", params=params).json()
+            out += page["items"]
+            after = page.get("next")
+            if not after:
+                return out
 
     def item(self, ref: str) -> dict[str, Any]:
         """An item with its provenance; its leaf and inclusion proof are verified against a

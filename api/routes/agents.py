@@ -11,7 +11,16 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path
 
 from api import convert
-from api.deps import AgentPath, OperatorFlag, ServicesDep, charged, require_operator, submission
+from api.deps import (
+    AgentPath,
+    KnownSize,
+    OperatorFlag,
+    ServicesDep,
+    charged,
+    receipt_out,
+    require_operator,
+    submission,
+)
 from api.problems import problem_responses
 from api.schemas import (
     KIND,
@@ -35,13 +44,13 @@ _PROBLEMS = problem_responses(401, 403, 409, 422)
 
 
 @router.post("/v1/events", status_code=201, tags=["events"], responses=_PROBLEMS)
-def submit(batch: EventBatch, svc: ServicesDep, operator: OperatorFlag) -> Receipts:
+def submit(batch: EventBatch, svc: ServicesDep, operator: OperatorFlag, known: KnownSize = None) -> Receipts:
     """Append signed events atomically (authenticated by their signatures); answers after
     integration with receipts: index, timestamp, leaf, checkpoint, inclusion proof.
     Registering an agent key needs the operator token."""
     subs = [submission(svc, e) for e in batch.events]
     receipts = charged(svc, svc.ledger.append(subs, operator=operator))
-    return Receipts(receipts=[convert.receipt(r) for r in receipts])
+    return Receipts(receipts=[receipt_out(svc, r, known) for r in receipts])
 
 
 def _one(svc: ServicesDep, ev: SignedEvent, agent: str | None, kind: str) -> Submission:
@@ -61,11 +70,11 @@ def _one(svc: ServicesDep, ev: SignedEvent, agent: str | None, kind: str) -> Sub
     dependencies=[Depends(require_operator)],
     responses=_PROBLEMS,
 )
-def register(ev: SignedEvent, svc: ServicesDep) -> ReceiptOut:
+def register(ev: SignedEvent, svc: ServicesDep, known: KnownSize = None) -> ReceiptOut:
     """Register an agent: a self-signed ``key.registered`` event (proof of possession
     inside) and the operator token."""
     sub = _one(svc, ev, None, "key.registered")
-    return convert.receipt(charged(svc, svc.ledger.append([sub], operator=True))[0])
+    return receipt_out(svc, charged(svc, svc.ledger.append([sub], operator=True))[0], known)
 
 
 @router.get("/v1/agents/{agent}", tags=["agents"], responses=problem_responses(404))
@@ -105,15 +114,15 @@ def stream_head(agent: AgentPath, kind: Annotated[str, Path(pattern=KIND)], svc:
 
 
 @router.post("/v1/agents/{agent}/keys/rotate", status_code=201, tags=["agents"], responses=_PROBLEMS)
-def rotate(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> ReceiptOut:
+def rotate(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None) -> ReceiptOut:
     """A ``key.rotated`` event signed by the active key, with the new key's proof of possession."""
-    return convert.receipt(charged(svc, svc.ledger.append([_one(svc, ev, agent, "key.rotated")]))[0])
+    return receipt_out(svc, charged(svc, svc.ledger.append([_one(svc, ev, agent, "key.rotated")]))[0], known)
 
 
 @router.post("/v1/agents/{agent}/keys/revoke", status_code=201, tags=["agents"], responses=_PROBLEMS)
-def revoke(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> ReceiptOut:
+def revoke(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None) -> ReceiptOut:
     """A ``key.revoked`` event signed by the agent's active key: it signs nothing more."""
-    return convert.receipt(charged(svc, svc.ledger.append([_one(svc, ev, agent, "key.revoked")]))[0])
+    return receipt_out(svc, charged(svc, svc.ledger.append([_one(svc, ev, agent, "key.revoked")]))[0], known)
 
 
 @router.post(
@@ -125,4 +134,4 @@ def revoke(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> ReceiptOut:
 )
 def force_revoke(agent: AgentPath, req: ForceRevoke, svc: ServicesDep) -> ReceiptOut:
     """Operator: revoke a lost or compromised key with the ledger's policy key."""
-    return convert.receipt(svc.ledger.force_revoke(agent, req.reason))
+    return receipt_out(svc, svc.ledger.force_revoke(agent, req.reason), None)

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Path, Query
 from starlette.concurrency import run_in_threadpool
 
 from api import convert
-from api.deps import AgentPath, ReaderDep, SelfDep, ServicesDep, submit_signed
+from api.deps import AgentPath, KnownSize, ReaderDep, SelfDep, ServicesDep, receipt_out, submit_signed
 from api.problems import problem_responses
 from api.schemas import (
     REF,
@@ -30,6 +30,7 @@ from api.schemas import (
     WriteOut,
 )
 from ledger.errors import NotFoundError
+from ledger.memory.schemas import parse_ref
 from ledger.memory.state import RECORD_KINDS
 
 router = APIRouter(tags=["memory"], responses=problem_responses())
@@ -40,10 +41,12 @@ MEMORY_KINDS = ("memory.written", "memory.superseded", "memory.decay_exempted", 
 
 
 @router.post("/v1/agents/{agent}/sessions", status_code=201, responses=_PROBLEMS)
-def open_session(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> SessionOpened:
+def open_session(
+    agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None
+) -> SessionOpened:
     """Open a session: a signed ``session.opened`` event. HOT memory is frozen for it."""
     receipt, body = submit_signed(svc, ev, agent=agent, kinds={"session.opened"})
-    return SessionOpened(session=str(body["session"]), receipt=convert.receipt(receipt))
+    return SessionOpened(session=str(body["session"]), receipt=receipt_out(svc, receipt, known))
 
 
 @router.get("/v1/agents/{agent}/sessions/{session}", responses=_PROBLEMS)
@@ -66,41 +69,45 @@ def session_state(agent: AgentPath, session: SessionPath, access: SelfDep, svc: 
 
 
 @router.post("/v1/agents/{agent}/sessions/{session}/turns", status_code=201, responses=_PROBLEMS)
-def turn(agent: AgentPath, session: SessionPath, ev: SignedEvent, svc: ServicesDep) -> ReceiptOut:
+def turn(
+    agent: AgentPath, session: SessionPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None
+) -> ReceiptOut:
     """One turn, full fidelity: a signed ``session.turn`` event."""
     receipt, _ = submit_signed(svc, ev, agent=agent, kinds={"session.turn"}, session=session)
-    return convert.receipt(receipt)
+    return receipt_out(svc, receipt, known)
 
 
 @router.post("/v1/agents/{agent}/sessions/{session}/close", status_code=201, responses=_PROBLEMS)
-def close_session(agent: AgentPath, session: SessionPath, ev: SignedEvent, svc: ServicesDep) -> CloseOut:
+def close_session(
+    agent: AgentPath, session: SessionPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None
+) -> CloseOut:
     """Close a session (signed ``session.closed``); the service then distills it and applies
     the session-end rules, signing those decisions with the ledger's policy key."""
     receipt, _ = submit_signed(svc, ev, agent=agent, kinds={"session.closed"}, session=session)
     result = svc.memory.after_close(receipt, agent, session)
     return CloseOut(
-        closed=convert.receipt(result.closed),
-        distilled=None if result.distilled is None else convert.receipt(result.distilled),
+        closed=receipt_out(svc, result.closed, known),
+        distilled=None if result.distilled is None else receipt_out(svc, result.distilled, known),
         entries=result.entries,
-        decisions=[convert.receipt(r) for r in result.decisions],
+        decisions=[receipt_out(svc, r, None) for r in result.decisions],
     )
 
 
 @router.post("/v1/agents/{agent}/memories", status_code=201, responses=_PROBLEMS)
-def write_memory(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> WriteOut:
+def write_memory(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None) -> WriteOut:
     """A signed ``memory.written``, ``memory.superseded``, ``memory.decay_exempted`` or
     ``memory.erased`` event (an erasure deletes the erased entry's body)."""
     receipt, _ = submit_signed(svc, ev, agent=agent, kinds=MEMORY_KINDS)
     ref = svc.memory.ref_for(agent, receipt.index) if receipt.kind in MEMORY_KINDS[:2] else None
-    return WriteOut(receipt=convert.receipt(receipt), ref=ref)
+    return WriteOut(receipt=receipt_out(svc, receipt, known), ref=ref)
 
 
 @router.post("/v1/agents/{agent}/records", status_code=201, responses=_PROBLEMS)
-def write_record(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> WriteOut:
+def write_record(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None) -> WriteOut:
     """A COLD record, signed: ``pact.outcome``, ``eval.outcome``, ``boundary.event`` or
     ``commitment``."""
     receipt, _ = submit_signed(svc, ev, agent=agent, kinds=set(RECORD_KINDS))
-    return WriteOut(receipt=convert.receipt(receipt), ref=svc.memory.ref_for(agent, receipt.index))
+    return WriteOut(receipt=receipt_out(svc, receipt, known), ref=svc.memory.ref_for(agent, receipt.index))
 
 
 @router.post("/v1/agents/{agent}/recall", responses=_PROBLEMS)
@@ -136,17 +143,27 @@ def tier_view(
     svc: ServicesDep,
     tier: Annotated[Literal["HOT", "WARM", "COLD"] | None, Query()] = None,
     status: Annotated[Literal["active", "superseded", "archived", "erased", "all"], Query()] = "active",
+    after: Annotated[str | None, Query(pattern=REF, description="page after this item reference")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> ItemsOut:
-    """One agent's memory items by tier (signed by the agent, or by a share token's
-    audience: then only items of the kinds the token allows)."""
+    """One agent's memory items by tier, in log order, a page at a time (signed by the
+    agent, or by a share token's audience: then only items of the kinds the token allows).
+    ``next`` is the ``after`` of the following page, or null at the end."""
     size = svc.memory.sync()
     items = svc.memory.projection.items(
-        access.agent, tiers=None if tier is None else [tier], status=None if status == "all" else status
+        access.agent,
+        tiers=None if tier is None else [tier],
+        status=None if status == "all" else status,
+        source_kinds=None if access.kinds is None else sorted(access.kinds),
+        after=None if after is None else parse_ref(after),
+        limit=limit + 1,
     )
+    page = items[:limit]
     return ItemsOut(
         agent=access.agent,
         as_of_size=size,
-        items=[convert.item(i) for i in items if access.sees(i.source_kind)],
+        items=[convert.item(i) for i in page],
+        next=page[-1].ref if len(items) > limit else None,
     )
 
 
@@ -175,4 +192,4 @@ def memory_item(
 @router.post("/v1/agents/{agent}/compact", responses=_PROBLEMS)
 def compact(agent: AgentPath, access: SelfDep, svc: ServicesDep) -> Decisions:
     """Apply the time-based rules now (signed by the agent); decisions are policy-signed."""
-    return Decisions(decisions=[convert.receipt(r) for r in svc.memory.compact(access.agent)])
+    return Decisions(decisions=[receipt_out(svc, r, None) for r in svc.memory.compact(access.agent)])

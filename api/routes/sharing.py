@@ -14,8 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from api import convert
-from api.deps import AgentPath, ServicesDep, signed_request, spend, submit_signed
+from api.deps import AgentPath, KnownSize, ServicesDep, receipt_out, signed_request, spend, submit_signed
 from api.problems import problem_responses
 from api.schemas import AGENT, KIND, OracleAgentOut, OracleClaimOut, ReceiptOut, SignedEvent, TaskClaim
 from ledger.bundle import create_bundle, pact_claim
@@ -34,10 +33,10 @@ _PROBLEMS = problem_responses(401, 403, 404, 422)
 
 
 @router.post("/v1/agents/{agent}/tokens/revoke", status_code=201, tags=["sharing"], responses=_PROBLEMS)
-def revoke_token(agent: AgentPath, ev: SignedEvent, svc: ServicesDep) -> ReceiptOut:
+def revoke_token(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None) -> ReceiptOut:
     """Revoke a share token: a signed ``share.revoked`` event naming its revocation id."""
     receipt, _ = submit_signed(svc, ev, agent=agent, kinds={"share.revoked"})
-    return convert.receipt(receipt)
+    return receipt_out(svc, receipt, known)
 
 
 async def _token_holder(request: Request, svc: ServicesDep, token: str, agent: str, kinds: list[str]) -> str:

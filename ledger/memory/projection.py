@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, delete, func, select, text, update
+from sqlalchemy import Connection, and_, bindparam, delete, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -319,18 +319,32 @@ class Projection:
     # -- queries ----------------------------------------------------------------------
 
     def items(
-        self, agent: str, *, tiers: Sequence[str] | None = None, status: str | None = "active"
+        self,
+        agent: str,
+        *,
+        tiers: Sequence[str] | None = None,
+        status: str | None = "active",
+        source_kinds: Sequence[str] | None = None,
+        after: tuple[int, int] | None = None,
+        limit: int | None = None,
     ) -> list[Item]:
+        """Items in log order; ``after`` (index, position) and ``limit`` page through them."""
         cond = [mem_items.c.agent == agent]
         if tiers is not None:
             cond.append(mem_items.c.tier.in_(list(tiers)))
         if status is not None:
             cond.append(mem_items.c.status == status)
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                select(mem_items).where(and_(*cond)).order_by(mem_items.c.idx, mem_items.c.pos)
+        if source_kinds is not None:
+            cond.append(mem_items.c.source_kind.in_(list(source_kinds)))
+        if after is not None:
+            cond.append(
+                or_(mem_items.c.idx > after[0], and_(mem_items.c.idx == after[0], mem_items.c.pos > after[1]))
             )
-            return [item_from_row(r) for r in rows]
+        query = select(mem_items).where(and_(*cond)).order_by(mem_items.c.idx, mem_items.c.pos)
+        if limit is not None:
+            query = query.limit(limit)
+        with self.engine.connect() as conn:
+            return [item_from_row(r) for r in conn.execute(query)]
 
     def item(self, agent: str, ref: str) -> Item | None:
         with self.engine.connect() as conn:

@@ -35,6 +35,7 @@ from ledger.httpauth import sign_request
 from ledger.log import Ledger, Submission
 from ledger.memory.bodies import written_body
 from ledger.sdk import Agent
+from verifier.errors import ProofError
 from verifier.oracle import verify_oracle_statement
 from verifier.token import TokenError
 
@@ -420,3 +421,47 @@ def test_per_client_limit_answers_429_before_any_work(ledger: Ledger) -> None:
     assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
     assert r.headers["content-type"] == "application/problem+json"
     assert r.json()["type"] == "https://engram.dev/problems/rate-limited"
+
+
+def test_tier_views_page_in_log_order(connect: Callable[..., RemoteMemory], ledger: Ledger) -> None:
+    ada = connect("ada")
+    refs = [
+        ada.write(category="LEARNING", content=f"Fact number {i} about queues.", tags=["q"])[1]
+        for i in range(5)
+    ]
+    pages: list[list[str]] = []
+    after = None
+    while True:
+        params = {"tier": "WARM", "limit": 2} | ({"after": after} if after else {})
+        page = ada._signed("GET", "/v1/agents/ada/memory", params=params).json()
+        pages.append([i["ref"] for i in page["items"]])
+        after = page["next"]
+        if after is None:
+            break
+    assert pages == [refs[0:2], refs[2:4], refs[4:5]]
+    assert [i["ref"] for i in ada.items(tier="WARM")] == refs  # the client follows the pages
+
+
+def test_receipts_carry_the_consistency_proof_the_client_needs(
+    connect: Callable[..., RemoteMemory], ledger: Ledger
+) -> None:
+    ada = connect("ada")
+    seen: list[str] = []
+    original = ada.transport.http.request
+
+    def counting(method: str, url: str, **kw: object) -> object:
+        seen.append(url.split("?")[0])
+        return original(method, url, **kw)  # type: ignore[arg-type]
+
+    ada.transport.http.request = counting  # type: ignore[method-assign]
+    for i in range(5):
+        ada.record("commitment", {"promise": f"promise {i}"})
+    assert not [u for u in seen if u.endswith("/v1/proofs/consistency")]  # one round trip per write
+    # a wrong proof in a receipt is caught by the agent's own consistency check
+    ada.transport._proofs.clear()
+    size = ledger.size()
+    bogus = {(size, size + 1): [bytes(32)]}
+    ada.transport._proofs.update(bogus)
+    ada.transport.known_size = None  # no proof comes with the next receipt: the bogus one is used
+    with pytest.raises(ProofError):
+        ada.record("commitment", {"promise": "checked"})
