@@ -85,7 +85,7 @@ def _unb64(text: str, what: str) -> bytes:
         raise MalformedError(f"{what} is not base64", check="request.base64") from e
 
 
-def submission(svc: Services, ev: SignedEvent) -> Submission:
+def submission(svc: Services, ev: SignedEvent, cost: float = 1.0) -> Submission:
     """Decode a signed event, verify its signature, and refuse it (429) if its agent's
     budget is spent. Nothing is charged here: :func:`charged` charges the agent once the
     append succeeded, so that forged or replayed events (which fail) never spend another
@@ -98,7 +98,7 @@ def submission(svc: Services, ev: SignedEvent) -> Submission:
     )
     agent = svc.ledger.event_signer(sub)
     if Envelope.from_bytes(sub.envelope).kind != "key.registered":
-        svc.key_limits.check("agent:" + agent)
+        svc.key_limits.check("agent:" + agent, cost)
     return sub
 
 
@@ -189,15 +189,17 @@ class Access:
         return self.kinds is None or kind in self.kinds
 
 
-async def reader(
-    agent: AgentPath,
-    vr: SignedDep,
-    svc: ServicesDep,
-    engram_share_token: Annotated[str | None, Header(max_length=16_384)] = None,
+async def _authorize(
+    agent: str, vr: VerifiedRequest, svc: Services, token: str | None, *, allow_token: bool
 ) -> Access:
-    """Authorize a read of ``agent``'s memory, then spend the request's nonce."""
+    """Authorize a signed request for ``agent``'s memory, then spend its nonce: nothing is
+    recorded or charged for a request refused here."""
     principal = vr.principal
-    if engram_share_token is not None:
+    if token is not None:
+        if not allow_token:
+            raise ForbiddenError(
+                "a share token allows reading records, not acting as the agent", check="auth.agent"
+            )
         if principal.agent is not None:
             raise AuthError(
                 "a share token is presented in a request signed by its audience key (ed25519:<hex>)",
@@ -206,7 +208,7 @@ async def reader(
         kinds = await run_in_threadpool(
             allowed_kinds,
             svc.ledger,
-            engram_share_token,
+            token,
             agent=agent,
             audience=principal.signer,
             candidates=READABLE_KINDS,
@@ -222,16 +224,20 @@ async def reader(
     return Access(agent=agent, principal=principal, kinds=None)
 
 
+TokenHeader = Annotated[str | None, Header(alias="engram-share-token", max_length=16_384)]
+
+
+async def reader(agent: AgentPath, vr: SignedDep, svc: ServicesDep, token: TokenHeader = None) -> Access:
+    """The agent itself, or a share token's audience (then only the kinds it allows)."""
+    return await _authorize(agent, vr, svc, token, allow_token=True)
+
+
 ReaderDep = Annotated[Access, Depends(reader)]
 
 
-async def self_only(access: ReaderDep) -> Access:
+async def self_only(agent: AgentPath, vr: SignedDep, svc: ServicesDep, token: TokenHeader = None) -> Access:
     """Operations only the agent itself may ask for (recall, compaction, session state)."""
-    if access.kinds is not None:
-        raise ForbiddenError(
-            "a share token allows reading records, not acting as the agent", check="auth.agent"
-        )
-    return access
+    return await _authorize(agent, vr, svc, token, allow_token=False)
 
 
 SelfDep = Annotated[Access, Depends(self_only)]

@@ -80,15 +80,19 @@ def create_bundle(
     token: str | None = None,
     audience: str | None = None,
     disclose_bodies: bool = True,
+    at_size: int | None = None,
 ) -> bytes:
     """Everything the offline verifier needs to check ``claim`` at the latest checkpoint.
 
-    With ``disclose_bodies=False`` no body is included (leaves, proofs and stream heads
+    ``at_size`` builds it at an earlier signed checkpoint instead (the oracle's evidence is
+    built at its verdict's checkpoint). With ``disclose_bodies=False`` no body is included (leaves, proofs and stream heads
     only), so only claims that need no bodies (a ``count`` without ``where``) verify."""
     statements: Sequence[Mapping[str, Any]] = claim.get("statements") or []
     if not statements:
         raise MalformedError("a claim holds at least one statement", check="claim")
-    cp = ledger.latest_checkpoint()
+    cp = ledger.latest_checkpoint() if at_size is None else ledger.store.checkpoint(at_size)
+    if cp is None:
+        raise MalformedError(f"no checkpoint was signed at size {at_size}", check="bundle.size")
     size = cp.size
     claimed = {(s["agent"], s["kind"]) for s in statements}
     agents = sorted({a for a, _ in claimed} | {POLICY_AGENT})

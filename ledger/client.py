@@ -54,6 +54,7 @@ from ledger.memory.bodies import (
 )
 from ledger.memory.gate import WriteGate
 from ledger.memory.schemas import parse_ref
+from ledger.memory.state import RECORD_KINDS, record_content
 from ledger.oracle import parse_task_claim
 from ledger.sdk import Agent, StreamState
 from verifier.bundle import VerifiedBundle, verify_bundle
@@ -463,8 +464,8 @@ class RemoteMemory:
                 params["after"] = after
             page = self._signed("GET", f"{self._base}/memory", params=params).json()
             out += page["items"]
-            after = page.get("next")
-            if not after:
+            after = _next_page(page, after)
+            if after is None:
                 return out
 
     def item(self, ref: str) -> dict[str, Any]:
@@ -501,6 +502,18 @@ class RemoteMemory:
         return self.agent.append("share.revoked", {"token_id": ids[0]})
 
 
+def _next_page(page: Mapping[str, Any], after: str | None) -> str | None:
+    """The cursor of the next page, refusing one that does not move forward (a server
+    could otherwise keep a client paging forever)."""
+    nxt = page.get("next")
+    if nxt is None:
+        return None
+    items = page.get("items") or []
+    if not items or items[-1].get("ref") != nxt or (after is not None and parse_ref(nxt) <= parse_ref(after)):
+        raise ProofError("the page cursor does not move forward", check="page.next")
+    return str(nxt)
+
+
 def verify_item_proof(
     out: Mapping[str, Any], log_key: VerifierKey, *, agent: str, ref: str
 ) -> tuple[Leaf, VerifiedCheckpoint]:
@@ -517,8 +530,8 @@ def verify_item_proof(
     env = leaf.envelope
     if leaf.index != index or item["index"] != index or int(inc["size"]) != cp.size:
         raise ProofError("the item's leaf or proof names another entry", check="item.index")
-    if env.agent != agent or env.kind != item["source_kind"]:
-        raise ProofError(f"the item's leaf is {env.agent}/{env.kind}, not {agent}'s", check="item.leaf")
+    if env.agent != agent:
+        raise ProofError(f"the item's leaf is {env.agent}'s, not {agent}'s", check="item.leaf")
     verify_inclusion(
         leaf_hash=leaf.hash,
         index=leaf.index,
@@ -526,15 +539,37 @@ def verify_item_proof(
         proof=[_unb64(h) for h in inc["proof"]],
         root=cp.root,
     )
-    if out.get("body") is not None:
-        body = verify_body(env, _unb64(out["salt"]), _unb64(out["body"]))
-        source = body.get("entries", [{}])[pos] if env.kind == "memory.distilled" else body
+    if item["status"] == "erased":
+        # a tombstone claims nothing: empty, no body, over an entry that made items
         if (
-            env.kind in _TEXT_KINDS
-            and item["status"] != "erased"
-            and source.get("content") != item["content"]
+            item["source_kind"] != "memory.erased"
+            or item["content"] != ""
+            or out.get("body") is not None
+            or env.kind not in _TEXT_KINDS | _RECORDS
         ):
-            raise ProofError("the item's content is not what the agent signed", check="item.content")
+            raise ProofError("an erased item is an empty tombstone without a body", check="item.erased")
+        return leaf, cp
+    if env.kind != item["source_kind"]:
+        raise ProofError(f"the item's leaf is a {env.kind}, not a {item['source_kind']}", check="item.leaf")
+    if out.get("body") is None or out.get("salt") is None:
+        raise ProofError("the item comes without the body that makes it", check="item.body")
+    body = verify_body(env, _unb64(out["salt"]), _unb64(out["body"]))
+    source: Mapping[str, Any] = body
+    if env.kind == "memory.distilled":
+        entries = body.get("entries")
+        if not isinstance(entries, list) or not 0 <= pos < len(entries) or not isinstance(entries[pos], dict):
+            raise ProofError("the item's position is not an entry of the distillation", check="item.ref")
+        source = entries[pos]
+    elif pos != 0:
+        raise ProofError("a single-item entry has only position 0", check="item.ref")
+    content: Any
+    category: Any
+    if env.kind in _RECORDS:
+        content, category = record_content(env.kind, body), RECORD_KINDS[env.kind]
+    else:
+        content, category = source.get("content"), source.get("category", item["category"])
+    if content != item["content"] or category != item["category"]:
+        raise ProofError("the item's content is not what the agent signed", check="item.content")
     return leaf, cp
 
 
@@ -576,11 +611,20 @@ class Buyer:
         )
 
     def items(self, token: str, *, agent: str, tier: str | None = None) -> list[dict[str, Any]]:
-        params = {"status": "active"} | ({"tier": tier} if tier else {})
-        out: list[dict[str, Any]] = self._signed(
-            "GET", f"/v1/agents/{quote(agent, safe='')}/memory", token, params=params
-        ).json()["items"]
-        return out
+        """Every item of the agent the token lets this audience see (all pages)."""
+        out: list[dict[str, Any]] = []
+        after: str | None = None
+        while True:
+            params = {"status": "active", "limit": 1000} | ({"tier": tier} if tier else {})
+            if after:
+                params["after"] = after
+            page = self._signed(
+                "GET", f"/v1/agents/{quote(agent, safe='')}/memory", token, params=params
+            ).json()
+            out += page["items"]
+            after = _next_page(page, after)
+            if after is None:
+                return out
 
     def oracle_agent(self, agent: str) -> tuple[OracleStatement, dict[str, Any]]:
         out = self.transport.request("GET", f"/v1/oracle/agents/{quote(agent, safe='')}").json()
@@ -607,6 +651,8 @@ class Buyer:
             or p.get("claim") != asked
             or p.get("verdict") != out["verdict"]
             or p.get("actual") != out["actual"]
+            or p.get("reason") != out["reason"]
+            or out["evidence_discloses_bodies"] != (token is not None)
         ):
             raise ProofError(
                 "the oracle's signed verdict is not the answer to this claim", check="oracle.payload"
@@ -624,7 +670,9 @@ class Buyer:
             for c in vb.claims
         ):
             raise ProofError("the evidence is about another agent or kind", check="oracle.evidence")
-        if token is not None and vb.checkpoint.size == cp.size:
+        if vb.checkpoint.size != cp.size:
+            raise ProofError("the evidence is not built at the verdict's checkpoint", check="oracle.evidence")
+        if token is not None:
             figures = {
                 c.statement["predicate"]: c.recomputed
                 for c in vb.claims

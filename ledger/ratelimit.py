@@ -43,15 +43,15 @@ class RateLimiter:
         tokens, last = self._buckets.pop(key, (self.burst, now))
         return min(self.burst, tokens + (now - last) * self.rate)
 
-    def check(self, key: str) -> None:
-        """Raise :class:`RateLimitedError` if ``key`` has no token left (takes none)."""
+    def check(self, key: str, cost: float = 1.0) -> None:
+        """Raise :class:`RateLimitedError` if ``key`` has fewer than ``cost`` tokens (takes none)."""
         now = self.clock()
         with self._lock:
             tokens = self._refill(key, now)
             self._buckets[key] = (tokens, now)
             self._trim()
-        if tokens < 1.0:
-            wait = math.ceil((1.0 - tokens) / self.rate)
+        if tokens < min(cost, self.burst):
+            wait = math.ceil((min(cost, self.burst) - tokens) / self.rate)
             raise RateLimitedError(f"too many requests for {key}; retry in {wait} s", retry_after_s=wait)
 
     def charge(self, key: str, cost: float = 1.0) -> None:

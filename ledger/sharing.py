@@ -11,6 +11,7 @@ import time
 from collections.abc import Collection
 
 from ledger.log import Ledger
+from verifier.errors import VerificationError
 from verifier.jcs import parse_strict
 from verifier.token import TokenError, VerifiedToken, verify_token
 
@@ -47,6 +48,25 @@ def verify_share_token(
         raise TokenError(
             f"agent {agent} has no active key, so no token of its is valid", check="token.signature"
         )
+    try:
+        return _verify(ledger, token, keys, agent, audience, kinds, now, candidates)
+    except TokenError:
+        raise
+    except VerificationError as e:  # a token that does not parse or verify is refused as a token
+        message = str(e).removeprefix(f"[{e.check}] ")
+        raise TokenError(message, check=e.check) from e
+
+
+def _verify(
+    ledger: Ledger,
+    token: str,
+    keys: list[bytes],
+    agent: str,
+    audience: str,
+    kinds: Collection[str],
+    now: int | None,
+    candidates: Collection[str],
+) -> VerifiedToken:
     return verify_token(
         token,
         agent_keys=keys,

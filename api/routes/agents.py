@@ -6,6 +6,7 @@ operator token besides the key's own proof of possession (the ``key.registered``
 is self-signed and carries a PoP bound to the log and agent).
 """
 
+import base64
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path
@@ -48,9 +49,16 @@ def submit(batch: EventBatch, svc: ServicesDep, operator: OperatorFlag, known: K
     """Append signed events atomically (authenticated by their signatures); answers after
     integration with receipts: index, timestamp, leaf, checkpoint, inclusion proof.
     Registering an agent key needs the operator token."""
-    subs = [submission(svc, e) for e in batch.events]
+    per_agent: dict[str, int] = {}
+    for e in batch.events:  # a batch needs as many tokens as it has events of each agent
+        per_agent[_agent_of(e)] = per_agent.get(_agent_of(e), 0) + 1
+    subs = [submission(svc, e, cost=per_agent.get(_agent_of(e), 1)) for e in batch.events]
     receipts = charged(svc, svc.ledger.append(subs, operator=operator))
     return Receipts(receipts=[receipt_out(svc, r, known) for r in receipts])
+
+
+def _agent_of(e: SignedEvent) -> str:
+    return Envelope.from_bytes(base64.b64decode(e.envelope.encode("ascii"))).agent
 
 
 def _one(svc: ServicesDep, ev: SignedEvent, agent: str | None, kind: str) -> Submission:

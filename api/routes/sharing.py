@@ -131,11 +131,17 @@ async def oracle_claim(
             proving,
             token=engram_share_token,
             audience=audience,
-            trusted_size=answer.size,  # the bundle extends the verdict's checkpoint
+            at_size=answer.size,  # the evidence is built at the verdict's checkpoint
+            trusted_size=answer.size,
         )
     else:
         evidence = await run_in_threadpool(
-            create_bundle, svc.ledger, public, disclose_bodies=False, trusted_size=answer.size
+            create_bundle,
+            svc.ledger,
+            public,
+            disclose_bodies=False,
+            at_size=answer.size,
+            trusted_size=answer.size,
         )
     return OracleClaimOut(
         verdict=payload["verdict"],

@@ -19,7 +19,8 @@ router = APIRouter(responses=problem_responses())
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 SHORT = "public, max-age=10"
-_TILE_PATH = re.compile(r"((?:x[0-9]{3}/)*[0-9]{3})(?:\.p/([0-9]{1,3}))?")  # ASCII digits only
+# ASCII digits only; at most 7 "x" groups: tile indices of a log of up to 2^63 entries
+_TILE_PATH = re.compile(r"((?:x[0-9]{3}/){0,7}[0-9]{3})(?:\.p/([0-9]{1,3}))?")
 MAX_EXPORT = 10_000
 _BINARY: dict[int | str, dict[str, Any]] = {
     200: {"content": {"application/octet-stream": {}}, "description": "tile bytes"},

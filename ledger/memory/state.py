@@ -195,6 +195,11 @@ def _confirm(target: Item, other: Item) -> None:
             target.provenance.append(p)
 
 
+def record_content(kind: str, b: Mapping[str, Any]) -> str:
+    """The item text a record's body makes (clients recompute it to check an item)."""
+    return _record_content(kind, b)
+
+
 def _record_content(kind: str, b: Mapping[str, Any]) -> str:
     if kind == "pact.outcome":
         text = f"pact {b['pact']} {b['result']}, quality {b['quality']}"
