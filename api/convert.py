@@ -1,7 +1,7 @@
 """Conversions from ledger values to the API's response models (base64 for bytes)."""
 
 import base64
-import json
+import dataclasses
 
 from api.schemas import InclusionOut, ItemOut, RecalledOut, ReceiptOut
 from ledger.log import InclusionProof, Receipt
@@ -39,39 +39,10 @@ def inclusion(p: InclusionProof) -> InclusionOut:
 
 
 def item(i: Item) -> ItemOut:
-    return ItemOut(
-        ref=i.ref,
-        index=i.index,
-        source_kind=i.source_kind,
-        tier=i.tier,
-        status=i.status,
-        category=i.category,
-        content=i.content,
-        tags=list(i.tags),
-        confidence=i.confidence,
-        confirmations=i.confirmations,
-        access_count=i.access_count,
-        last_access_us=i.last_access_us,
-        created_us=i.created_us,
-        decay_exempt=i.decay_exempt,
-        provenance=[dict(p) for p in i.provenance],
-        tier_history=json.loads(json.dumps(i.tier_history)),
-        session=i.session,
-        superseded_by=i.superseded_by,
-        supersedes=i.supersedes,
-    )
+    fields = dataclasses.asdict(i)
+    return ItemOut.model_validate({k: fields[k] for k in ItemOut.model_fields})
 
 
 def recalled(r: Recalled) -> RecalledOut:
-    return RecalledOut(
-        index=r.index,
-        ref=r.ref,
-        tier=r.tier,
-        category=r.category,
-        content=r.content,
-        tags=list(r.tags),
-        confidence=r.confidence,
-        age_days=r.age_days,
-        score=r.score,
-        verify=r.verify,
-    )
+    fields = dataclasses.asdict(r)
+    return RecalledOut.model_validate({k: fields[k] for k in RecalledOut.model_fields})

@@ -46,6 +46,7 @@ __all__ = [
     "spend",
     "submission",
     "submit_signed",
+    "unb64",
 ]
 
 #: The kinds whose records and memory items a share token can open for reading.
@@ -78,7 +79,7 @@ ServicesDep = Annotated[Services, Depends(get_services)]
 AgentPath = Annotated[str, Path(pattern=AGENT, description="agent id")]
 
 
-def _unb64(text: str, what: str) -> bytes:
+def unb64(text: str, what: str) -> bytes:
     try:
         return base64.b64decode(text.encode("ascii"), validate=True)
     except (binascii.Error, UnicodeEncodeError) as e:
@@ -91,10 +92,10 @@ def submission(svc: Services, ev: SignedEvent, cost: float = 1.0) -> Submission:
     append succeeded, so that forged or replayed events (which fail) never spend another
     agent's budget. Registrations are charged to the operator."""
     sub = Submission(
-        envelope=_unb64(ev.envelope, "envelope"),
-        signature=_unb64(ev.signature, "signature"),
-        body=_unb64(ev.body, "body"),
-        salt=_unb64(ev.salt, "salt"),
+        envelope=unb64(ev.envelope, "envelope"),
+        signature=unb64(ev.signature, "signature"),
+        body=unb64(ev.body, "body"),
+        salt=unb64(ev.salt, "salt"),
     )
     agent = svc.ledger.event_signer(sub)
     if Envelope.from_bytes(sub.envelope).kind != "key.registered":

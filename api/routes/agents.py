@@ -6,7 +6,6 @@ operator token besides the key's own proof of possession (the ``key.registered``
 is self-signed and carries a PoP bound to the log and agent).
 """
 
-import base64
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path
@@ -21,6 +20,7 @@ from api.deps import (
     receipt_out,
     require_operator,
     submission,
+    unb64,
 )
 from api.problems import problem_responses
 from api.schemas import (
@@ -49,16 +49,15 @@ def submit(batch: EventBatch, svc: ServicesDep, operator: OperatorFlag, known: K
     """Append signed events atomically (authenticated by their signatures); answers after
     integration with receipts: index, timestamp, leaf, checkpoint, inclusion proof.
     Registering an agent key needs the operator token."""
-    per_agent: dict[str, int] = {}
-    for e in batch.events:  # a batch needs as many tokens as it has events of each agent
-        per_agent[_agent_of(e)] = per_agent.get(_agent_of(e), 0) + 1
-    subs = [submission(svc, e, cost=per_agent.get(_agent_of(e), 1)) for e in batch.events]
+    agents = [_agent_of(e) for e in batch.events]
+    per_agent = {a: agents.count(a) for a in set(agents)}  # a batch needs a token per event of each agent
+    subs = [submission(svc, e, cost=per_agent[a]) for e, a in zip(batch.events, agents, strict=True)]
     receipts = charged(svc, svc.ledger.append(subs, operator=operator))
     return Receipts(receipts=[receipt_out(svc, r, known) for r in receipts])
 
 
 def _agent_of(e: SignedEvent) -> str:
-    return Envelope.from_bytes(base64.b64decode(e.envelope.encode("ascii"))).agent
+    return Envelope.from_bytes(unb64(e.envelope, "envelope")).agent
 
 
 def _one(svc: ServicesDep, ev: SignedEvent, agent: str | None, kind: str) -> Submission:

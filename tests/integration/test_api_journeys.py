@@ -16,6 +16,7 @@ import base64
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -124,48 +125,27 @@ def test_private_memory_never_reaches_another_agent(
     r = client.get("/v1/agents/ada/memory")
     assert r.status_code == 401 and r.headers["content-type"] == "application/problem+json"
     assert r.json()["type"] == "https://engram.dev/problems/unauthenticated"
-    headers = sign_request(
-        bob.agent.signer.private_key,
-        origin=ledger.origin,
-        method="GET",
-        target="/v1/agents/ada/memory",
-        signer="agent:ada",
-    )
-    assert client.get("/v1/agents/ada/memory", headers=headers).json()["check"] == "auth.signature"
-    # a signature for another path, another body or another log does not carry over
-    other = sign_request(
-        ada.agent.signer.private_key,
-        origin=ledger.origin,
-        method="GET",
-        target="/v1/agents/ada/memory?tier=HOT",
-        signer="agent:ada",
-    )
-    assert client.get("/v1/agents/ada/memory", headers=other).status_code == 401
-    foreign = sign_request(
-        ada.agent.signer.private_key,
-        origin="other.example/log",
-        method="GET",
-        target="/v1/agents/ada/memory",
-        signer="agent:ada",
-    )
-    assert client.get("/v1/agents/ada/memory", headers=foreign).status_code == 401
-    stale = sign_request(
-        ada.agent.signer.private_key,
-        origin=ledger.origin,
-        method="GET",
-        target="/v1/agents/ada/memory",
-        signer="agent:ada",
-        now_s=int(time.time()) - 3600,
-    )
-    assert client.get("/v1/agents/ada/memory", headers=stale).json()["check"] == "auth.time"
+    target = "/v1/agents/ada/memory"
+
+    def signed(key: Ed25519PrivateKey, **kw: Any) -> dict[str, str]:
+        args: dict[str, Any] = {
+            "origin": ledger.origin,
+            "method": "GET",
+            "target": target,
+            "signer": "agent:ada",
+        }
+        return sign_request(key, **(args | kw))
+
+    ada_key = ada.agent.signer.private_key
+    headers = signed(bob.agent.signer.private_key)  # bob's key, claiming to be ada
+    assert client.get(target, headers=headers).json()["check"] == "auth.signature"
+    # a signature for another path, another log or another time does not carry over
+    assert client.get(target, headers=signed(ada_key, target=target + "?tier=HOT")).status_code == 401
+    assert client.get(target, headers=signed(ada_key, origin="other.example/log")).status_code == 401
+    stale = signed(ada_key, now_s=int(time.time()) - 3600)
+    assert client.get(target, headers=stale).json()["check"] == "auth.time"
     # replay: the same signed request twice
-    good = sign_request(
-        ada.agent.signer.private_key,
-        origin=ledger.origin,
-        method="GET",
-        target="/v1/agents/ada/memory",
-        signer="agent:ada",
-    )
+    good = signed(ada_key)
     first = client.get("/v1/agents/ada/memory", headers=good)
     assert first.status_code == 200 and "vault" in first.text
     again = client.get("/v1/agents/ada/memory", headers=good)
@@ -368,6 +348,7 @@ def test_bad_input_gets_problem_details_and_writes_nothing(
             400,
         ),
         ("post", "/v1/agents/ada/memories", {"unexpected": 1}, 400),
+        ("post", "/v1/events", {"events": [{"envelope": "000", "signature": "", "body": "", "salt": ""}]}, 400),
         ("post", "/v1/agents/ada/sessions", [], 400),
         ("get", "/v1/agents/ada/memory/not-a-ref", None, 401),  # unsigned: refused before parsing
         ("get", "/v1/agents/bad%20id/streams/commitment", None, 400),
