@@ -348,7 +348,12 @@ def test_bad_input_gets_problem_details_and_writes_nothing(
             400,
         ),
         ("post", "/v1/agents/ada/memories", {"unexpected": 1}, 400),
-        ("post", "/v1/events", {"events": [{"envelope": "000", "signature": "", "body": "", "salt": ""}]}, 400),
+        (
+            "post",
+            "/v1/events",
+            {"events": [{"envelope": "000", "signature": "", "body": "", "salt": ""}]},
+            400,
+        ),
         ("post", "/v1/agents/ada/sessions", [], 400),
         ("get", "/v1/agents/ada/memory/not-a-ref", None, 401),  # unsigned: refused before parsing
         ("get", "/v1/agents/bad%20id/streams/commitment", None, 400),
