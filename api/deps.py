@@ -131,11 +131,18 @@ KnownSize = Annotated[
 ]
 
 
-def receipt_out(svc: Services, r: Receipt, known: int | None) -> ReceiptOut:
+def receipt_out(
+    svc: Services, r: Receipt, known: int | None, proofs: dict[int, ProofFromKnown] | None = None
+) -> ReceiptOut:
+    """A receipt for the wire; with ``known``, the consistency proof from it (computed once
+    per checkpoint size when ``proofs`` is shared across a batch)."""
     out = convert.receipt(r)
     if known is not None and 0 < known <= r.proof.size:
-        p = svc.ledger.prove_consistency(known, r.proof.size)
-        out.consistency = ProofFromKnown(old_size=known, proof=[convert.b64(h) for h in p.hashes])
+        cache = {} if proofs is None else proofs
+        if r.proof.size not in cache:
+            p = svc.ledger.prove_consistency(known, r.proof.size)
+            cache[r.proof.size] = ProofFromKnown(old_size=known, proof=[convert.b64(h) for h in p.hashes])
+        out.consistency = cache[r.proof.size]
     return out
 
 

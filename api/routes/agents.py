@@ -30,6 +30,7 @@ from api.schemas import (
     ForceRevoke,
     HeadOut,
     KeyOut,
+    ProofFromKnown,
     ReceiptOut,
     Receipts,
     SignedEvent,
@@ -53,7 +54,8 @@ def submit(batch: EventBatch, svc: ServicesDep, operator: OperatorFlag, known: K
     per_agent = {a: agents.count(a) for a in set(agents)}  # a batch needs a token per event of each agent
     subs = [submission(svc, e, cost=per_agent[a]) for e, a in zip(batch.events, agents, strict=True)]
     receipts = charged(svc, svc.ledger.append(subs, operator=operator))
-    return Receipts(receipts=[receipt_out(svc, r, known) for r in receipts])
+    proofs: dict[int, ProofFromKnown] = {}
+    return Receipts(receipts=[receipt_out(svc, r, known, proofs) for r in receipts])
 
 
 def _agent_of(e: SignedEvent) -> str:
