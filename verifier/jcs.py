@@ -32,6 +32,7 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "JSONValue",
     "canonical_bytes",
+    "check_shape",
     "parse_canonical",
     "parse_strict",
 ]
@@ -167,11 +168,23 @@ def _check_tree(value: JSONValue, depth: int = 0) -> None:
             _check_tree(v, depth + 1)
 
 
-def parse_strict(data: bytes, *, max_bytes: int) -> JSONValue:
+def parse_strict(
+    data: bytes,
+    *,
+    max_bytes: int,
+    max_containers: int | None = None,
+    max_values: int | None = None,
+) -> JSONValue:
     """Parse JSON strictly: UTF-8 without BOM, no duplicate keys, integers only, bounded.
 
+    The size is checked first, then a linear pre-scan (:func:`check_shape`) bounds the
+    nesting depth and, when given, the number of containers (objects and arrays) and of
+    values before ``json.loads`` builds anything: a document of millions of empty objects
+    is refused at the cost of one scan, not of building millions of dicts.
+
     Raises:
-        LimitExceededError: ``data`` is longer than ``max_bytes`` or nests too deep.
+        LimitExceededError: ``data`` is longer than ``max_bytes``, nests too deep, or holds
+            more containers or values than allowed.
         MalformedError: not UTF-8, not JSON, duplicate keys, NaN/Infinity.
         CanonicalFormError: floats or integers outside the safe range.
     """
@@ -186,9 +199,7 @@ def parse_strict(data: bytes, *, max_bytes: int) -> JSONValue:
         text = data.decode("utf-8", errors="strict")
     except UnicodeDecodeError as e:
         raise MalformedError(f"not valid UTF-8: {e.reason}", check="json.encoding") from e
-    # A quick pre-check keeps the recursive-descent parser far from Python's recursion limit.
-    if text.count("[") + text.count("{") > 0 and _max_bracket_depth(text) > MAX_DEPTH + 1:
-        raise LimitExceededError(f"nesting deeper than {MAX_DEPTH}", check="canonical.depth")
+    check_shape(text, max_depth=MAX_DEPTH, max_containers=max_containers, max_values=max_values)
     try:
         value = json.loads(
             text,
@@ -205,26 +216,54 @@ def parse_strict(data: bytes, *, max_bytes: int) -> JSONValue:
     return value
 
 
-def _max_bracket_depth(text: str) -> int:
-    # Nesting depth of the raw text, skipping brackets inside strings; O(n), no recursion.
-    depth = best = 0
-    in_str = esc = False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
+# A JSON string, unrolled so that the regex engine runs in linear time: a quote, runs of
+# plain characters separated by single escapes, a quote. An unterminated string does not
+# match and is left for json.loads to refuse.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+
+
+def check_shape(
+    text: str,
+    *,
+    max_depth: int = MAX_DEPTH,
+    max_containers: int | None = None,
+    max_values: int | None = None,
+) -> None:
+    """Bound a JSON text's nesting depth, containers and values before parsing it.
+
+    Linear in the text and done mostly in C: strings are blanked by one regular
+    expression, containers are counted with ``str.count``, and values are bounded by
+    commas + containers + 1 (every value but the first of a container follows a comma).
+    Only the brackets are walked in Python to measure the depth, and only once their
+    number is known to be within bounds.
+
+    Raises:
+        LimitExceededError: check ``json.containers``, ``json.values`` or ``canonical.depth``.
+    """
+    bare = _STRING.sub('""', text)
+    containers = bare.count("{") + bare.count("[")
+    if max_containers is not None and containers > max_containers:
+        raise LimitExceededError(
+            f"{containers} objects and arrays exceed the limit of {max_containers}",
+            check="json.containers",
+        )
+    if max_values is not None:
+        values = bare.count(",") + containers + 1
+        if values > max_values:
+            raise LimitExceededError(
+                f"about {values} values exceed the limit of {max_values}", check="json.values"
+            )
+    if not containers:
+        return
+    depth = 0
+    for ch in _NOT_BRACKETS.sub("", bare):
+        if ch in "[{":
             depth += 1
-            best = max(best, depth)
-        elif ch in "]}":
+            if depth > max_depth + 1:
+                raise LimitExceededError(f"nesting deeper than {max_depth}", check="canonical.depth")
+        else:
             depth -= 1
-    return best
 
 
 def parse_canonical(data: bytes, *, max_bytes: int) -> JSONValue:

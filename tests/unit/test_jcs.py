@@ -76,3 +76,44 @@ def test_malformed_input_is_refused(data: bytes) -> None:
 def test_deep_nesting_is_refused_without_recursion_errors() -> None:
     with pytest.raises(LimitExceededError):
         parse_strict(b"[" * 100_000 + b"]" * 100_000, max_bytes=1 << 20)
+
+
+@pytest.mark.parametrize(
+    ("data", "check"),
+    [
+        (b"[" + b"{}," * 200 + b"{}]", "json.containers"),
+        (b"[" + b"1," * 500 + b"1]", "json.values"),
+        (b'["' + b"[" * 5000 + b'"]', None),  # brackets inside a string are not containers
+        (b'["\\"[[[[[[", 1]', None),  # nor after an escaped quote
+    ],
+)
+def test_containers_and_values_are_counted_before_parsing(data: bytes, check: str | None) -> None:
+    if check is None:
+        assert isinstance(parse_strict(data, max_bytes=1 << 20, max_containers=100, max_values=100), list)
+        return
+    with pytest.raises(LimitExceededError) as e:
+        parse_strict(data, max_bytes=1 << 20, max_containers=100, max_values=100)
+    assert e.value.check == check
+
+
+@pytest.mark.parametrize("constant", [b"NaN", b"Infinity", b"-Infinity"])
+def test_nan_and_infinity_are_refused(constant: bytes) -> None:
+    with pytest.raises(MalformedError) as e:
+        parse_strict(b'{"a":' + constant + b"}", max_bytes=100)
+    assert e.value.check == "json.syntax"
+
+
+@given(
+    st.recursive(
+        st.none() | st.integers(0, 9) | st.text(alphabet="ab ,", max_size=5),
+        lambda c: st.lists(c, max_size=4),
+        max_leaves=20,
+    )
+)
+def test_the_shape_bound_never_undercounts(value: object) -> None:
+    text = json.dumps(value)
+    bare_values = text.count(",") + text.count("[") + 1  # an upper bound json.loads agrees with
+    parse_strict(text.encode(), max_bytes=1 << 16, max_values=bare_values)
+    if text.count("[") > 1:
+        with pytest.raises(LimitExceededError):
+            parse_strict(text.encode(), max_bytes=1 << 16, max_containers=text.count("[") - 1)
