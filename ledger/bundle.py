@@ -17,7 +17,7 @@ from typing import Any
 from ledger.errors import MalformedError
 from ledger.log import Ledger
 from ledger.sharing import verify_share_token
-from verifier.bundle import MEDIA_TYPE, heads_text
+from verifier.bundle import MAX_CONSISTENCY_PROOFS, MEDIA_TYPE, heads_text
 from verifier.event import KEY_KINDS, POLICY_AGENT, Leaf
 from verifier.note import sign_note
 
@@ -77,12 +77,16 @@ def create_bundle(
     claim: Mapping[str, Any],
     *,
     trusted_size: int | None = None,
+    trusted_sizes: Sequence[int] = (),
     token: str | None = None,
     audience: str | None = None,
     disclose_bodies: bool = True,
     at_size: int | None = None,
 ) -> bytes:
     """Everything the offline verifier needs to check ``claim`` at the latest checkpoint.
+
+    ``trusted_size(s)``: sizes of checkpoints the buyer already holds; the bundle carries a
+    consistency proof from each to its own checkpoint.
 
     ``at_size`` builds it at an earlier signed checkpoint instead (the oracle's evidence is
     built at its verdict's checkpoint). With ``disclose_bodies=False`` no body is included (leaves, proofs and stream heads
@@ -128,11 +132,14 @@ def create_bundle(
             entry["salt"], entry["body"] = _b64(sb[0]), _b64(sb[1])
         entries.append(entry)
     root_b64 = base64.b64encode(cp.root).decode("ascii")
+    # Every agent the statement names is covered: its streams were all enumerated above
+    # (heads_at), so a stream of it that the statement does not list is empty.
     text = heads_text(
         ledger.origin,
         size,
         root_b64,
         [(h.agent, h.kind, h.version, h.index, h.leaf_hash.hex()) for h in heads],
+        agents=agents,
     )
     doc: dict[str, Any] = {
         "media_type": MEDIA_TYPE,
@@ -144,9 +151,21 @@ def create_bundle(
     }
     if token is not None:
         doc["token"] = token
-    if trusted_size is not None:
-        cons = ledger.prove_consistency(trusted_size, size)
-        doc["consistency"] = {"old_size": trusted_size, "proof": [_b64(h) for h in cons.hashes]}
+    olds = sorted({*trusted_sizes, *([] if trusted_size is None else [trusted_size])})
+    if len(olds) > MAX_CONSISTENCY_PROOFS:
+        raise MalformedError(
+            f"at most {MAX_CONSISTENCY_PROOFS} trusted sizes per bundle", check="bundle.trusted_size"
+        )
+    consistency = []
+    for old in olds:
+        if not 0 <= old <= size:
+            raise MalformedError(
+                f"trusted size {old} is beyond the bundle's checkpoint ({size})", check="bundle.trusted_size"
+            )
+        cons = ledger.prove_consistency(old, size)
+        consistency.append({"old_size": old, "proof": [_b64(h) for h in cons.hashes]})
+    if consistency:
+        doc["consistency"] = consistency
     return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
 
 

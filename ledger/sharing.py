@@ -23,7 +23,14 @@ def revoked_token_ids(ledger: Ledger, agent: str) -> list[str]:
     for i in ledger.store.stream_indices(agent, "share.revoked", ledger.size()):
         sb = ledger.store.body(i)
         if sb is not None:
-            out.append(str(parse_strict(sb[1], max_bytes=1 << 16)["token_id"]))
+            body = parse_strict(sb[1], max_bytes=1 << 16)
+            token_id = body.get("token_id") if isinstance(body, dict) else None
+            if not isinstance(token_id, str):
+                raise TokenError(
+                    f"share.revoked entry {i} names no token id: the revocation list cannot be read",
+                    check="token.revoked",
+                )
+            out.append(token_id)
     return out
 
 

@@ -1,33 +1,42 @@
 """Attestation bundles: verify, offline, that a claim about an agent's records is true and
-that no record of the claimed streams was left out (specs/bundle.md).
+that no record of the claimed streams was left out (specs/bundle.md, bundle v2).
 
-Trust role: bytes + the log's verifier key (+ optionally a checkpoint the buyer already
-trusts) in, a :class:`VerifiedBundle` out, or a :class:`VerificationError` naming the first
-failed check. Nothing in the bundle is trusted because it is in the bundle: keys come from
-the key-history entries (which are themselves proven and complete), sizes and roots from
-the signed checkpoint, stream heads from a statement the log signed for that checkpoint.
+Trust role: bytes + the log's verifier key (+ optionally checkpoints the buyer already
+trusts or remembers, and a witness policy) in, a :class:`VerifiedBundle` out, or a
+:class:`VerificationError` naming the first failed check. Nothing in the bundle is
+trusted because it is in the bundle: keys come from the key-history entries (which are
+themselves proven and complete), sizes and roots from the signed checkpoint, stream heads
+and the set of agents they cover from a statement the log signed for that checkpoint.
 
-Checks, in order (the numbers the CLI prints):
+Checks, in order (the numbers the CLI prints; one function per step below):
 
-1. ``format``: media type, exact members, bounded sizes, strict base64.
+1. ``format``: media type, exact members, bounded sizes and counts before parsing,
+   strict JSON (no floats, NaN or Infinity, no duplicate members), strict base64; every
+   optional member is validated when present.
 2. ``checkpoint``: the checkpoint is signed by the log key, for the expected origin.
-3. ``trusted``: (if the buyer has a trusted checkpoint) the bundle's checkpoint is not older
-   and the bundle proves it consistent with the trusted one.
-4. ``inclusion``: every entry's leaf is in the checkpoint's tree at its index.
-5. ``heads``: the stream-head statement is signed by the log key and bound to the
-   checkpoint (same origin, size and root).
-6. ``signatures``: replaying the key-history streams with the entries in log order, every
+3. ``witnesses``: (with a witness policy) cosignatures on the checkpoint meet its quorum.
+4. ``trusted``: (with trusted or remembered checkpoints) the bundle's checkpoint is not
+   older than any of them and the bundle proves it consistent with each (same root at
+   the same size, or a consistency proof from that size).
+5. ``inclusion``: every entry's leaf is in the checkpoint's tree at its index.
+6. ``timestamps``: server timestamps strictly increase with the index across every
+   disclosed entry; the log signed both leaves, so a violation is a fraud proof.
+7. ``heads``: the stream-head statement is signed by the log key, bound to the checkpoint
+   (same origin, size and root), and names every agent it covers with the number of its
+   streams.
+8. ``signatures``: replaying the key-history streams with the entries in log order, every
    agent signature verifies under the key valid at that index.
-7. ``completeness``: for every stream the claim uses (and the key streams), versions
-   0..head are all present, each ``prev`` is the previous entry's leaf hash, and the last
-   entry is the attested head. An included entry beyond the attested head is a fraud proof:
-   the log contradicted its own statement.
-8. ``bodies``: every disclosed body matches its signed commitment; erased entries are
-   reported as undisclosed. ``token``: if the bundle carries a share token, it is signed
-   by one of the agent's (unrevoked) keys, allows every disclosed and claimed kind to the
-   verifying audience now, and none of its revocation ids is in the agent's complete
-   ``share.revoked`` stream.
-9. ``claim``: each statement, recomputed from the disclosed bodies, equals the claim.
+9. ``completeness``: every agent a statement is about (and ``engram.policy``) is covered
+   by the stream-head statement; for every stream the claim uses (and the key streams),
+   versions 0..head are all present, each ``prev`` is the previous entry's leaf hash, and
+   the last entry is the attested head. An included entry beyond the attested head is a
+   fraud proof: the log contradicted its own statement.
+10. ``bodies``: every disclosed body matches its signed commitment; erased entries are
+    reported as undisclosed.
+11. ``token``: if the bundle carries a share token, it is signed by the agent's active
+    key, allows every disclosed and claimed kind to the verifying audience now, and none
+    of its revocation ids is in the agent's complete ``share.revoked`` stream.
+12. ``claim``: each statement, recomputed from the disclosed bodies, equals the claim.
 """
 
 from __future__ import annotations
@@ -35,8 +44,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
@@ -48,9 +59,11 @@ from verifier.errors import (
     VerificationError,
 )
 from verifier.event import KEY_KINDS, POLICY_AGENT, Leaf, check_agent_id, check_kind, verify_body
+from verifier.jcs import parse_strict
 from verifier.keys import KeyHistory
-from verifier.merkle import verify_consistency, verify_inclusion
-from verifier.note import SignedNote, VerifiedCheckpoint, VerifierKey, verify_checkpoint
+from verifier.merkle import HASH_SIZE, verify_inclusion
+from verifier.note import SignedNote, VerifiedCheckpoint, VerifierKey, parse_decimal, verify_checkpoint
+from verifier.state import require_extends
 from verifier.token import TokenError, verify_token
 
 __all__ = [
@@ -58,16 +71,35 @@ __all__ = [
     "MAX_BUNDLE_BYTES",
     "MEDIA_TYPE",
     "ClaimResult",
+    "StreamHeads",
     "VerifiedBundle",
+    "describe_statement",
     "heads_text",
     "verify_bundle",
 ]
 
-MEDIA_TYPE = "application/vnd.engram.bundle.v1+json"
-HEADS_HEADER = "engram.stream-heads/v1"
+MEDIA_TYPE = "application/vnd.engram.bundle.v2+json"
+HEADS_HEADER = "engram.stream-heads/v2"
+#: Media types of earlier bundle versions, refused with the reason (specs/bundle.md, Versions).
+RETIRED_MEDIA_TYPES = {
+    "application/vnd.engram.bundle.v1+json": (
+        "bundle v1 is no longer accepted: its stream-head statement does not say which agents it "
+        "covers, so it cannot prove that an agent has no records; ask for a v2 bundle "
+        "(engram >= 0.9, `engram bundle create`)"
+    ),
+}
 MAX_BUNDLE_BYTES = 64 * 1024 * 1024
 MAX_ENTRIES = 100_000
 MAX_STATEMENTS = 32
+MAX_CONSISTENCY_PROOFS = 8
+MAX_PROOF_HASHES = 64
+#: Bounds checked by a linear pre-scan before the JSON is parsed (jcs.check_shape): two
+#: containers per entry (the entry and its proof) plus room for the claim; a 64 MiB
+#: bundle of real entries (a ~1 KB leaf and a 20-40 hash proof each) holds far fewer values.
+MAX_CONTAINERS = 2 * MAX_ENTRIES + 4096
+MAX_VALUES = 2_000_000
+_HEX_HASH = re.compile(r"[0-9a-f]{64}")
+_TOKEN_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
 class ClaimError(VerificationError):
@@ -84,6 +116,14 @@ class ClaimResult:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StreamHeads:
+    """A verified stream-head statement: the agents it covers and their streams' heads."""
+
+    covered: frozenset[str]
+    heads: dict[tuple[str, str], tuple[int, int, str]]  # stream -> (version, index, leaf hash hex)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class VerifiedBundle:
     checkpoint: VerifiedCheckpoint
     entries: int
@@ -91,13 +131,53 @@ class VerifiedBundle:
     erased: list[int]
     claims: list[ClaimResult]
     steps: list[tuple[str, str]]  # (check, detail) in order
+    covered: frozenset[str] = frozenset()
+    witnesses: tuple[str, ...] = ()
+    #: the bundle's consistency proofs by old size (verified against any anchor of that size)
+    consistency: dict[int, list[bytes]] = field(default_factory=dict)
 
 
-def heads_text(origin: str, size: int, root_b64: str, heads: list[tuple[str, str, int, int, str]]) -> str:
-    """Note text of a stream-head statement (signed by the log key)."""
+def heads_text(
+    origin: str,
+    size: int,
+    root_b64: str,
+    heads: Sequence[tuple[str, str, int, int, str]],
+    *,
+    agents: Sequence[str],
+) -> str:
+    """Note text of a stream-head statement (signed by the log key).
+
+    ``agents`` are the agents the statement covers: each gets an ``agent <id> <n>`` line,
+    even with no streams, followed by its ``n`` head lines. ``heads`` must hold every
+    stream of every covered agent (the builder enumerates them before signing) and no
+    stream of any other agent."""
+    groups: dict[str, list[tuple[str, int, int, str]]] = {check_agent_id(a): [] for a in agents}
+    for a, k, v, i, h in heads:
+        if a not in groups:
+            raise ValueError(f"head of {a!r}, an agent the statement does not cover")
+        groups[a].append((k, v, i, h))
     lines = [HEADS_HEADER, f"origin {origin}", f"size {size}", f"root {root_b64}"]
-    lines += [f"head {a} {k} {v} {i} {h}" for a, k, v, i, h in sorted(heads)]
+    for a in sorted(groups):
+        lines.append(f"agent {a} {len(groups[a])}")
+        lines += [f"head {a} {k} {v} {i} {h}" for k, v, i, h in sorted(groups[a])]
     return "\n".join(lines) + "\n"
+
+
+def describe_statement(statement: dict[str, Any], value: Any = None) -> str:
+    """``count of alice/pact.outcome where {"result":"violated"} = 0``: everything a claim
+    line must name (agent, kind, filter, field, value) so that nothing is hidden."""
+    where = statement.get("where")
+    text = f"{statement['predicate']}"
+    if statement.get("field") is not None:
+        text += f" {statement['field']}"
+    text += f" of {statement['agent']}/{statement['kind']}"
+    if where:
+        text += " where " + json.dumps(where, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    shown = statement["value"] if value is None else value
+    return f"{text} = {json.dumps(shown, ensure_ascii=True)}"
+
+
+# -- helpers -------------------------------------------------------------------------------
 
 
 def _b64(value: object, what: str) -> bytes:
@@ -112,6 +192,15 @@ def _b64(value: object, what: str) -> bytes:
     return raw
 
 
+def _hashes(value: object, what: str) -> list[bytes]:
+    if not isinstance(value, list) or len(value) > MAX_PROOF_HASHES:
+        raise MalformedError(f"{what} is a list of at most {MAX_PROOF_HASHES} base64 hashes", check="format")
+    out = [_b64(h, what) for h in value]
+    if any(len(h) != HASH_SIZE for h in out):
+        raise MalformedError(f"{what} holds a hash that is not {HASH_SIZE} bytes", check="format")
+    return out
+
+
 def _exact(obj: object, required: set[str], optional: set[str], what: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise MalformedError(f"{what} must be an object", check="format")
@@ -119,96 +208,6 @@ def _exact(obj: object, required: set[str], optional: set[str], what: str) -> di
     if missing or extra:
         raise MalformedError(f"{what}: missing {sorted(missing)}, unknown {sorted(extra)}", check="format")
     return obj
-
-
-def _parse_heads(
-    note: bytes, key: VerifierKey, cp: VerifiedCheckpoint
-) -> dict[tuple[str, str], tuple[int, int, str]]:
-    signed = SignedNote.parse(note)
-    signed.verify([key])
-    lines = signed.text.rstrip("\n").split("\n")
-    root_b64 = base64.b64encode(cp.root).decode("ascii")
-    if lines[:4] != [HEADS_HEADER, f"origin {cp.origin}", f"size {cp.size}", f"root {root_b64}"]:
-        raise ProofError("the stream-head statement is not bound to this checkpoint", check="heads.binding")
-    heads: dict[tuple[str, str], tuple[int, int, str]] = {}
-    for line in lines[4:]:
-        parts = line.split(" ")
-        if len(parts) != 6 or parts[0] != "head":
-            raise MalformedError(f"bad head line {line[:80]!r}", check="heads.format")
-        agent, kind = check_agent_id(parts[1]), check_kind(parts[2])
-        try:
-            version, index = int(parts[3]), int(parts[4])
-        except ValueError as e:
-            raise MalformedError("head version and index are decimals", check="heads.format") from e
-        if str(version) != parts[3] or str(index) != parts[4] or index >= cp.size:
-            raise MalformedError(
-                "head version/index not canonical or beyond the checkpoint", check="heads.format"
-            )
-        if (agent, kind) in heads:
-            raise MalformedError("a stream has two head lines", check="heads.format")
-        heads[(agent, kind)] = (version, index, parts[5])
-    return heads
-
-
-def _check_token(
-    token: str,
-    leaves: list[tuple[Leaf, dict[str, Any]]],
-    bodies: dict[int, dict[str, Any] | None],
-    history: KeyHistory,
-    statements: list[dict[str, Any]],
-    claim_agents: set[str],
-    origin: str,
-    audience: str | None,
-    now: int | None,
-) -> tuple[str, str]:
-    if audience is None:
-        raise TokenError(
-            "this bundle carries a share token: give the audience you verify as", check="token.audience"
-        )
-    (agent,) = claim_agents
-    for lf, _ in leaves:
-        if bodies.get(lf.index) is not None and lf.envelope.agent != agent:
-            raise TokenError(f"entry {lf.index} of another agent is disclosed", check="token.scope")
-    revocations = [
-        lf for lf, _ in leaves if lf.envelope.kind == "share.revoked" and lf.envelope.agent == agent
-    ]
-    if any(bodies.get(lf.index) is None for lf in revocations):
-        raise TokenError("the revocation list is not fully disclosed", check="token.revoked")
-    revoked = [str(b["token_id"]) for lf in revocations if (b := bodies.get(lf.index)) is not None]
-    disclosed = {lf.envelope.kind for lf, _ in leaves if bodies.get(lf.index) is not None}
-    scope = (disclosed | {s["kind"] for s in statements}) - {"share.revoked", "memory.erased"}
-    # Only the agent's key active at the checkpoint: a token carries no issue time, so a
-    # rotated-out (possibly leaked) key must not mint tokens that still verify.
-    active = history.active_key(agent)
-    keys = [history.keys[active].public_key] if active is not None else []
-    verified = verify_token(
-        token,
-        agent_keys=keys,
-        origin=origin,
-        agent=agent,
-        audience=audience,
-        kinds=sorted(scope),
-        now=int(time.time()) if now is None else now,
-        revoked_ids=revoked,
-    )
-    return (
-        "token",
-        f"share token of {agent} allows {', '.join(verified.kinds)} to {audience}; "
-        f"not revoked ({len(revoked)} revocations checked)",
-    )
-
-
-def _no_float(text: str) -> Any:
-    raise MalformedError(f"number {text!r} is not an integer", check="format")
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise MalformedError(f"duplicate member {k!r}", check="format")
-        out[k] = v
-    return out
 
 
 def _utf8(text: str) -> bytes:
@@ -246,11 +245,11 @@ def _evaluate(statement: dict[str, Any], records: list[dict[str, Any] | None]) -
     if pred == "exists":
         return len(bodies) > 0
     if pred == "mean":
-        field = statement["field"]
-        values = [b.get(field) for b in bodies]
+        name = statement["field"]
+        values = [b.get(name) for b in bodies]
         ints = [v for v in values if type(v) is int]
         if not values or len(ints) != len(values):
-            raise ClaimError(f"no integer {field!r} to average", check="claim.field")
+            raise ClaimError(f"no integer {name!r} to average", check="claim.field")
         mean = (Decimal(sum(ints)) / Decimal(len(ints))).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
         return str(mean)
     raise MalformedError(f"unknown predicate {pred!r}", check="format.claim")
@@ -272,6 +271,8 @@ def _claim_statements(claim: object) -> list[dict[str, Any]]:
             raise MalformedError("where is an object of at most 8 members", check="format.claim")
         if s["predicate"] == "mean" and not isinstance(s.get("field"), str):
             raise MalformedError("mean needs a field", check="format.claim")
+        if s["predicate"] != "mean" and "field" in s:
+            raise MalformedError("only mean takes a field", check="format.claim")
         if any(v is None for v in (s.get("where") or {}).values()):
             raise MalformedError("where values cannot be null", check="format.claim")
         expected = {"count": int, "exists": bool, "mean": str}[s["predicate"]]
@@ -281,27 +282,37 @@ def _claim_statements(claim: object) -> list[dict[str, Any]]:
     return out
 
 
-def verify_bundle(
-    data: bytes,
-    log_key: VerifierKey,
-    *,
-    trusted_checkpoint: bytes | None = None,
-    steps: list[tuple[str, str]] | None = None,
-    audience: str | None = None,
-    now: int | None = None,
-) -> VerifiedBundle:
-    """Run checks 1-9 (module docstring); return the verified bundle or raise.
+# -- the steps -----------------------------------------------------------------------------
 
-    ``steps``, if given, receives ``(check, detail)`` for each check as it passes, so a
-    report can show how far verification got before a failure."""
-    steps = [] if steps is None else steps
-    # 1. format
+
+@dataclass(slots=True)
+class _Bundle:
+    """The bundle's members after step 1, and what later steps establish."""
+
+    origin: Any
+    checkpoint_note: str
+    stream_heads: str
+    entries: list[dict[str, Any]]
+    statements: list[dict[str, Any]]
+    consistency: dict[int, list[bytes]]
+    token: str | None
+    leaves: list[tuple[Leaf, dict[str, Any]]] = field(default_factory=list)
+
+
+def _step_format(data: bytes) -> _Bundle:
+    """1. Bounded, strict parse; exact members; every optional member validated."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise MalformedError("a bundle is bytes", check="format")
     if len(data) > MAX_BUNDLE_BYTES:
-        raise LimitExceededError(f"bundle of {len(data)} bytes exceeds {MAX_BUNDLE_BYTES}", check="format")
-    try:
-        doc = json.loads(data, parse_float=_no_float, object_pairs_hook=_unique)
-    except (ValueError, RecursionError) as err:
-        raise MalformedError(f"bundle is not JSON: {err}", check="format") from err
+        raise LimitExceededError(
+            f"bundle of {len(data)} bytes exceeds {MAX_BUNDLE_BYTES}", check="format.size"
+        )
+    doc = parse_strict(
+        bytes(data), max_bytes=MAX_BUNDLE_BYTES, max_containers=MAX_CONTAINERS, max_values=MAX_VALUES
+    )
+    media_type = doc.get("media_type") if isinstance(doc, dict) else None
+    if isinstance(media_type, str) and media_type in RETIRED_MEDIA_TYPES:
+        raise MalformedError(RETIRED_MEDIA_TYPES[media_type], check="format.version")
     b = _exact(
         doc,
         {"media_type", "origin", "checkpoint", "stream_heads", "entries", "claim"},
@@ -309,45 +320,64 @@ def verify_bundle(
         "bundle",
     )
     if b["media_type"] != MEDIA_TYPE:
-        raise MalformedError(f"unknown media type {b['media_type']!r}", check="format")
-    entries_in = b["entries"]
-    if not isinstance(entries_in, list) or not 0 < len(entries_in) <= MAX_ENTRIES:
-        raise MalformedError(f"a bundle holds 1-{MAX_ENTRIES} entries", check="format")
-    statements = _claim_statements(b["claim"])
-    steps.append(("format", f"{MEDIA_TYPE}, {len(entries_in)} entries, {len(statements)} claim statements"))
-
-    # 2. checkpoint
+        raise MalformedError(f"unknown media type {str(b['media_type'])[:80]!r}", check="format.version")
     if not isinstance(b["checkpoint"], str) or not isinstance(b["stream_heads"], str):
         raise MalformedError("checkpoint and stream_heads are note texts", check="format")
-    cp = verify_checkpoint(_utf8(b["checkpoint"]), log_key, origin=b["origin"])
-    steps.append(("checkpoint", f"signed by {log_key.name}: size {cp.size}"))
-
-    # 3. trusted checkpoint
-    if trusted_checkpoint is not None:
-        trusted = verify_checkpoint(trusted_checkpoint, log_key)
-        if trusted.size > cp.size:
-            raise ProofError(
-                f"the bundle's checkpoint (size {cp.size}) is older than the trusted one (size {trusted.size})",
-                check="trusted.stale",
+    entries = b["entries"]
+    if not isinstance(entries, list) or not 0 < len(entries) <= MAX_ENTRIES:
+        raise MalformedError(f"a bundle holds 1-{MAX_ENTRIES} entries", check="format")
+    consistency: dict[int, list[bytes]] = {}
+    if "consistency" in b:
+        items = b["consistency"]
+        if not isinstance(items, list) or not 0 < len(items) <= MAX_CONSISTENCY_PROOFS:
+            raise MalformedError(
+                f"consistency is a list of 1-{MAX_CONSISTENCY_PROOFS} proofs", check="format.consistency"
             )
-        cons = _exact(b.get("consistency") or {}, {"old_size", "proof"}, set(), "consistency")
-        if cons["old_size"] != trusted.size or not isinstance(cons["proof"], list):
-            raise ProofError(
-                "the bundle carries no consistency proof from the trusted size", check="trusted.missing"
-            )
-        verify_consistency(
-            old_size=trusted.size,
-            new_size=cp.size,
-            old_root=trusted.root,
-            new_root=cp.root,
-            proof=[_b64(h, "consistency hash") for h in cons["proof"]],
-        )
-        steps.append(("trusted", f"consistent with the trusted checkpoint at size {trusted.size}"))
+        for raw in items:
+            c = _exact(raw, {"old_size", "proof"}, set(), "consistency proof")
+            old = c["old_size"]
+            if type(old) is not int or old < 0 or old in consistency:
+                raise MalformedError(
+                    "consistency old_size values are distinct non-negative integers",
+                    check="format.consistency",
+                )
+            consistency[old] = _hashes(c["proof"], "consistency hash")
+    token = b.get("token")
+    if "token" in b and (not isinstance(token, str) or not 0 < len(token) <= 16_384):
+        raise MalformedError("token is a non-empty string of at most 16 KiB", check="format")
+    return _Bundle(
+        origin=b["origin"],
+        checkpoint_note=b["checkpoint"],
+        stream_heads=b["stream_heads"],
+        entries=entries,
+        statements=_claim_statements(b["claim"]),
+        consistency=consistency,
+        token=token,
+    )
 
-    # 4. inclusion
-    leaves: list[tuple[Leaf, dict[str, Any]]] = []
+
+def _step_trusted(
+    bundle: _Bundle, cp: VerifiedCheckpoint, log_key: VerifierKey, anchors: Sequence[bytes], prefix: str
+) -> str:
+    """4. Each anchor (a checkpoint the buyer trusts or remembers) is extended by ``cp``."""
+    for raw in anchors:
+        anchor = verify_checkpoint(raw, log_key)
+        if anchor.size > cp.size or anchor.size == cp.size:
+            require_extends(anchor, cp, None, prefix=prefix)
+            continue
+        if any(old > cp.size for old in bundle.consistency):
+            raise MalformedError(
+                "a consistency proof starts beyond the checkpoint", check="format.consistency"
+            )
+        require_extends(anchor, cp, bundle.consistency.get(anchor.size), prefix=prefix)
+    sizes = ", ".join(str(verify_checkpoint(a, log_key).size) for a in anchors)
+    return f"consistent with the {'remembered' if prefix == 'state' else 'trusted'} checkpoint(s) at size {sizes}"
+
+
+def _step_inclusion(bundle: _Bundle, cp: VerifiedCheckpoint) -> str:
+    """5. Every leaf is proven in the checkpoint's tree at its index."""
     seen: set[int] = set()
-    for raw_entry in entries_in:
+    for raw_entry in bundle.entries:
         e = _exact(raw_entry, {"index", "leaf", "proof"}, {"body", "salt", "erased"}, "entry")
         if type(e["index"]) is not int or e["index"] in seen:
             raise MalformedError("entry indices are distinct integers", check="format")
@@ -357,56 +387,131 @@ def verify_bundle(
             raise MalformedError(
                 f"entry {e['index']} holds the leaf of index {leaf.index}", check="inclusion.index"
             )
-        if not isinstance(e["proof"], list):
-            raise MalformedError("proof is a list of base64 hashes", check="format")
         verify_inclusion(
             leaf_hash=leaf.hash,
             index=leaf.index,
             size=cp.size,
-            proof=[_b64(h, "proof hash") for h in e["proof"]],
+            proof=_hashes(e["proof"], "proof hash"),
             root=cp.root,
         )
-        leaves.append((leaf, e))
-    leaves.sort(key=lambda le: le[0].index)
-    steps.append(("inclusion", f"{len(leaves)} leaves proven in the checkpoint's tree"))
+        bundle.leaves.append((leaf, e))
+    bundle.leaves.sort(key=lambda le: le[0].index)
+    return f"{len(bundle.leaves)} leaves proven in the checkpoint's tree"
 
-    # 5. stream heads
-    heads = _parse_heads(_utf8(b["stream_heads"]), log_key, cp)
-    steps.append(("heads", f"{len(heads)} stream heads signed by the log for this checkpoint"))
 
-    # 6. signatures (key history replayed in log order)
-    history = KeyHistory()
-    for leaf, _ in leaves:
-        history.check_and_apply(leaf)
-    steps.append(
-        (
-            "signatures",
-            f"every signature valid under the key of its agent at its index ({len(history.keys)} keys)",
+def _step_timestamps(bundle: _Bundle) -> str:
+    """6. The log assigns strictly increasing server timestamps (specs/leaf.md); two proven
+    leaves that say otherwise are a fraud proof against the log (e.g. a backdated outcome)."""
+    previous: Leaf | None = None
+    for leaf, _ in bundle.leaves:
+        if previous is not None and leaf.timestamp_us <= previous.timestamp_us:
+            raise ProofError(
+                f"fraud proof: the log signed entry {leaf.index} with server time {leaf.timestamp_us}, "
+                f"not after entry {previous.index} ({previous.timestamp_us}): timestamps must strictly "
+                "increase with the index",
+                check="timestamps.fraud",
+            )
+        previous = leaf
+    return f"server timestamps strictly increase over {len(bundle.leaves)} entries"
+
+
+def _parse_heads(note: bytes, key: VerifierKey, cp: VerifiedCheckpoint) -> StreamHeads:
+    """7. The stream-head statement: signed, bound to ``cp``, every covered agent named."""
+    signed = SignedNote.parse(note)
+    signed.verify([key])
+    lines = signed.text.rstrip("\n").split("\n")
+    if lines[0] != HEADS_HEADER:
+        raise MalformedError(
+            f"stream-head statement {lines[0][:40]!r} is not {HEADS_HEADER}: older statements do not "
+            "name the agents they cover",
+            check="heads.version",
         )
-    )
+    root_b64 = base64.b64encode(cp.root).decode("ascii")
+    if lines[1:4] != [f"origin {cp.origin}", f"size {cp.size}", f"root {root_b64}"]:
+        raise ProofError("the stream-head statement is not bound to this checkpoint", check="heads.binding")
+    covered: list[str] = []
+    heads: dict[tuple[str, str], tuple[int, int, str]] = {}
+    remaining = 0
+    for line in lines[4:]:
+        parts = line.split(" ")
+        if parts[0] == "agent" and len(parts) == 3:
+            agent = _heads_name(check_agent_id, parts[1])
+            if remaining or (covered and agent <= covered[-1]):
+                raise MalformedError(
+                    "agents are listed once, in order, each after all of its counted head lines",
+                    check="heads.format",
+                )
+            covered.append(agent)
+            remaining = parse_decimal(parts[2], check="heads.format")
+        elif parts[0] == "head" and len(parts) == 6:
+            if not covered or parts[1] != covered[-1] or remaining == 0:
+                raise MalformedError("a head line outside its agent's group", check="heads.format")
+            remaining -= 1
+            stream = (parts[1], _heads_name(check_kind, parts[2]))
+            version = parse_decimal(parts[3], check="heads.format")
+            index = parse_decimal(parts[4], check="heads.format")
+            if index >= cp.size or not _HEX_HASH.fullmatch(parts[5]) or stream in heads:
+                raise MalformedError(
+                    "head index beyond the checkpoint, bad leaf hash, or a stream listed twice",
+                    check="heads.format",
+                )
+            heads[stream] = (version, index, parts[5])
+        else:
+            raise MalformedError(f"bad line {line[:80]!r}", check="heads.format")
+    if remaining:
+        raise MalformedError("the last agent has fewer head lines than it counts", check="heads.format")
+    return StreamHeads(covered=frozenset(covered), heads=heads)
 
-    # 7. completeness
-    by_stream: dict[tuple[str, str], list[Leaf]] = {}
-    for leaf, _ in leaves:
-        by_stream.setdefault(leaf.envelope.stream, []).append(leaf)
-    needed = {(s["agent"], s["kind"]) for s in statements}
+
+def _heads_name(check: Callable[[object], str], text: str) -> str:
+    try:
+        return check(text)
+    except MalformedError as e:
+        raise MalformedError(f"bad name in the stream-head statement: {e}", check="heads.format") from e
+
+
+def _step_signatures(bundle: _Bundle) -> KeyHistory:
+    """8. Key history replayed in log order; every signature under the key valid then."""
+    history = KeyHistory()
+    for leaf, _ in bundle.leaves:
+        history.check_and_apply(leaf)
+    return history
+
+
+def _needed_streams(bundle: _Bundle, heads: StreamHeads) -> set[tuple[str, str]]:
+    """The streams that must be complete: claimed ones, the key streams of the claimed
+    agents and of the policy agent, and (with a token) the agent's revocation list."""
+    needed = {(s["agent"], s["kind"]) for s in bundle.statements}
     claim_agents = {a for a, _ in needed}
-    token = b.get("token")
-    if token is not None:
+    if bundle.token is not None:
         if len(claim_agents) != 1:
             raise MalformedError(
                 "a bundle with a share token makes claims about one agent", check="format.claim"
             )
-        # The revocation list must be complete too: a hidden share.revoked would hide a revocation.
-        needed |= {(a, "share.revoked") for a in claim_agents if (a, "share.revoked") in heads}
+        needed |= {(a, "share.revoked") for a in claim_agents if (a, "share.revoked") in heads.heads}
     agents = claim_agents | {POLICY_AGENT}
-    needed |= {(a, k) for (a, k) in heads if a in agents and k in KEY_KINDS}
+    return needed | {(a, k) for (a, k) in heads.heads if a in agents and k in KEY_KINDS}
+
+
+def _step_completeness(bundle: _Bundle, heads: StreamHeads) -> set[tuple[str, str]]:
+    """9. Coverage, then every needed stream from version 0 to its attested head."""
+    for agent in sorted({s["agent"] for s in bundle.statements} | {POLICY_AGENT}):
+        if agent not in heads.covered:
+            raise StreamChainError(
+                f"the log's stream-head statement does not cover agent {agent!r}, so this bundle "
+                f"proves nothing about {agent}'s records (covered: {', '.join(sorted(heads.covered))})",
+                check="completeness.coverage",
+            )
+    needed = _needed_streams(bundle, heads)
+    by_stream: dict[tuple[str, str], list[Leaf]] = {}
+    for leaf, _ in bundle.leaves:
+        by_stream.setdefault(leaf.envelope.stream, []).append(leaf)
     for stream in sorted(needed | set(by_stream)):
         got = sorted(by_stream.get(stream, []), key=lambda lf: lf.envelope.version)
-        head = heads.get(stream)
+        head = heads.heads.get(stream)
         if head is None:
             if stream in needed and not got:
-                continue  # the log attests no head: the stream is empty at this checkpoint
+                continue  # a covered agent's stream with no head line is empty at this checkpoint
             raise StreamChainError(f"stream {stream} has no attested head", check="completeness.head")
         version, index, leaf_hash_hex = head
         for lf in got:
@@ -435,23 +540,28 @@ def verify_bundle(
             raise StreamChainError(
                 f"stream {stream} ends before its attested head", check="completeness.head"
             )
-    steps.append(("completeness", f"{len(needed)} streams complete from version 0 to their attested heads"))
+    return needed
 
-    # 8. bodies
+
+def _step_bodies(bundle: _Bundle) -> tuple[dict[int, dict[str, Any] | None], list[int]]:
+    """10. Disclosed bodies match their commitments; erasures are proven."""
+
+    def body_of(leaf: Leaf, e: dict[str, Any]) -> dict[str, Any]:
+        parsed: dict[str, Any] = verify_body(
+            leaf.envelope, _b64(e.get("salt"), "salt"), _b64(e["body"], "body"), max_bytes=1 << 20
+        )
+        return parsed
+
+    erasures = {
+        body["index"]
+        for lf, e in bundle.leaves
+        if lf.envelope.kind == "memory.erased" and "body" in e
+        for body in [body_of(lf, e)]
+        if type(body.get("index")) is int
+    }
     bodies: dict[int, dict[str, Any] | None] = {}
     erased: list[int] = []
-    erasures = {
-        int(body["index"])
-        for lf, e2 in leaves
-        if lf.envelope.kind == "memory.erased" and "body" in e2
-        for body in [
-            verify_body(
-                lf.envelope, _b64(e2.get("salt"), "salt"), _b64(e2["body"], "body"), max_bytes=1 << 20
-            )
-        ]
-        if isinstance(body.get("index"), int)
-    }
-    for leaf, e in leaves:
+    for leaf, e in bundle.leaves:
         if "erased" in e:
             if e["erased"] is not True:
                 raise MalformedError("erased is true or absent", check="format")
@@ -467,56 +577,177 @@ def verify_bundle(
             bodies[leaf.index] = None
             erased.append(leaf.index)
         elif "body" in e:
-            body = verify_body(
-                leaf.envelope, _b64(e.get("salt"), "salt"), _b64(e["body"], "body"), max_bytes=1 << 20
-            )
-            bodies[leaf.index] = body
+            bodies[leaf.index] = body_of(leaf, e)
         else:
+            if "salt" in e:
+                raise MalformedError(f"entry {leaf.index} carries a salt without a body", check="format")
             bodies[leaf.index] = None
-    steps.append(
-        (
-            "bodies",
-            f"{sum(1 for v in bodies.values() if v is not None)} bodies match their commitments; {len(erased)} erased",
+    return bodies, erased
+
+
+def _step_token(
+    bundle: _Bundle,
+    bodies: dict[int, dict[str, Any] | None],
+    history: KeyHistory,
+    origin: str,
+    audience: str | None,
+    now: int | None,
+) -> str:
+    """11. The share token allows every disclosed and claimed kind and is not revoked."""
+    token = bundle.token
+    assert token is not None
+    if audience is None:
+        raise TokenError(
+            "this bundle carries a share token: give the audience you verify as", check="token.audience"
         )
+    (agent,) = {s["agent"] for s in bundle.statements}
+    for lf, _ in bundle.leaves:
+        if bodies.get(lf.index) is not None and lf.envelope.agent != agent:
+            raise TokenError(f"entry {lf.index} of another agent is disclosed", check="token.scope")
+    revoked: list[str] = []
+    for lf, _ in bundle.leaves:
+        if lf.envelope.kind != "share.revoked" or lf.envelope.agent != agent:
+            continue
+        body = bodies.get(lf.index)
+        if body is None:
+            raise TokenError("the revocation list is not fully disclosed", check="token.revoked")
+        token_id = body.get("token_id")
+        if not isinstance(token_id, str) or not _TOKEN_ID.fullmatch(token_id):
+            raise TokenError(
+                f"share.revoked entry {lf.index} names no valid token id: the revocation list cannot be read",
+                check="token.revoked",
+            )
+        revoked.append(token_id)
+    disclosed = {lf.envelope.kind for lf, _ in bundle.leaves if bodies.get(lf.index) is not None}
+    scope = (disclosed | {s["kind"] for s in bundle.statements}) - {"share.revoked", "memory.erased"}
+    # Only the agent's key active at the checkpoint: a token carries no issue time, so a
+    # rotated-out (possibly leaked) key must not mint tokens that still verify.
+    active = history.active_key(agent)
+    keys = [history.keys[active].public_key] if active is not None else []
+    verified = verify_token(
+        token,
+        agent_keys=keys,
+        origin=origin,
+        agent=agent,
+        audience=audience,
+        kinds=sorted(scope),
+        now=int(time.time()) if now is None else now,
+        revoked_ids=revoked,
+    )
+    return (
+        f"share token of {agent} allows {', '.join(verified.kinds)} to {audience}; "
+        f"not revoked ({len(revoked)} revocations checked)"
     )
 
-    # 8b. share token: every disclosed and every claimed kind within its scope
-    if token is not None:
-        steps.append(
-            _check_token(
-                str(token), leaves, bodies, history, statements, claim_agents, cp.origin, audience, now
-            )
-        )
 
-    # 9. claim
+def _step_claim(bundle: _Bundle, bodies: dict[int, dict[str, Any] | None]) -> list[ClaimResult]:
+    """12. Each statement recomputed from the disclosed bodies equals the claim."""
+    by_stream: dict[tuple[str, str], list[Leaf]] = {}
+    for leaf, _ in bundle.leaves:
+        by_stream.setdefault(leaf.envelope.stream, []).append(leaf)
     results = []
-    for s in statements:
-        records = [
-            bodies[lf.index]
-            for lf in sorted(by_stream.get((s["agent"], s["kind"]), []), key=lambda lf: lf.envelope.version)
-        ]
-        value = _evaluate(s, records)
+    for s in bundle.statements:
+        stream = sorted(by_stream.get((s["agent"], s["kind"]), []), key=lambda lf: lf.envelope.version)
+        value = _evaluate(s, [bodies[lf.index] for lf in stream])
         holds = _same(value, s["value"])
         results.append(ClaimResult(statement=s, recomputed=value, holds=holds))
         if not holds:
             raise ClaimError(
-                f"claim says {s['predicate']} of {s['agent']}/{s['kind']} {s.get('where') or ''} is {s['value']!r}; "
-                f"the records say {value!r}",
-                check="claim.value",
+                f"claim says {describe_statement(s)}; the records say {value!r}", check="claim.value"
             )
+    return results
+
+
+WitnessCheck = Callable[[VerifiedCheckpoint], tuple[str, ...]]
+
+
+def verify_bundle(
+    data: bytes,
+    log_key: VerifierKey,
+    *,
+    trusted_checkpoint: bytes | None = None,
+    trusted_checkpoints: Sequence[bytes] = (),
+    remembered: bytes | None = None,
+    witnesses: WitnessCheck | None = None,
+    steps: list[tuple[str, str]] | None = None,
+    audience: str | None = None,
+    now: int | None = None,
+) -> VerifiedBundle:
+    """Run checks 1-12 (module docstring); return the verified bundle or raise.
+
+    ``trusted_checkpoint(s)`` are checkpoints the caller trusts; ``remembered`` is the
+    newest checkpoint a :class:`verifier.state.CheckpointStore` holds for this log (its
+    failures are named ``state.*``). ``witnesses``, if given, checks the checkpoint's
+    cosignatures against a witness policy and returns the names that cosigned.
+    ``steps``, if given, receives ``(check, detail)`` for each check as it passes, so a
+    report can show how far verification got before a failure."""
+    steps = [] if steps is None else steps
+    # 1. format
+    bundle = _step_format(data)
+    steps.append(
+        ("format", f"{MEDIA_TYPE}, {len(bundle.entries)} entries, {len(bundle.statements)} claim statements")
+    )
+    # 2. checkpoint
+    cp = verify_checkpoint(_utf8(bundle.checkpoint_note), log_key, origin=bundle.origin)
+    steps.append(("checkpoint", f"signed by {log_key.name}: size {cp.size}"))
+    # 3. witnesses
+    cosigned: tuple[str, ...] = ()
+    if witnesses is not None:
+        cosigned = witnesses(cp)
+        steps.append(("witnesses", f"cosigned by {', '.join(cosigned)}: the witness policy's quorum is met"))
+    # 4. trusted and remembered checkpoints
+    anchors = [*([] if trusted_checkpoint is None else [trusted_checkpoint]), *trusted_checkpoints]
+    if anchors:
+        steps.append(("trusted", _step_trusted(bundle, cp, log_key, anchors, "trusted")))
+    if remembered is not None:
+        steps.append(("trusted", _step_trusted(bundle, cp, log_key, [remembered], "state")))
+    # 5. inclusion
+    steps.append(("inclusion", _step_inclusion(bundle, cp)))
+    # 6. timestamps
+    steps.append(("timestamps", _step_timestamps(bundle)))
+    # 7. stream heads
+    heads = _parse_heads(_utf8(bundle.stream_heads), log_key, cp)
     steps.append(
         (
-            "claim",
-            "; ".join(
-                f"{r.statement['predicate']} {r.statement['kind']} = {r.recomputed!r}" for r in results
-            ),
+            "heads",
+            f"{len(heads.heads)} stream heads of {len(heads.covered)} agents, signed by the log for this checkpoint",
         )
     )
+    # 8. signatures
+    history = _step_signatures(bundle)
+    steps.append(
+        (
+            "signatures",
+            f"every signature valid under the key of its agent at its index ({len(history.keys)} keys)",
+        )
+    )
+    # 9. completeness
+    needed = _step_completeness(bundle, heads)
+    agents = sorted({s["agent"] for s in bundle.statements})
+    steps.append(
+        (
+            "completeness",
+            f"{', '.join(agents)} covered; {len(needed)} streams complete from version 0 to their attested heads",
+        )
+    )
+    # 10. bodies
+    bodies, erased = _step_bodies(bundle)
+    shown = sum(1 for v in bodies.values() if v is not None)
+    steps.append(("bodies", f"{shown} bodies match their commitments; {len(erased)} erased"))
+    # 11. share token
+    if bundle.token is not None:
+        steps.append(("token", _step_token(bundle, bodies, history, cp.origin, audience, now)))
+    # 12. claim
+    results = _step_claim(bundle, bodies)
+    steps.append(("claim", "; ".join(describe_statement(r.statement, r.recomputed) for r in results)))
     return VerifiedBundle(
         checkpoint=cp,
-        entries=len(leaves),
-        streams={s: heads[s][0] for s in needed if s in heads},
+        entries=len(bundle.leaves),
+        streams={s: heads.heads[s][0] for s in needed if s in heads.heads},
         erased=erased,
         claims=results,
         steps=steps,
+        covered=heads.covered,
+        witnesses=cosigned,
+        consistency=bundle.consistency,
     )

@@ -120,4 +120,8 @@ def test_engram_verify_runs_with_only_cryptography(tmp_path: Path) -> None:
         timeout=120,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "claim: count pact.outcome = 1" in run.stdout and run.stdout.rstrip().endswith("VERIFIED")
+    assert (
+        "claim: count of " in run.stdout
+        and "/pact.outcome = 1" in run.stdout
+        and run.stdout.rstrip().endswith("VERIFIED")
+    )
