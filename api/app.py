@@ -6,9 +6,13 @@ Routers: transparency (C2SP checkpoint and tiles, proofs, auditor export), agent
 events, memory, sharing and the trust oracle. specs/http-api.md is the contract.
 """
 
+import asyncio
+import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -29,8 +33,11 @@ from ledger.httpauth import RequestAuthenticator
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
 from ledger.ratelimit import RateLimiter
+from ledger.witness import witness_checkpoint
 
 __all__ = ["create_app"]
+
+_log = logging.getLogger("engram.api")
 
 
 def _services(settings: ApiSettings, ledger: Ledger) -> Services:
@@ -43,17 +50,46 @@ def _services(settings: ApiSettings, ledger: Ledger) -> Services:
     )
 
 
+async def _witness_loop(ledger: Ledger, interval_s: float) -> None:
+    """Submit each new checkpoint to the log's witnesses, at most once per interval (the
+    witness network asks logs to batch: a cosignature per event would not scale)."""
+    witnessed = -1
+    while True:
+        await asyncio.sleep(interval_s)
+        try:
+            size = (await anyio.to_thread.run_sync(ledger.latest_checkpoint)).size
+            if size != witnessed:
+                result = await anyio.to_thread.run_sync(witness_checkpoint, ledger)
+                witnessed = size
+                if not result.quorum:
+                    _log.warning("witness quorum not met for size %d: %s", size, result.results)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a witness round must never take the service down
+            _log.exception("witness round failed")
+
+
 def create_app(settings: ApiSettings, *, ledger: Ledger | None = None) -> FastAPI:
     """Build the service. ``ledger`` may be given (tests); otherwise it is opened from settings."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if ledger is None:
-            env = {"ENGRAM_HOME": str(settings.home)}
+            # Every ledger setting of the process environment applies (ENGRAM_WITNESS_POLICY,
+            # limits ...); home and database come from the API settings.
+            env = dict(os.environ, ENGRAM_HOME=str(settings.home))
             if settings.database_url:
                 env["ENGRAM_DATABASE_URL"] = normalize_database_url(settings.database_url)
             app.state.services = _services(settings, Ledger.open(Settings.from_env(env)))
-        yield
+        svc: Services = app.state.services
+        task = None
+        if svc.ledger.witnesses is not None and settings.witness_interval_s > 0:
+            task = asyncio.create_task(_witness_loop(svc.ledger, settings.witness_interval_s))
+        try:
+            yield
+        finally:
+            if task is not None:
+                task.cancel()
 
     app = FastAPI(
         title="Engram",

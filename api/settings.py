@@ -32,6 +32,9 @@ class ApiSettings(BaseSettings):
     #: per client address, before authentication, per worker process
     rate_limit_per_client_per_minute: int = Field(default=6000, ge=1, le=10_000_000)
     rate_limit_per_client_burst: int = Field(default=1000, ge=1, le=10_000_000)
+    #: with ENGRAM_WITNESS_POLICY: submit the newest checkpoint to the witnesses this often
+    #: (seconds; 0 = only when a bundle is built or `engram log witness` runs)
+    witness_interval_s: int = Field(default=10, ge=0, le=86_400)
 
     @model_validator(mode="after")
     def _refuse_default_secrets(self) -> ApiSettings:

@@ -1,6 +1,7 @@
 """Building attestation bundles (specs/bundle.md) from the log, for the offline verifier.
 
-A bundle proves a claim about an agent's records: it carries the latest checkpoint, a
+A bundle proves a claim about an agent's records: it carries the latest checkpoint (with
+the witnesses' cosignatures when the log has witnesses; it is submitted to them first), a
 stream-head statement the log signs for that checkpoint (every stream of every agent
 involved, so no stream can be left out), every entry of the claimed streams with its
 inclusion proof and disclosed body, and the complete key history of the agent and of the
@@ -17,6 +18,7 @@ from typing import Any
 from ledger.errors import MalformedError
 from ledger.log import Ledger
 from ledger.sharing import verify_share_token
+from ledger.witness import ensure_witnessed
 from verifier.bundle import MAX_CONSISTENCY_PROOFS, MEDIA_TYPE, heads_text
 from verifier.event import KEY_KINDS, POLICY_AGENT, Leaf
 from verifier.note import sign_note
@@ -94,6 +96,8 @@ def create_bundle(
     statements: Sequence[Mapping[str, Any]] = claim.get("statements") or []
     if not statements:
         raise MalformedError("a claim holds at least one statement", check="claim")
+    if at_size is None:
+        ensure_witnessed(ledger)
     cp = ledger.latest_checkpoint() if at_size is None else ledger.store.checkpoint(at_size)
     if cp is None:
         raise MalformedError(f"no checkpoint was signed at size {at_size}", check="bundle.size")
@@ -144,7 +148,7 @@ def create_bundle(
     doc: dict[str, Any] = {
         "media_type": MEDIA_TYPE,
         "origin": ledger.origin,
-        "checkpoint": cp.note.decode("utf-8"),
+        "checkpoint": ledger.cosigned_note(cp).decode("utf-8"),
         "stream_heads": sign_note(text, ledger.origin, ledger.log_key.private_key).decode("utf-8"),
         "entries": entries,
         "claim": dict(claim),

@@ -46,6 +46,11 @@ app.add_typer(log_app, name="log")
 app.add_typer(export_app, name="export")
 app.add_typer(agent_app, name="agent")
 app.add_typer(event_app, name="event")
+witness_app = typer.Typer(
+    help="Run a c2sp.org/tlog-witness witness: it cosigns a log's checkpoints only if they are consistent.",
+    no_args_is_help=True,
+)
+app.add_typer(witness_app, name="witness")
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
@@ -146,6 +151,59 @@ def serve(
     uvicorn.run("api.main:app_factory", factory=True, host=host, port=port, workers=workers)
 
 
+@witness_app.command("init")
+def witness_init(
+    name: Annotated[str, typer.Option(help="The witness's key name, e.g. witness.example.com/w1.")],
+    directory: Annotated[Path, typer.Option("--dir", help="The witness's directory (key and state).")],
+) -> None:
+    """Create a witness key (0600) in DIR and print its cosigner verifier key."""
+    from ledger.witness import init_witness
+
+    out.print(str(init_witness(directory, name)))
+
+
+@witness_app.command("add-log")
+def witness_add_log(
+    vkey: Annotated[str, typer.Argument(help="The log's verifier key (`engram log key`).")],
+    directory: Annotated[Path, typer.Option("--dir", help="The witness's directory.")],
+) -> None:
+    """Trust a log: the witness will cosign checkpoints its key signed."""
+    from ledger.witness import add_log
+
+    out.print(f"witnessing log {add_log(directory, vkey).name}")
+
+
+@witness_app.command("key")
+def witness_key(directory: Annotated[Path, typer.Option("--dir", help="The witness's directory.")]) -> None:
+    """Print the witness's cosigner verifier key (for policies)."""
+    from ledger.witness import load_witness
+
+    out.print(str(load_witness(directory).vkey))
+
+
+@witness_app.command("serve")
+def witness_serve(
+    directory: Annotated[Path, typer.Option("--dir", help="The witness's directory.")],
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (0: any free port, printed).")] = 8090,
+) -> None:
+    """Serve POST /add-checkpoint and GET /<sha256(origin)>/checkpoint."""
+    from ledger.witness import load_witness, serve_witness
+
+    witness = load_witness(directory)
+    if not witness.logs:
+        raise ConfigError(f"the witness in {directory} trusts no log; run `engram witness add-log`")
+    server = serve_witness(witness, host, port)
+    out.print(f"witness {witness.name} listening on http://{host}:{server.server_address[1]}")
+    sys.stdout.flush()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
 @log_app.command("key")
 def log_key() -> None:
     """Print the log's C2SP verifier key (name+keyid+base64 key)."""
@@ -156,12 +214,33 @@ def log_key() -> None:
 def log_checkpoint(
     size: Annotated[int | None, typer.Option(help="A past checkpoint's tree size.")] = None,
 ) -> None:
-    """Print the latest (or a past) signed checkpoint note, byte for byte."""
+    """Print the latest (or a past) signed checkpoint note, byte for byte, followed by the
+    witness cosignatures collected for it."""
     ledger = _ledger()
     cp = ledger.latest_checkpoint() if size is None else ledger.store.checkpoint(size)
     if cp is None:
         raise ConfigError(f"no checkpoint was signed at size {size}")
-    sys.stdout.write(cp.note.decode("utf-8"))
+    sys.stdout.write(ledger.cosigned_note(cp).decode("utf-8"))
+
+
+@log_app.command("witness")
+def log_witness(
+    size: Annotated[int | None, typer.Option(help="A past checkpoint's tree size (default: latest).")] = None,
+) -> None:
+    """Submit the latest checkpoint to the witnesses of ENGRAM_WITNESS_POLICY (c2sp.org/tlog-witness)
+    and store their cosignatures; exits 1 if the policy's quorum is not met."""
+    from ledger.witness import witness_checkpoint
+
+    result = witness_checkpoint(_ledger(), size)
+    for r in result.results:
+        if r.cosignature is not None:
+            out.print(f"[green]cosigned[/] by {r.witness}")
+        else:
+            out.print(f"[red]not cosigned[/] by {r.witness}: {r.error}")
+    if not result.quorum:
+        err.print(f"[bold red]quorum not met[/] for the checkpoint of size {result.size}")
+        raise typer.Exit(1)
+    out.print(f"[bold green]quorum met[/] for the checkpoint of size {result.size}")
 
 
 @log_app.command("prove")

@@ -20,7 +20,8 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -56,12 +57,13 @@ from ledger.memory.gate import WriteGate
 from ledger.memory.schemas import parse_ref
 from ledger.memory.state import RECORD_KINDS, record_content
 from ledger.oracle import parse_task_claim
-from ledger.sdk import Agent, StreamState
+from ledger.sdk import DEFAULT_STATE, Agent, StreamState
 from verifier.bundle import VerifiedBundle, verify_bundle
 from verifier.event import Envelope, Leaf, verify_body
 from verifier.merkle import verify_inclusion
 from verifier.note import Checkpoint, SignedNote, VerifiedCheckpoint, VerifierKey, verify_checkpoint
 from verifier.oracle import AGENT_HEADER, CLAIM_HEADER, OracleStatement, verify_oracle_statement
+from verifier.state import CheckpointStore, default_state_dir, require_extends
 from verifier.token import TokenError, mint, revocation_ids
 
 __all__ = ["Buyer", "HttpTransport", "RemoteMemory", "verify_item_proof", "verify_receipt"]
@@ -576,11 +578,44 @@ def verify_item_proof(
 class Buyer:
     """A third party holding an agent's share token and the audience key it names."""
 
-    def __init__(self, transport: HttpTransport, *, log_vkey: str, audience_key: Ed25519PrivateKey) -> None:
+    def __init__(
+        self,
+        transport: HttpTransport,
+        *,
+        log_vkey: str,
+        audience_key: Ed25519PrivateKey,
+        state_dir: Path | str | None = DEFAULT_STATE,
+        witnesses: Callable[[VerifiedCheckpoint], tuple[str, ...]] | None = None,
+    ) -> None:
+        """``state_dir``: where the newest checkpoint this buyer verified is remembered
+        (default ``$ENGRAM_VERIFIER_STATE`` or ``~/.local/state/engram/verifier``; ``None``:
+        nothing remembered). Every bundle and oracle answer must then extend it: an older
+        checkpoint is a rollback, another root a fork. ``witnesses``: a witness policy
+        (:class:`verifier.witness.WitnessPolicy`, or any callable checking a verified
+        checkpoint) every bundle's checkpoint must pass: a split view cannot gather the
+        witnesses' cosignatures (``witness.quorum``)."""
         self.transport = transport
         self.log_key = VerifierKey.parse(log_vkey)
         self.key = audience_key
         self.audience = audience_for_key(audience_key.public_key().public_bytes_raw())
+        directory = default_state_dir() if state_dir == DEFAULT_STATE else state_dir
+        self.state = None if directory is None else CheckpointStore(directory)
+        self.witnesses = witnesses
+
+    def remembered(self) -> VerifiedCheckpoint | None:
+        """The newest checkpoint this buyer verified for the log (``None`` if none, or no state)."""
+        return None if self.state is None else self.state.latest(self.log_key)
+
+    def _remember(self, cp: VerifiedCheckpoint, proofs: Mapping[int, Sequence[bytes]] | None = None) -> None:
+        """Require ``cp`` to extend the remembered checkpoint (proofs from the bundle, else
+        fetched: either is checked against both signed roots), then remember it."""
+        if self.state is None:
+            return
+        with self.state.locked(self.log_key) as update:
+            old = update.remembered
+            if old is not None and old.size > cp.size:
+                require_extends(old, cp, None, prefix="state")  # raises state.rollback
+            update.advance(cp, lambda o, n: (proofs or {}).get(o) or self.transport.consistency(o, n))
 
     def _signed(self, method: str, path: str, token: str, **kw: Any) -> httpx.Response:
         return self.transport.request(
@@ -596,19 +631,26 @@ class Buyer:
         self, token: str, *, agent: str, kinds: Sequence[str], trusted_size: int | None = None
     ) -> bytes:
         params: list[tuple[str, Any]] = [("agent", agent), *(("kind", k) for k in kinds)]
+        remembered = self.remembered()
+        if trusted_size is None and remembered is not None:
+            trusted_size = remembered.size  # so the bundle proves it extends what we verified
         if trusted_size is not None:
             params.append(("trusted_size", trusted_size))
         return self._signed("GET", "/v1/bundles", token, params=params).content
 
     def verify(self, bundle: bytes, *, trusted_checkpoint: bytes | None = None) -> VerifiedBundle:
-        """Verify offline (the service is not trusted): signatures, proofs, completeness, claim."""
-        return verify_bundle(
+        """Verify offline (the service is not trusted): signatures, proofs, completeness,
+        claim, the witness policy; then that the bundle extends what this buyer verified before."""
+        vb = verify_bundle(
             bundle,
             self.log_key,
             now=int(time.time()),
             audience=self.audience,
             trusted_checkpoint=trusted_checkpoint,
+            witnesses=self.witnesses,
         )
+        self._remember(vb.checkpoint, vb.consistency)
+        return vb
 
     def items(self, token: str, *, agent: str, tier: str | None = None) -> list[dict[str, Any]]:
         """Every item of the agent the token lets this audience see (all pages)."""
@@ -630,6 +672,7 @@ class Buyer:
         out = self.transport.request("GET", f"/v1/oracle/agents/{quote(agent, safe='')}").json()
         cp = verify_checkpoint(str(out["checkpoint"]).encode("utf-8"), self.log_key)
         st = verify_oracle_statement(str(out["statement"]).encode("utf-8"), self.log_key, checkpoint=cp)
+        self._remember(cp)
         if st.header != AGENT_HEADER or st.payload.get("agent") != agent or st.payload != out["payload"]:
             raise ProofError(f"the oracle's signed statement is not about {agent}", check="oracle.payload")
         return st, out
@@ -645,6 +688,7 @@ class Buyer:
             out = self._signed("POST", "/v1/oracle/claims", token, body=dict(claim)).json()
         cp = verify_checkpoint(str(out["checkpoint"]).encode("utf-8"), self.log_key)
         st = verify_oracle_statement(str(out["statement"]).encode("utf-8"), self.log_key, checkpoint=cp)
+        self._remember(cp)
         p = st.payload
         if (
             st.header != CLAIM_HEADER

@@ -16,6 +16,9 @@ variable                   meaning                                     default
 ``ENGRAM_DISTILLER_URL``   OpenAI-compatible base URL (else rules)     unset
 ``ENGRAM_DISTILLER_MODEL`` model name for that endpoint                unset
 ``ENGRAM_DISTILLER_API_KEY``  bearer token for that endpoint           unset
+``ENGRAM_WITNESS_POLICY``  tlog-policy file: witnesses (with URLs) the  unset (no witnesses)
+                           log submits checkpoints to
+``ENGRAM_WITNESS_TIMEOUT_S``  per-witness request timeout (seconds)    5
 =========================  ==========================================  =====================
 """
 
@@ -68,6 +71,8 @@ class Settings:
     distiller_url: str | None = None
     distiller_model: str | None = None
     distiller_api_key: str | None = None
+    witness_policy: Path | None = None
+    witness_timeout_s: int = 5
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -83,4 +88,8 @@ class Settings:
             max_body_bytes=_int_env(
                 env, "ENGRAM_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, 1, 16 * 1024 * 1024
             ),
+            witness_policy=Path(env["ENGRAM_WITNESS_POLICY"]).expanduser()
+            if env.get("ENGRAM_WITNESS_POLICY")
+            else None,
+            witness_timeout_s=_int_env(env, "ENGRAM_WITNESS_TIMEOUT_S", 5, 1, 120),
         )

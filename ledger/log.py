@@ -60,6 +60,7 @@ from ledger.memory.preconditions import MemoryPreconditions
 from ledger.memory.schemas import gated_texts, validate_body
 from ledger.storage.db import current_revision, head_revision, make_engine, migrate
 from ledger.storage.store import SqlStore, StoredCheckpoint, StreamHead, WriteTx
+from ledger.witness import WitnessSubmitter, load_submitter
 from verifier.event import (
     DEFAULT_MAX_LEAF_BYTES,
     POLICY_AGENT,
@@ -266,6 +267,8 @@ class Ledger:
         self.policy_key = policy_key
         self.gate = WriteGate()
         self.validators: list[BatchValidator] = [MemoryPreconditions(store, self.gate)]
+        #: Witnesses this log submits its checkpoints to (``ENGRAM_WITNESS_POLICY``), or None.
+        self.witnesses: WitnessSubmitter | None = None
 
     # -- set-up -----------------------------------------------------------------------
 
@@ -339,7 +342,7 @@ class Ledger:
         policy_key = None
         if settings.policy_key_file.exists():
             _, policy_key = load_agent_key(settings.policy_key_file)
-        return cls(
+        ledger = cls(
             SqlStore(engine),
             log_key,
             clock=clock,
@@ -347,6 +350,9 @@ class Ledger:
             max_body_bytes=settings.max_body_bytes,
             policy_key=policy_key,
         )
+        if settings.witness_policy is not None:
+            ledger.witnesses = load_submitter(settings.witness_policy, timeout_s=settings.witness_timeout_s)
+        return ledger
 
     @property
     def vkey(self) -> str:
@@ -628,6 +634,10 @@ class Ledger:
 
     def latest_checkpoint(self) -> StoredCheckpoint:
         return self.store.latest_checkpoint()
+
+    def cosigned_note(self, checkpoint: StoredCheckpoint) -> bytes:
+        """The checkpoint's signed note followed by the witness cosignatures collected for it."""
+        return checkpoint.note + "".join(self.store.cosignature_lines(checkpoint.size)).encode("utf-8")
 
     def size(self) -> int:
         return self.store.latest_checkpoint().size

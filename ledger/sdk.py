@@ -45,6 +45,10 @@ from verifier.event import (
 from verifier.jcs import canonical_bytes
 from verifier.merkle import verify_consistency, verify_inclusion
 from verifier.note import VerifiedCheckpoint, VerifierKey, verify_checkpoint
+from verifier.state import CheckpointStore, default_state_dir
+
+#: ``state_dir`` default: the remembered-state directory of :func:`verifier.state.default_state_dir`.
+DEFAULT_STATE = Path("<default verifier state>")
 
 __all__ = ["Agent", "AgentSigner", "InProcess", "StreamState", "Transport"]
 
@@ -171,7 +175,12 @@ class Agent:
         transport: Transport,
         clock: Callable[[], int] = _now_us,
         max_retries: int = 5,
+        state_dir: Path | str | None = DEFAULT_STATE,
     ) -> None:
+        """``state_dir``: where the newest checkpoint this agent verified for the log is
+        remembered across runs (verifier/state.py), so a log that forks or rolls back is
+        caught even after a restart; ``None`` keeps it in memory only. Default:
+        ``$ENGRAM_VERIFIER_STATE``, else ``~/.local/state/engram/verifier``."""
         self.signer = signer
         self.log_key = VerifierKey.parse(log_vkey)
         if self.log_key.name != signer.origin:
@@ -182,6 +191,8 @@ class Agent:
         self.heads: dict[str, StreamState] = {}
         #: The largest checkpoint this agent has verified; every later one must extend it.
         self.checkpoint: VerifiedCheckpoint | None = None
+        directory = default_state_dir() if state_dir == DEFAULT_STATE else state_dir
+        self.state = None if directory is None else CheckpointStore(directory)
 
     # -- construction -----------------------------------------------------------------
 
@@ -251,6 +262,19 @@ class Agent:
         self._advance(cp)
 
     def _advance(self, cp: VerifiedCheckpoint) -> None:
+        if self.state is None:
+            self._advance_in_memory(cp)
+            return
+        # Under the state's lock: what this agent (or any other process sharing the state)
+        # verified before must be extended, with proofs from the transport.
+        with self.state.locked(self.log_key) as update:
+            remembered = update.remembered
+            if self.checkpoint is not None and (remembered is None or remembered.size < self.checkpoint.size):
+                self._advance_in_memory(cp)
+            update.advance(cp, self.transport.consistency)
+            self.checkpoint = update.remembered
+
+    def _advance_in_memory(self, cp: VerifiedCheckpoint) -> None:
         last = self.checkpoint
         if last is None:
             self.checkpoint = cp

@@ -128,5 +128,7 @@ def export_tiles(
         for c in store.checkpoints_upto(size)
     ]
     written += _write(directory, HISTORY_PATH, ("\n".join(lines) + "\n").encode())
-    written += _write(directory, "checkpoint", cp.note)
+    # The checkpoint with the witness cosignatures collected for it (auditors may require them).
+    cosigned = cp.note + "".join(store.cosignature_lines(cp.size)).encode("utf-8")
+    written += _write(directory, "checkpoint", cosigned)
     return ExportSummary(size=size, hash_tiles=hash_tiles, entry_bundles=bundles, bytes_written=written)

@@ -78,6 +78,15 @@ class PgServer:
             self._exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@pytest.fixture(autouse=True)
+def _verifier_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test remembers verified checkpoints in a directory of its own (the SDK, the
+    buyer client and subprocesses default to $ENGRAM_VERIFIER_STATE), never in $HOME."""
+    path = tmp_path_factory.mktemp("verifier-state")
+    monkeypatch.setenv("ENGRAM_VERIFIER_STATE", str(path))
+    return path
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
     try:

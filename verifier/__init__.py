@@ -47,6 +47,7 @@ from verifier.note import (
     verify_checkpoint,
 )
 from verifier.replay import LogReplay
+from verifier.witness import WitnessError, WitnessKey, WitnessPolicy, verify_cosignatures
 
 __all__ = [
     "EMPTY_ROOT",
@@ -73,6 +74,9 @@ __all__ = [
     "VerifiedConsistency",
     "VerifiedInclusion",
     "VerifierKey",
+    "WitnessError",
+    "WitnessKey",
+    "WitnessPolicy",
     "agent_key_id",
     "body_commitment",
     "canonical_bytes",
@@ -83,6 +87,7 @@ __all__ = [
     "verify_body",
     "verify_checkpoint",
     "verify_consistency",
+    "verify_cosignatures",
     "verify_event_signature",
     "verify_inclusion",
 ]

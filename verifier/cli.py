@@ -1,9 +1,12 @@
 """``engram-verify``: the offline verifier's command line (standard library + cryptography).
 
-    engram-verify checkpoint FILE --log-key KEY [--json]
-    engram-verify bundle FILE --log-key KEY [--trusted-checkpoint FILE] [--audience A] [--at T] [--json]
+    engram-verify checkpoint FILE --log-key KEY [--trusted-checkpoint FILE]... [--consistency-proof FILE]...
+    engram-verify bundle FILE --log-key KEY [--trusted-checkpoint FILE]... [--audience A] [--at T]
     engram-verify token TOKEN --agent-key B64 --origin O --agent A --audience X --kind K [--at T]
-    engram-verify log DIR --log-key KEY [--json] [--quiet]
+    engram-verify log DIR --log-key KEY [--trusted-checkpoint FILE]... [--quiet]
+
+Every command also takes ``--json``, ``--state-dir DIR`` (remembered state: the newest
+checkpoint verified per log; see verifier/state.py).
 
 Every run prints its checks as a numbered list and ends with VERIFIED or FAILED naming the
 first failed check. Exit codes: 0 verified, 1 failed, 2 usage error (bad arguments, an
@@ -20,8 +23,13 @@ unreadable key). Nothing is fetched from the network; only the named files are r
 5. ``streams``: every (agent, kind) stream's version/prev chain is unbroken.
 6. ``tiles``: every hash tile equals the tree recomputed from the entries.
 7. ``root``: the recomputed root is the checkpoint's.
-8. ``history``: every earlier checkpoint the log signed (DIR/engram/checkpoints.jsonl) is
-   signed by the log key and is a prefix of this log: the log never forked or rewrote.
+8. ``history``: every earlier checkpoint the log signed (DIR/engram/checkpoints.jsonl,
+   streamed line by line) is signed by the log key and is a prefix of this log.
+
+Anchors the auditor holds (``--trusted-checkpoint``, the remembered state) are checked
+before the replay (none may be newer than the export: a rollback) and during it (the
+replayed root at each anchor's size must be the anchor's: else the log forked or rewrote
+its history, whatever the export's own checkpoint history says).
 """
 
 from __future__ import annotations
@@ -29,21 +37,29 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from verifier.errors import MalformedError, ProofError, VerificationError
+from verifier.errors import LimitExceededError, MalformedError, ProofError, VerificationError
+from verifier.jcs import parse_strict
 from verifier.merkle import node_hash
-from verifier.note import VerifiedCheckpoint, VerifierKey, verify_checkpoint
+from verifier.note import MAX_NOTE_BYTES, VerifiedCheckpoint, VerifierKey, b64decode_strict, verify_checkpoint
 from verifier.replay import LogReplay
+from verifier.state import CheckpointStore, StateError, require_extends
 from verifier.tiles import TILE_HEIGHT, TILE_WIDTH, read_bundle, read_file, tile_path, tiles_for_size
+from verifier.witness import MAX_POLICY_BYTES, WitnessError, WitnessKey, WitnessPolicy
 
 __all__ = ["main", "run"]
 
 HISTORY = "engram/checkpoints.jsonl"
-MAX_HISTORY_BYTES = 1 << 30
+#: One history line: a JSON object holding a note of at most MAX_NOTE_BYTES (escaped).
+MAX_HISTORY_LINE = 2 * MAX_NOTE_BYTES + 256
+MAX_BUNDLE_FILE = 64 * 1024 * 1024
+MAX_PROOF_FILE = 1 << 20
 
 
 class UsageError(Exception):
@@ -98,23 +114,144 @@ def _step_of(error: VerificationError) -> str:
     return "leaves"
 
 
-def audit_log(root: Path, key: VerifierKey, *, quiet: bool = False) -> Report:
+def read_input(path: str | Path, max_bytes: int, what: str) -> bytes:
+    """Read at most ``max_bytes`` + 1 bytes: a larger file is refused without being read."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError as e:
+        raise UsageError(f"cannot read {what} {path}: {e}") from e
+    if len(data) > max_bytes:
+        raise LimitExceededError(f"{what} {path} is larger than {max_bytes} bytes", check="input.size")
+    return data
+
+
+@dataclass(frozen=True, slots=True)
+class _Anchor:
+    checkpoint: VerifiedCheckpoint
+    prefix: str  # "trusted" (given on the command line) or "state" (remembered)
+
+
+def _anchors(paths: Sequence[str], key: VerifierKey) -> list[_Anchor]:
+    out = []
+    for path in paths:
+        data = read_input(path, MAX_NOTE_BYTES, "trusted checkpoint")
+        try:
+            out.append(_Anchor(verify_checkpoint(data, key), "trusted"))
+        except VerificationError as e:
+            raise UsageError(
+                f"--trusted-checkpoint {path} is not a checkpoint signed by the log key: {e}"
+            ) from e
+    return out
+
+
+def _history(root: Path, key: VerifierKey, size: int) -> Iterator[VerifiedCheckpoint]:
+    """Earlier checkpoints of the export, streamed: one bounded line at a time, strictly
+    parsed, each signed by the log key, sizes increasing and within ``size``."""
+    path = root / HISTORY
+    if not path.exists():
+        return  # older exports carry no history
+    last = -1
+    with open(path, "rb") as f:
+        for n, line in enumerate(iter(lambda: f.readline(MAX_HISTORY_LINE + 1), b""), start=1):
+            if len(line) > MAX_HISTORY_LINE or not line.endswith(b"\n"):
+                raise LimitExceededError(
+                    f"{HISTORY} line {n} is longer than {MAX_HISTORY_LINE} bytes or unterminated",
+                    check="history.format",
+                )
+            obj = parse_strict(line[:-1], max_bytes=MAX_HISTORY_LINE)
+            if not isinstance(obj, dict) or set(obj) != {"size", "note"} or not isinstance(obj["note"], str):
+                raise MalformedError(f"{HISTORY} line {n} is not {{size, note}}", check="history.format")
+            c = verify_checkpoint(obj["note"].encode("utf-8"), key)
+            if c.size != obj["size"] or c.size <= last or c.size > size:
+                raise MalformedError(
+                    f"{HISTORY} line {n}: sizes must match their notes, increase, and stay within {size}",
+                    check="history.format",
+                )
+            last = c.size
+            yield c
+
+
+class _Prefixes:
+    """Roots the replay must reproduce at given sizes: the export's own history (streamed)
+    and the auditor's anchors. Checked as the replay passes each size, in O(1) memory."""
+
+    def __init__(self, history: Iterator[VerifiedCheckpoint], anchors: list[_Anchor]) -> None:
+        self._history = history
+        self._next: VerifiedCheckpoint | None = None
+        self._anchors = sorted(anchors, key=lambda a: a.checkpoint.size)
+        self.history_checked = 0
+        self.failure: tuple[str, VerificationError] | None = None
+        self._advance_history()
+
+    def _advance_history(self) -> None:
+        try:
+            self._next = next(self._history, None)
+        except VerificationError as e:
+            self._next = None
+            self.failure = self.failure or ("history", e)
+
+    def at(self, size: int, root: Callable[[], bytes]) -> None:
+        while self._anchors and self._anchors[0].checkpoint.size == size:
+            anchor = self._anchors.pop(0)
+            if root() != anchor.checkpoint.root:
+                self.failure = self.failure or (
+                    "trusted",
+                    StateError(
+                        f"FORK: the replayed log's root at size {size} is not the root of the checkpoint "
+                        f"you {'remembered' if anchor.prefix == 'state' else 'trusted'}: the log rewrote "
+                        "its history or forked",
+                        check=f"{anchor.prefix}.fork",
+                    ),
+                )
+        while self._next is not None and self._next.size == size:
+            if root() != self._next.root:
+                self.failure = self.failure or (
+                    "history",
+                    ProofError(
+                        f"checkpoint at size {size} is inconsistent with the replayed log",
+                        check="replay.consistency",
+                    ),
+                )
+            self.history_checked += 1
+            self._advance_history()
+
+
+def audit_log(
+    root: Path, key: VerifierKey, *, quiet: bool = False, anchors: Sequence[_Anchor] = ()
+) -> Report:
     """Run checks 1-8 over a tiles directory; stop at the first failure."""
+    return _audit_log(root, key, quiet=quiet, anchors=anchors)[0]
+
+
+def _audit_log(
+    root: Path, key: VerifierKey, *, quiet: bool = False, anchors: Sequence[_Anchor] = ()
+) -> tuple[Report, LogReplay | None, VerifiedCheckpoint | None]:
+    """:func:`audit_log`, also returning the replay and checkpoint (for the remembered state)."""
     report = Report()
     try:
-        cp = verify_checkpoint(read_file(root, "checkpoint", max_bytes=65_536), key)
+        cp = verify_checkpoint(read_file(root, "checkpoint", max_bytes=MAX_NOTE_BYTES), key)
     except VerificationError as e:
         report.fail("checkpoint", e)
-        return report
+        return report, None, None
     report.ok("checkpoint", f"signed by {key.name}+{key.key_id.hex()}: size {cp.size}")
+    try:
+        for anchor in anchors:
+            if anchor.checkpoint.size > cp.size:
+                require_extends(anchor.checkpoint, cp, None, prefix=anchor.prefix)
+    except VerificationError as e:
+        report.fail("trusted", e)
+        return report, None, cp
 
     replay = LogReplay(cp.origin)
-    history = _read_history(root, key, report)
-    if history is None:
-        return report
-    remember = {c.size for c in history}
-    if 0 in remember:
-        replay.remember_root()
+    anchor_sizes = {a.checkpoint.size for a in anchors}
+    prefixes = _Prefixes(_history(root, key, cp.size), list(anchors))
+
+    def root_now() -> bytes:
+        # Roots at the anchors' sizes are kept (replay.roots) for the remembered state.
+        return replay.remember_root() if replay.size in anchor_sizes else replay.tree.root()
+
+    prefixes.at(0, root_now)
     level0: list[bytes] = []
     step = "entries"
     try:
@@ -130,12 +267,14 @@ def audit_log(root: Path, key: VerifierKey, *, quiet: bool = False) -> Report:
                     step = _step_of(e)
                     raise
                 level0.append(parsed.hash)
-                if replay.size in remember:
-                    replay.remember_root()
+                prefixes.at(replay.size, root_now)
+                if prefixes.failure is not None:
+                    step, err = prefixes.failure
+                    raise err
             _progress(replay.size, cp.size, quiet)
     except VerificationError as e:
         report.fail(step, e)
-        return report
+        return report, None, cp
     agents = {a for a, _ in replay.heads}
     report.ok("entries", f"{cp.size} entries in {-(-cp.size // TILE_WIDTH)} bundles")
     report.ok("leaves", "canonical, indices dense, server timestamps strictly increasing")
@@ -154,23 +293,29 @@ def audit_log(root: Path, key: VerifierKey, *, quiet: bool = False) -> Report:
         tiles = _check_tiles(root, level0)
     except VerificationError as e:
         report.fail("tiles", e)
-        return report
+        return report, None, cp
     report.ok("tiles", f"{tiles} hash tiles equal the tree recomputed from the entries")
 
     try:
         replay.check_checkpoint(cp)
     except VerificationError as e:
         report.fail("root", e)
-        return report
+        return report, None, cp
     report.ok("root", f"recomputed root {cp.root.hex()[:16]}... is the checkpoint's")
 
-    try:
-        for c in history:
-            replay.check_consistency_with(c)
-    except VerificationError as e:
-        report.fail("history", e)
-        return report
-    report.ok("history", f"{len(history)} earlier checkpoints are prefixes of this log (no fork, no rewrite)")
+    if prefixes.failure is not None:  # e.g. a malformed history of an empty log
+        report.fail(*prefixes.failure)
+        return report, None, cp
+    report.ok(
+        "history",
+        f"{prefixes.history_checked} earlier checkpoints are prefixes of this log (no fork, no rewrite)",
+    )
+    if anchors:
+        report.ok(
+            "trusted",
+            "the replayed log extends the checkpoint(s) you hold at size "
+            + ", ".join(str(a.checkpoint.size) for a in anchors),
+        )
     report.summary = {
         "origin": cp.origin,
         "size": cp.size,
@@ -178,37 +323,9 @@ def audit_log(root: Path, key: VerifierKey, *, quiet: bool = False) -> Report:
         "agents": len(agents),
         "streams": len(replay.heads),
         "keys": len(replay.keys.keys),
-        "checkpoints": len(history),
+        "checkpoints": prefixes.history_checked,
     }
-    return report
-
-
-def _read_history(root: Path, key: VerifierKey, report: Report) -> list[VerifiedCheckpoint] | None:
-    """Earlier checkpoints, if the export carries them (older exports may not)."""
-    if not (root / HISTORY).exists():
-        return []
-    out: list[VerifiedCheckpoint] = []
-    try:
-        data = read_file(root, HISTORY, max_bytes=MAX_HISTORY_BYTES)
-        last = -1
-        for line in data.decode("utf-8").splitlines():
-            obj = json.loads(line)
-            if not isinstance(obj, dict) or set(obj) != {"size", "note"}:
-                raise MalformedError("history lines are {size, note}", check="history.format")
-            c = verify_checkpoint(str(obj["note"]).encode("utf-8"), key)
-            if c.size != obj["size"] or c.size <= last:
-                raise MalformedError(
-                    "history sizes must match their notes and increase", check="history.format"
-                )
-            last = c.size
-            out.append(c)
-    except (ValueError, UnicodeDecodeError) as e:
-        report.fail("history", MalformedError(f"{HISTORY} is not JSON lines: {e}", check="history.format"))
-        return None
-    except VerificationError as e:
-        report.fail("history", e)
-        return None
-    return out
+    return report, replay, cp
 
 
 def _check_tiles(root: Path, level0: Sequence[bytes]) -> int:
@@ -261,19 +378,109 @@ def _print(report: Report, title: str, as_json: bool) -> int:
     return 0 if verified else 1
 
 
+@contextmanager
+def _state(args: argparse.Namespace, key: VerifierKey) -> Iterator[Any]:
+    """The remembered state of this log, locked for the whole verification (or None).
+
+    Opt-in for the command line (``--state-dir``): an offline verification with state needs
+    the input to carry a consistency proof from the remembered size, which a bundle has only
+    when it was built for it (``--trusted-size``), so it is never switched on silently."""
+    directory = args.state_dir
+    if directory is None:
+        yield None
+        return
+    with CheckpointStore(directory).locked(key) as update:
+        yield update
+
+
+def _witness_policy(args: argparse.Namespace) -> WitnessPolicy | None:
+    """The witness policy of ``--witness-policy FILE`` or ``--witness VKEY... --witness-quorum K``."""
+    policy_file = getattr(args, "witness_policy", None)
+    keys = getattr(args, "witness", None) or []
+    quorum = getattr(args, "witness_quorum", None)
+    if policy_file and keys:
+        raise UsageError("give either --witness-policy or --witness keys, not both")
+    if quorum is not None and not keys:
+        raise UsageError("--witness-quorum needs --witness keys")
+    try:
+        if policy_file:
+            return WitnessPolicy.parse(read_input(policy_file, MAX_POLICY_BYTES, "witness policy"))
+        if keys:
+            parsed = [WitnessKey.parse(k) for k in keys]
+            k = len(parsed) if quorum is None else quorum
+            if not 1 <= k <= len(parsed):
+                raise UsageError(f"--witness-quorum must be between 1 and {len(parsed)}")
+            return WitnessPolicy.threshold(parsed, k)
+    except WitnessError as e:
+        raise UsageError(f"witness policy: {e}") from e
+    return None
+
+
+def _witness_step(
+    report: Report, policy: WitnessPolicy | None, cp: VerifiedCheckpoint, now: int | None
+) -> None:
+    if policy is None:
+        return
+    cosigned = policy.check(cp, now=now)
+    report.ok(
+        "witnesses",
+        "no cosignature required (quorum none)"
+        if policy.quorum is None
+        else f"cosigned by {', '.join(cosigned)}: the policy's quorum is met",
+    )
+
+
+def _consistency_files(paths: Sequence[str]) -> dict[tuple[int, int], list[bytes]]:
+    """Consistency proofs as printed by `engram log prove-consistency` (JSON): only
+    ``old_size``, ``new_size`` and ``proof`` are read; roots come from checkpoints."""
+    out: dict[tuple[int, int], list[bytes]] = {}
+    for path in paths:
+        doc = parse_strict(read_input(path, MAX_PROOF_FILE, "consistency proof"), max_bytes=MAX_PROOF_FILE)
+        if not isinstance(doc, dict):
+            raise MalformedError(f"{path} is not a JSON object", check="consistency.format")
+        old, new, proof = doc.get("old_size"), doc.get("new_size"), doc.get("proof")
+        if type(old) is not int or type(new) is not int or not isinstance(proof, list) or len(proof) > 64:
+            raise MalformedError(f"{path} lacks old_size, new_size or proof", check="consistency.format")
+        if not all(isinstance(h, str) for h in proof):
+            raise MalformedError(f"{path}: proof hashes are base64 strings", check="consistency.format")
+        out[(old, new)] = [b64decode_strict(h, check="consistency.format") for h in proof]
+    return out
+
+
 def _cmd_checkpoint(args: argparse.Namespace) -> int:
     key = _load_key(args.log_key)
+    anchors = _anchors(args.trusted_checkpoint, key)
+    policy = _witness_policy(args)
     report = Report()
-    try:
-        data = Path(args.file).read_bytes()
-    except OSError as e:
-        raise UsageError(f"cannot read {args.file}: {e}") from e
-    try:
-        cp = verify_checkpoint(data, key)
-        report.ok("checkpoint", f"origin {cp.origin}, size {cp.size}, root {cp.root.hex()}")
-        report.summary = {"origin": cp.origin, "size": cp.size, "root": cp.root.hex()}
-    except VerificationError as e:
-        report.fail("checkpoint", e)
+    step = "checkpoint"
+    with _state(args, key) as state:
+        try:
+            data = read_input(args.file, MAX_NOTE_BYTES, "checkpoint")
+            proofs = _consistency_files(args.consistency_proof)
+            cp = verify_checkpoint(data, key)
+            report.ok("checkpoint", f"origin {cp.origin}, size {cp.size}, root {cp.root.hex()}")
+            step = "witnesses"
+            _witness_step(report, policy, cp, None)
+            step = "trusted"
+            for anchor in anchors:
+                require_extends(
+                    anchor.checkpoint, cp, proofs.get((anchor.checkpoint.size, cp.size)), prefix="trusted"
+                )
+            if anchors:
+                report.ok("trusted", f"extends {len(anchors)} trusted checkpoint(s)")
+            if state is not None:
+                step = "state"
+                before = state.remembered
+                state.advance(cp, lambda old, new: proofs.get((old, new)))
+                report.ok(
+                    "state",
+                    "first checkpoint remembered for this log"
+                    if before is None
+                    else f"consistent with the checkpoint of size {before.size} verified before",
+                )
+            report.summary = {"origin": cp.origin, "size": cp.size, "root": cp.root.hex()}
+        except VerificationError as e:
+            report.fail(step, e)
     return _print(report, f"checkpoint {args.file}", args.json)
 
 
@@ -299,37 +506,51 @@ def _bundle_step(check: str) -> str:
         "token": "token",
         "body": "bodies",
         "claim": "claim",
+        "witness": "witnesses",
     }
     return steps.get(head, head)
 
 
 def _cmd_bundle(args: argparse.Namespace) -> int:
-    from verifier.bundle import verify_bundle
+    from verifier.bundle import MAX_BUNDLE_BYTES, verify_bundle
 
     key = _load_key(args.log_key)
-    try:
-        data = Path(args.file).read_bytes()
-        trusted = Path(args.trusted_checkpoint).read_bytes() if args.trusted_checkpoint else None
-    except OSError as e:
-        raise UsageError(f"cannot read input: {e}") from e
+    anchors = _anchors(args.trusted_checkpoint, key)
+    policy = _witness_policy(args)
     report = Report()
     steps: list[tuple[str, str]] = []
-    try:
-        verified = verify_bundle(
-            data, key, trusted_checkpoint=trusted, steps=steps, audience=args.audience, now=args.at
-        )
-    except VerificationError as e:
-        for check, detail in steps:
-            report.ok(check, detail)
-        report.fail(_bundle_step(e.check), e)
-        return _print(report, f"bundle {args.file}", args.json)
+    with _state(args, key) as state:
+        try:
+            data = read_input(args.file, MAX_BUNDLE_BYTES, "bundle")
+            remembered = None if state is None or state.remembered is None else state.remembered.note
+            verified = verify_bundle(
+                data,
+                key,
+                trusted_checkpoints=[a.checkpoint.note for a in anchors],
+                remembered=remembered,
+                witnesses=None if policy is None else lambda cp: policy.check(cp, now=args.at),
+                steps=steps,
+                audience=args.audience,
+                now=args.at,
+            )
+            if state is not None:
+                state.advance(verified.checkpoint, lambda old, _new: verified.consistency.get(old))
+        except VerificationError as e:
+            for check, detail in steps:
+                report.ok(check, detail)
+            report.fail(_bundle_step(e.check), e)
+            return _print(report, f"bundle {args.file}", args.json)
     for check, detail in steps:
         report.ok(check, detail)
+    if state is not None:
+        report.ok("state", f"remembered checkpoint of size {verified.checkpoint.size} for {key.name}")
     report.summary = {
         "origin": verified.checkpoint.origin,
         "size": verified.checkpoint.size,
         "entries": verified.entries,
         "erased": verified.erased,
+        "covered": sorted(verified.covered),
+        "witnesses": list(verified.witnesses),
         "claims": [
             {"statement": c.statement, "recomputed": c.recomputed, "holds": c.holds} for c in verified.claims
         ],
@@ -340,7 +561,6 @@ def _cmd_bundle(args: argparse.Namespace) -> int:
 def _cmd_token(args: argparse.Namespace) -> int:
     import base64
     import binascii
-    import time
 
     from verifier.token import verify_token
 
@@ -373,7 +593,24 @@ def _cmd_log(args: argparse.Namespace) -> int:
     root = Path(args.dir)
     if not root.is_dir():
         raise UsageError(f"{root} is not a directory")
-    report = audit_log(root, key, quiet=args.quiet or args.json)
+    anchors = _anchors(args.trusted_checkpoint, key)
+    policy = _witness_policy(args)
+    with _state(args, key) as state:
+        if state is not None and state.remembered is not None:
+            anchors.append(_Anchor(state.remembered, "state"))
+        report, replay, cp = _audit_log(root, key, quiet=args.quiet or args.json, anchors=anchors)
+        if report.failed is None and cp is not None and replay is not None:
+            try:
+                _witness_step(report, policy, cp, None)
+            except VerificationError as e:
+                report.fail("witnesses", e)
+                return _print(report, f"log {root}", args.json)
+            try:
+                if state is not None:
+                    state.advance_replayed(cp, replay.roots.get)
+                    report.ok("state", f"remembered checkpoint of size {cp.size} for {key.name}")
+            except VerificationError as e:
+                report.fail("state", e)
     return _print(report, f"log {root}", args.json)
 
 
@@ -384,21 +621,60 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def _common(p: argparse.ArgumentParser, *, trusted: bool = True) -> None:
+    p.add_argument("--log-key", required=True, help="the log's verifier key (engram log key)")
+    if trusted:
+        p.add_argument(
+            "--trusted-checkpoint",
+            action="append",
+            default=[],
+            metavar="FILE",
+            help="a checkpoint you already hold: what is verified must extend it (repeatable)",
+        )
+    p.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="remember the newest verified checkpoint per log here and require every later one to "
+        "extend it (the SDK and buyer client default to $ENGRAM_VERIFIER_STATE or "
+        "~/.local/state/engram/verifier)",
+    )
+    p.add_argument(
+        "--witness-policy",
+        metavar="FILE",
+        help="a c2sp.org/tlog-policy file: the checkpoint needs its witness quorum of cosignatures",
+    )
+    p.add_argument(
+        "--witness",
+        action="append",
+        default=[],
+        metavar="VKEY",
+        help="a witness's cosigner key (repeatable); with --witness-quorum K, K of them must cosign",
+    )
+    p.add_argument(
+        "--witness-quorum", type=int, metavar="K", help="how many --witness keys must cosign (default all)"
+    )
+    p.add_argument("--json", action="store_true")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _Parser(prog="engram-verify", description="Verify Engram logs offline.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("checkpoint", help="verify a signed checkpoint note")
     p.add_argument("file")
-    p.add_argument("--log-key", required=True, help="the log's verifier key (engram log key)")
-    p.add_argument("--json", action="store_true")
+    _common(p)
+    p.add_argument(
+        "--consistency-proof",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="JSON of `engram log prove-consistency` from a trusted or remembered size (repeatable)",
+    )
     p.set_defaults(run=_cmd_checkpoint)
     p = sub.add_parser("bundle", help="verify an attestation bundle and its claim")
     p.add_argument("file")
-    p.add_argument("--log-key", required=True, help="the log's verifier key (engram log key)")
-    p.add_argument("--trusted-checkpoint", help="a checkpoint you already trust: the bundle must extend it")
+    _common(p)
     p.add_argument("--audience", help="who you are, for the bundle's share token")
     p.add_argument("--at", type=int, help="verify as of this Unix time (default: now)")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(run=_cmd_bundle)
     p = sub.add_parser("token", help="check a share token against an agent's public key")
     p.add_argument("token")
@@ -412,8 +688,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.set_defaults(run=_cmd_token)
     p = sub.add_parser("log", help="replay and audit an exported tiles directory")
     p.add_argument("dir")
-    p.add_argument("--log-key", required=True, help="the log's verifier key (engram log key)")
-    p.add_argument("--json", action="store_true")
+    _common(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=_cmd_log)
     args = parser.parse_args(argv)
@@ -422,6 +697,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"engram-verify: error: {e}", file=sys.stderr)
         return 2
+    except VerificationError as e:  # an input failed before its report began (e.g. too large)
+        report = Report()
+        report.fail(_bundle_step(e.check) if args.command == "bundle" else str(args.command), e)
+        return _print(report, str(args.command), bool(getattr(args, "json", False)))
     except Exception as e:  # a verifier that cannot finish has not verified: FAILED, never a crash
         report = Report()
         report.fail("verifier", VerificationError(f"{type(e).__name__}: {e}", check="verifier.error"))

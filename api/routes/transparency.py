@@ -41,8 +41,9 @@ def _tile_index(rest: str) -> tuple[int, int]:
 
 @router.get("/checkpoint", response_class=PlainTextResponse, tags=["transparency"])
 def checkpoint(svc: ServicesDep) -> Response:
-    """The latest signed checkpoint (C2SP tlog-checkpoint note)."""
-    note = svc.ledger.latest_checkpoint().note
+    """The latest signed checkpoint (C2SP tlog-checkpoint note), followed by the witness
+    cosignatures (c2sp.org/tlog-cosignature) collected for it so far."""
+    note = svc.ledger.cosigned_note(svc.ledger.latest_checkpoint())
     return Response(note, media_type="text/plain; charset=utf-8", headers={"Cache-Control": "no-cache"})
 
 

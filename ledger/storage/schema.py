@@ -8,6 +8,7 @@ Log tables (append-only; database triggers reject UPDATE, DELETE and TRUNCATE):
   ``[idx * 2**level, (idx + 1) * 2**level)``. A complete subtree never changes, so rows are
   immutable; level 8L rows are exactly the C2SP tile hashes of tile level L.
 * ``checkpoints``: every signed checkpoint note, by tree size.
+* ``cosignatures``: witness cosignature lines collected for a checkpoint (migration 0004).
 
 Mutable state, always written in the same transaction as the leaves it summarises:
 
@@ -119,6 +120,18 @@ checkpoints = Table(
     Column("root", LargeBinary(32), nullable=False),
     Column("note", LargeBinary, nullable=False),
     Column("signed_at_us", BigInteger, nullable=False),
+)
+
+#: Witness cosignatures (c2sp.org/tlog-cosignature) collected for a checkpoint: one note
+#: line per (checkpoint size, witness key), kept as the witness returned it.
+cosignatures = Table(
+    "cosignatures",
+    metadata,
+    Column("size", BigInteger, nullable=False),
+    Column("witness", String(300), nullable=False),
+    Column("line", String(2048), nullable=False),
+    Column("received_at_us", BigInteger, nullable=False),
+    PrimaryKeyConstraint("size", "witness"),
 )
 
 stream_heads = Table(

@@ -26,7 +26,7 @@ ledger acknowledges an append only after the commit returns.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +42,7 @@ from ledger.storage.schema import (
     agent_keys,
     bodies,
     checkpoints,
+    cosignatures,
     leaves,
     log_state,
     nodes,
@@ -565,6 +566,51 @@ class SqlStore:
             hi = min(end, lo + batch)
             for i, leaf in enumerate(self.leaves(lo, hi)):
                 yield lo + i, leaf
+
+    # -- witness cosignatures -------------------------------------------------------------
+
+    def cosignature_lines(self, size: int) -> list[str]:
+        """The witness cosignature lines stored for the checkpoint of ``size``, by witness."""
+        with self.read() as conn:
+            rows = conn.execute(
+                select(cosignatures.c.line)
+                .where(cosignatures.c.size == size)
+                .order_by(cosignatures.c.witness)
+            )
+            return [r[0] for r in rows]
+
+    def witnessed_sizes(self) -> dict[str, int]:
+        """For each witness key, the largest checkpoint size it cosigned for this log."""
+        with self.read() as conn:
+            rows = conn.execute(
+                select(cosignatures.c.witness, func.max(cosignatures.c.size)).group_by(cosignatures.c.witness)
+            )
+            return {r[0]: int(r[1]) for r in rows}
+
+    def add_cosignatures(self, size: int, lines: Mapping[str, str], *, now_us: int) -> None:
+        """Store verified cosignature lines (witness key -> line) of checkpoint ``size``;
+        a witness already stored for that size keeps its first line."""
+        if not lines:
+            return
+        try:
+            with self.engine.connect() as conn:
+                conn = conn.execution_options(**{WRITE_OPTION: True})
+                with conn.begin():
+                    have = {
+                        r[0]
+                        for r in conn.execute(
+                            select(cosignatures.c.witness).where(cosignatures.c.size == size)
+                        )
+                    }
+                    rows = [
+                        {"size": size, "witness": w, "line": line, "received_at_us": now_us}
+                        for w, line in sorted(lines.items())
+                        if w not in have
+                    ]
+                    if rows:
+                        conn.execute(insert(cosignatures), rows)
+        except DBAPIError as e:
+            raise StorageError(f"database error: {e.orig!r}") from e
 
     # -- HTTP request replay protection ---------------------------------------------------
 

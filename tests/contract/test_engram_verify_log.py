@@ -126,7 +126,9 @@ def test_a_forked_log_is_caught_by_its_own_history(
         else request.getfixturevalue("pg_server").new_database()
     )
     fork = Ledger.create(make_engine(url), log_key, clock=clock, policy_key=Ed25519PrivateKey.generate())
-    mallory = Agent.generate("mallory", log_vkey=fork.vkey, transport=InProcess(fork), clock=clock)
+    mallory = Agent.generate(
+        "mallory", log_vkey=fork.vkey, transport=InProcess(fork), clock=clock, state_dir=None
+    )
     mallory.register()
     for i in range(30):
         mallory.append("commitment", {"promise": f"rewritten {i}"})

@@ -6,17 +6,25 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import resource
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import update
 
 from ledger.bundle import create_bundle, pact_claim
+from ledger.keyfiles import LogKey
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
-from ledger.sdk import Agent
+from ledger.sdk import Agent, InProcess
+from ledger.storage.db import make_engine
 from ledger.storage.schema import log_state
+from ledger.tiles import export_tiles
 from tests.conftest import StepClock
 from verifier.bundle import verify_bundle
 from verifier.cli import main
@@ -118,7 +126,170 @@ def test_hole2_a_backdated_entry_in_a_bundle_is_a_fraud_proof(world: tuple, cloc
     assert e.value.check == "timestamps.fraud" and "fraud proof" in str(e.value)
 
 
+# -- hole 3: an auditor could not anchor a replay ---------------------------------------
+
+
+def _fork(ledger: Ledger, log_key: LogKey, clock: StepClock, url: str, size: int) -> Ledger:
+    """A log-key holder's rewrite: same key, other entries, every checkpoint re-signed."""
+    fork = Ledger.create(make_engine(url), log_key, clock=clock, policy_key=Ed25519PrivateKey.generate())
+    mallory = Agent.generate(
+        "alice", log_vkey=fork.vkey, transport=InProcess(fork), clock=clock, state_dir=None
+    )
+    mallory.register()
+    while fork.size() < size:
+        mallory.append("commitment", {"promise": f"rewritten {fork.size()}"})
+    return fork
+
+
+@pytest.fixture
+def fork_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path / 'fork.db'}"
+    return str(request.getfixturevalue("pg_server").new_database())
+
+
+def test_hole3_log_replay_anchored_on_a_held_checkpoint_detects_a_rewritten_history(
+    world: tuple,
+    log_key: LogKey,
+    clock: StepClock,
+    fork_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    ledger, _, _, _ = world
+    held = tmp_path / "held.checkpoint"
+    held.write_bytes(ledger.latest_checkpoint().note)
+    fork = _fork(ledger, log_key, clock, fork_url, ledger.size() + 5)
+    export_tiles(fork.store, tmp_path / "fork")
+    # The rewritten export is self-consistent: its own history verifies ...
+    assert main(["log", str(tmp_path / "fork"), "--log-key", ledger.vkey, "--quiet"]) == 0
+    # ... but not against the checkpoint the auditor already held ...
+    args = ["log", str(tmp_path / "fork"), "--log-key", ledger.vkey, "--quiet", "--json"]
+    capsys.readouterr()
+    assert main([*args, "--trusted-checkpoint", str(held)]) == 1
+    assert json.loads(capsys.readouterr().out)["checks"][-1]["failed_check"] == "trusted.fork"
+    # ... nor against what the agents' SDK remembered (by default in $ENGRAM_VERIFIER_STATE).
+    assert main([*args, "--state-dir", os.environ["ENGRAM_VERIFIER_STATE"]]) == 1
+    assert json.loads(capsys.readouterr().out)["checks"][-1]["failed_check"] == "state.fork"
+    export_tiles(ledger.store, tmp_path / "honest")
+    assert (
+        main(["log", str(tmp_path / "honest"), "--log-key", ledger.vkey, "--trusted-checkpoint", str(held)])
+        == 0
+    )
+
+
+def test_hole3_log_replay_refuses_an_export_older_than_a_held_checkpoint(
+    world: tuple, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger, memory, alice, _ = world
+    export_tiles(ledger.store, tmp_path / "old")
+    memory.record(alice, "commitment", {"promise": "later"})
+    held = tmp_path / "held.checkpoint"
+    held.write_bytes(ledger.latest_checkpoint().note)
+    args = ["log", str(tmp_path / "old"), "--log-key", ledger.vkey, "--quiet", "--json"]
+    capsys.readouterr()
+    assert main([*args, "--trusted-checkpoint", str(held)]) == 1
+    assert json.loads(capsys.readouterr().out)["checks"][-1]["failed_check"] == "trusted.stale"
+
+
+def test_hole3_checkpoint_verification_checks_a_held_checkpoint(
+    world: tuple,
+    log_key: LogKey,
+    clock: StepClock,
+    fork_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    ledger, memory, alice, _ = world
+    held = tmp_path / "held"
+    held.write_bytes(ledger.latest_checkpoint().note)
+    old_size = ledger.size()
+    memory.record(alice, "commitment", {"promise": "later"})
+    new = tmp_path / "new"
+    new.write_bytes(ledger.latest_checkpoint().note)
+    proof = tmp_path / "proof.json"
+    p = ledger.prove_consistency(old_size)
+    proof.write_text(
+        json.dumps(
+            {
+                "old_size": p.old_size,
+                "new_size": p.new_size,
+                "proof": [base64.b64encode(h).decode() for h in p.hashes],
+            }
+        )
+    )
+    base = ["checkpoint", str(new), "--log-key", ledger.vkey, "--trusted-checkpoint", str(held), "--json"]
+    assert main([*base, "--consistency-proof", str(proof)]) == 0
+    capsys.readouterr()
+    assert main(base) == 1  # no proof: it cannot be shown to extend the held checkpoint
+    assert json.loads(capsys.readouterr().out)["checks"][-1]["failed_check"] == "trusted.missing"
+    forked = tmp_path / "forked"
+    forked.write_bytes(_fork(ledger, log_key, clock, fork_url, old_size).latest_checkpoint().note)
+    assert (
+        main(
+            ["checkpoint", str(forked), "--log-key", ledger.vkey, "--trusted-checkpoint", str(held), "--json"]
+        )
+        == 1
+    )
+    assert json.loads(capsys.readouterr().out)["checks"][-1]["failed_check"] == "trusted.fork"
+
+
+def test_hole3_remembered_state_detects_rollback_and_fork_without_any_flag(
+    world: tuple,
+    log_key: LogKey,
+    clock: StepClock,
+    fork_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    ledger, memory, alice, _ = world
+    state = ["--state-dir", str(tmp_path / "state"), "--json"]
+    old = tmp_path / "old.json"
+    old.write_bytes(create_bundle(ledger, pact_claim(ledger, "alice")))
+    old_size = ledger.size()
+    assert main(["bundle", str(old), "--log-key", ledger.vkey, *state]) == 0
+    memory.record(alice, "pact.outcome", {"pact": "a-9", "result": "fulfilled", "quality": 70})
+    new = tmp_path / "new.json"
+    new.write_bytes(create_bundle(ledger, pact_claim(ledger, "alice"), trusted_size=old_size))
+    assert main(["bundle", str(new), "--log-key", ledger.vkey, *state]) == 0
+    capsys.readouterr()
+    assert main(["bundle", str(old), "--log-key", ledger.vkey, *state]) == 1  # rollback
+    assert json.loads(capsys.readouterr().out)["checks"][-1]["failed_check"] == "state.rollback"
+    fork = _fork(ledger, log_key, clock, fork_url, ledger.size())  # same size, other root
+    forged = tmp_path / "forged.json"
+    forged.write_bytes(create_bundle(fork, {"statements": [_never_violated("alice")]}))
+    assert main(["bundle", str(forged), "--log-key", ledger.vkey, *state]) == 1
+    assert json.loads(capsys.readouterr().out)["checks"][-1]["failed_check"] == "state.fork"
+
+
 # -- hole 4: inputs read before they were bounded --------------------------------------
+
+
+def _run_limited(args: list[str], limit_bytes: int) -> subprocess.CompletedProcess[str]:
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+    return subprocess.run(
+        [sys.executable, "-m", "verifier.cli", *args],
+        preexec_fn=cap,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("command", ["bundle", "checkpoint"])
+def test_hole4_a_huge_input_file_is_refused_without_reading_it(
+    world: tuple, tmp_path: Path, command: str
+) -> None:
+    ledger, _, _, _ = world
+    big = tmp_path / "big"
+    with open(big, "wb") as f:
+        f.truncate(int(1.1 * 2**30))  # sparse: 1.1 GiB that costs no disk
+    run = _run_limited([command, str(big), "--log-key", ledger.vkey, "--json"], 700 * 2**20)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert json.loads(run.stdout)["checks"][-1]["failed_check"] in ("input.size", "format.size")
 
 
 def test_hole4_millions_of_empty_objects_are_refused_before_parsing(world: tuple) -> None:
@@ -138,6 +309,17 @@ def test_hole4_millions_of_empty_objects_are_refused_before_parsing(world: tuple
         tracemalloc.stop()
     assert e.value.check == "json.containers"
     assert peak < 4 * len(bomb), peak  # a scan, not 5 million dicts (~1.7 GiB before)
+
+
+def test_hole4_the_history_file_is_streamed_with_bounded_lines(world: tuple, tmp_path: Path) -> None:
+    ledger, _, _, _ = world
+    export_tiles(ledger.store, tmp_path / "t")
+    history = tmp_path / "t" / "engram" / "checkpoints.jsonl"
+    with open(history, "ab") as f:
+        f.truncate(history.stat().st_size + int(1.1 * 2**30))  # one 1.1 GiB line of NULs
+    run = _run_limited(["log", str(tmp_path / "t"), "--log-key", ledger.vkey, "--json"], 700 * 2**20)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert json.loads(run.stdout)["checks"][-1]["failed_check"] == "history.format"
 
 
 # -- hole 5: a second, weaker JSON parser -----------------------------------------------

@@ -1,0 +1,42 @@
+"""README command blocks run as written (in a fresh ENGRAM_HOME, with the venv's scripts on PATH)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _block(heading: str) -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split(heading + "\n", 1)[1].split("\n#", 1)[0]
+    (block,) = re.findall(r"```bash\n(.+?)\n```", section, flags=re.S)
+    return block
+
+
+def test_readme_witness_block_runs_as_written(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "ENGRAM_HOME": str(tmp_path / ".engram"),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "COLUMNS": "200",
+    }
+    env.pop("ENGRAM_DATABASE_URL", None)
+    env.pop("ENGRAM_WITNESS_POLICY", None)
+    subprocess.run(["engram", "init", "--origin", "example.com/engram"], env=env, cwd=tmp_path, check=True)
+    run = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", _block("### Witnesses")],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.count("VERIFIED") == 2
+    assert "witnesses: cosigned by w1" in run.stdout
