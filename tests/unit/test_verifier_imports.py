@@ -79,6 +79,9 @@ def test_public_surface_is_pinned() -> None:
             "VerifiedConsistency",
             "VerifiedInclusion",
             "VerifierKey",
+            "WitnessError",
+            "WitnessKey",
+            "WitnessPolicy",
             "agent_key_id",
             "body_commitment",
             "canonical_bytes",
@@ -89,6 +92,7 @@ def test_public_surface_is_pinned() -> None:
             "verify_body",
             "verify_checkpoint",
             "verify_consistency",
+            "verify_cosignatures",
             "verify_event_signature",
             "verify_inclusion",
         ]
