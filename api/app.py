@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.auth import RequestAuthenticator
 from api.deps import Services
 from api.limits import RequestLimits
 from api.problems import (
@@ -25,14 +26,13 @@ from api.problems import (
     unexpected_error_handler,
     validation_error_handler,
 )
+from api.ratelimit import RateLimiter
 from api.routes import agents, memory, sharing, transparency
 from api.settings import ApiSettings
+from engram.protocol.errors import EngramError
 from ledger.config import Settings, normalize_database_url
-from ledger.errors import EngramError
-from ledger.httpauth import RequestAuthenticator
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
-from ledger.ratelimit import RateLimiter
 from ledger.witness import witness_checkpoint
 
 __all__ = ["create_app"]

@@ -23,13 +23,13 @@ from fastapi import Depends, Header, Path, Request
 from starlette.concurrency import run_in_threadpool
 
 from api import convert
+from api.auth import Principal, RequestAuthenticator, VerifiedRequest
+from api.ratelimit import RateLimiter
 from api.schemas import AGENT, ProofFromKnown, ReceiptOut, SignedEvent
 from api.settings import ApiSettings
-from ledger.errors import AuthError, ForbiddenError, MalformedError
-from ledger.httpauth import Principal, RequestAuthenticator, VerifiedRequest
+from engram.protocol.errors import AuthError, ForbiddenError, MalformedError
 from ledger.log import Ledger, Receipt, Submission
 from ledger.memory.service import MemoryService
-from ledger.ratelimit import RateLimiter
 from ledger.sharing import allowed_kinds
 from verifier.event import Envelope
 

@@ -5,8 +5,8 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from ledger.errors import RateLimitedError
-from ledger.ratelimit import RateLimiter
+from api.ratelimit import RateLimiter
+from engram.protocol.errors import RateLimitedError
 
 __all__ = ["RequestLimits"]
 

@@ -13,7 +13,7 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from ledger.errors import (
+from engram.protocol.errors import (
     AuthError,
     ConfigError,
     ConflictError,

@@ -5,7 +5,7 @@
     python bench/bench_http.py --no-pg    # SQLite only
 
 A real ``engram serve`` (uvicorn) on loopback, 1 and 2 workers, driven by the shipped
-client (``ledger.client``): every write is signed, durable, and its receipt's checkpoint
+client (``engram.client.http``): every write is signed, durable, and its receipt's checkpoint
 signature and inclusion proof are verified by the client before the next one; every read
 is a signed request with a fresh nonce (so it also writes the nonce row). Concurrency: one
 client thread per agent. Figures: signed writes/s, p50/p95 write latency, signed tier-view
@@ -31,8 +31,8 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_log import pg_database
-from ledger.client import HttpTransport, RemoteMemory
-from ledger.sdk import Agent
+from engram.client.http import HttpTransport, RemoteMemory
+from engram.client.sdk import Agent
 
 TOKEN = "bench-" + "o" * 40
 ENGRAM = str(Path(sys.executable).parent / "engram")

@@ -27,9 +27,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ledger.keyfiles import LogKey
+from engram.client.sdk import Agent
+from engram.protocol.keyfiles import LogKey
+from engram.protocol.signer import AgentSigner
+from ledger.inprocess import InProcess
 from ledger.log import Ledger, Submission
-from ledger.sdk import Agent, AgentSigner, InProcess
 from ledger.storage.db import make_engine
 from verifier.merkle import leaf_hash, verify_consistency, verify_inclusion
 from verifier.note import VerifierKey, verify_checkpoint

@@ -25,10 +25,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_log import pg_database
-from ledger.keyfiles import LogKey
+from engram.client.sdk import Agent
+from engram.protocol.keyfiles import LogKey
+from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
-from ledger.sdk import Agent, InProcess
 from ledger.storage.db import make_engine
 
 WORDS = [

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ledger.errors import MalformedError
+from engram.protocol.errors import MalformedError
 from ledger.log import Ledger
 from ledger.sharing import verify_share_token
 from ledger.witness import ensure_witnessed

@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from engram.protocol.errors import ConfigError, EngramError, MalformedError
 from ledger.config import Settings
-from ledger.errors import ConfigError, EngramError, MalformedError
 from ledger.log import ConsistencyProof, InclusionProof, Ledger
 
 app = typer.Typer(
@@ -130,7 +130,7 @@ def demo(
     """A realistic end-to-end scenario on the embedded SQLite default, or over HTTP with --server
     (registering agents needs ENGRAM_OPERATOR_TOKEN)."""
     if server is not None:
-        from ledger.demo_server import run_server_demo
+        from engram.client.demo import run_server_demo
 
         run_server_demo(server, out, operator_token=os.environ.get("ENGRAM_OPERATOR_TOKEN"), log_vkey=log_key)
         return
@@ -312,7 +312,8 @@ def agent_create(
     key_file: Annotated[Path, typer.Option("--key-file", help="Where to write the agent key (0600).")],
 ) -> None:
     """Generate an agent key, save it, and register it in the log (operator action)."""
-    from ledger.sdk import Agent, InProcess
+    from engram.client.sdk import Agent
+    from ledger.inprocess import InProcess
 
     ledger = _ledger()
     a = Agent.generate(agent, log_vkey=ledger.vkey, transport=InProcess(ledger))
@@ -329,8 +330,9 @@ def agent_rotate(
     """Rotate an agent's key: the current key signs the hand-over to a new one."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from ledger.keyfiles import format_agent_key, write_private_file
-    from ledger.sdk import Agent, InProcess
+    from engram.client.sdk import Agent
+    from engram.protocol.keyfiles import format_agent_key, write_private_file
+    from ledger.inprocess import InProcess
 
     ledger = _ledger()
     a = Agent.load(key_file, log_vkey=ledger.vkey, transport=InProcess(ledger))
@@ -357,7 +359,8 @@ def event_append(
     body: Annotated[str, typer.Option(help="Event body: a JSON object (no floats).")],
 ) -> None:
     """Sign and append one event; prints the receipt."""
-    from ledger.sdk import Agent, InProcess
+    from engram.client.sdk import Agent
+    from ledger.inprocess import InProcess
     from verifier.jcs import parse_strict
 
     ledger = _ledger()
@@ -408,7 +411,8 @@ def _memory() -> tuple[Ledger, Any]:
 
 
 def _agent(ledger: Ledger, key_file: Path) -> Any:
-    from ledger.sdk import Agent, InProcess
+    from engram.client.sdk import Agent
+    from ledger.inprocess import InProcess
 
     return Agent.load(key_file, log_vkey=ledger.vkey, transport=InProcess(ledger))
 
@@ -712,7 +716,7 @@ def token_mint(
     """Mint a share token signed with the agent's key; prints it."""
     import time as _time
 
-    from ledger.keyfiles import load_agent_key
+    from engram.protocol.keyfiles import load_agent_key
     from verifier.token import mint
 
     ledger = _ledger()

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.errors import ConfigError
+from engram.protocol.errors import ConfigError
 from verifier.event import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_LEAF_BYTES
 
 __all__ = ["Settings", "normalize_database_url"]

@@ -24,12 +24,14 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
+from engram.client.scenario import FINDINGS, TOPICS, turns
+from engram.client.sdk import Agent
+from engram.protocol.errors import ConflictError, VerificationError
 from ledger.bundle import create_bundle, pact_claim
 from ledger.config import Settings
-from ledger.errors import ConflictError, VerificationError
+from ledger.inprocess import InProcess
 from ledger.log import Ledger, Submission
 from ledger.memory.service import MemoryService
-from ledger.sdk import Agent, InProcess
 from ledger.tiles import export_tiles
 from verifier.bundle import verify_bundle
 from verifier.cli import audit_log
@@ -41,11 +43,6 @@ from verifier.token import mint
 __all__ = ["run_demo"]
 
 _SESSIONS = 14
-_TOPICS = ["refund", "shipping delay", "password reset", "invoice", "API quota", "data export"]
-_PREFS = ["short answers", "answers in French", "the ticket number in every reply", "bullet points"]
-_BLOCKERS = ["the invoice export until finance approves", "the carrier's tracking API", "a legal review"]
-_CAUSES = ["a stale cache key", "a missing idempotency key", "a timezone bug in the scheduler"]
-_FINDINGS = ["latency regression", "cache hit rate", "tokenizer drift", "eval leakage", "retry storm"]
 DAY_US = 86_400_000_000
 
 
@@ -94,27 +91,6 @@ def _unique_agent_id(ledger: Ledger, base: str) -> str:
     return f"{base}-{secrets.token_hex(2)}"
 
 
-def _turns(rng: random.Random, topic: str) -> list[tuple[str, str]]:
-    """A plausible support conversation; some turns carry what the distiller looks for."""
-    turns = [
-        ("user", f"Hi, I need help with a {topic} issue on my account."),
-        ("assistant", f"Thanks. Let me look up the {topic} details for you."),
-    ]
-    if rng.random() < 0.6:
-        turns.append(("user", f"I prefer {rng.choice(_PREFS)}."))
-    if rng.random() < 0.5:
-        turns.append(("tool", f"Error: the {topic} service timed out after 30 seconds."))
-    if rng.random() < 0.4:
-        turns.append(("user", f"We are blocked on {rng.choice(_BLOCKERS)}."))
-    if rng.random() < 0.5:
-        turns.append(("assistant", f"Turns out the root cause was {rng.choice(_CAUSES)}."))
-    turns.append(("assistant", f"I will follow up on the {topic} case by Friday."))
-    for _ in range(rng.randint(2, 6)):
-        turns.append(("user", f"Thanks, one more question about the {topic}: when will I hear back?"))
-        turns.append(("assistant", f"You will get an update on the {topic} within a day."))
-    return turns
-
-
 def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str, object]:
     rng = random.Random(seed)  # noqa: S311 - scenario content, not secrets
     ledger, settings, clock = _open_or_init(settings, console)
@@ -139,9 +115,9 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
     ) as progress:
         task = progress.add_task("sessions", total=_SESSIONS)
         for i in range(_SESSIONS):
-            topic = rng.choice(_TOPICS)
+            topic = rng.choice(TOPICS)
             sid = memory.open_session(support, title=f"{topic} ticket #{1000 + i}")
-            for role, content in _turns(rng, topic):
+            for role, content in turns(rng, topic):
                 memory.turn(support, sid, role, content)
             closed = memory.close_session(support, sid)
             distilled += closed.entries
@@ -173,7 +149,7 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
             memory.write(
                 research,
                 category="PERFORMANCE",
-                content=f"{rng.choice(_FINDINGS)} noted in benchmark run {i}",
+                content=f"{rng.choice(FINDINGS)} noted in benchmark run {i}",
                 confidence=rng.randint(50, 95),
                 tags=["run"],
                 provenance=[{"source_type": "log", "source_ref": str(ledger.size() - 1)}],

@@ -32,8 +32,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Engine
 
-from ledger.config import Settings
-from ledger.errors import (
+from engram.protocol.errors import (
     ConfigError,
     ConflictError,
     LimitExceededError,
@@ -46,7 +45,8 @@ from ledger.errors import (
     VersionConflictError,
     VersionGapError,
 )
-from ledger.keyfiles import (
+from engram.protocol.gate import WriteGate
+from engram.protocol.keyfiles import (
     LogKey,
     format_agent_key,
     format_log_signer_key,
@@ -54,10 +54,12 @@ from ledger.keyfiles import (
     load_log_key,
     write_private_file,
 )
-from ledger.kinds import require_kind
-from ledger.memory.gate import WriteGate
+from engram.protocol.kinds import require_kind
+from engram.protocol.schemas import gated_texts, validate_body
+from engram.protocol.signer import AgentSigner
+from engram.protocol.wire import ConsistencyProof, InclusionProof, Receipt, Submission
+from ledger.config import Settings
 from ledger.memory.preconditions import MemoryPreconditions
-from ledger.memory.schemas import gated_texts, validate_body
 from ledger.storage.db import current_revision, head_revision, make_engine, migrate
 from ledger.storage.store import SqlStore, StoredCheckpoint, StreamHead, WriteTx
 from ledger.witness import WitnessSubmitter, load_submitter
@@ -102,52 +104,6 @@ Clock = Callable[[], int]
 def system_clock_us() -> int:
     """Wall-clock microseconds since the Unix epoch (the outermost layer's clock)."""
     return time.time_ns() // 1000
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Submission:
-    """A signed event as an agent submits it: exact envelope bytes, signature, body, salt."""
-
-    envelope: bytes
-    signature: bytes
-    body: bytes
-    salt: bytes
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class InclusionProof:
-    index: int
-    size: int
-    leaf_hash: bytes
-    root: bytes
-    hashes: tuple[bytes, ...]
-    checkpoint: bytes | None  # the signed note for ``size``, when one was published
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConsistencyProof:
-    old_size: int
-    new_size: int
-    old_root: bytes
-    new_root: bytes
-    hashes: tuple[bytes, ...]
-    old_checkpoint: bytes | None
-    new_checkpoint: bytes | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Receipt:
-    """What an acknowledged append returns: where the event is and the proof of it."""
-
-    index: int
-    timestamp_us: int
-    leaf_hash: bytes
-    leaf: bytes
-    agent: str
-    kind: str
-    version: int
-    checkpoint: bytes
-    proof: InclusionProof
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -294,8 +250,6 @@ class Ledger:
         )
         ledger = cls(store, log_key, clock=clock, policy_key=policy_key, **limits)
         if policy_key is not None:
-            from ledger.sdk import AgentSigner  # the SDK builds on this module
-
             signer = AgentSigner(POLICY_AGENT, policy_key, origin=ledger.origin)
             ledger.append([signer.registration(client_time_us=clock())], operator=True, system=True)
         return ledger
@@ -576,7 +530,6 @@ class Ledger:
         db_heads: Mapping[tuple[str, str], StreamHead],
     ) -> _Prepared:
         """Sign a policy event under the lock, chained to its stream's current head."""
-        from ledger.sdk import AgentSigner  # the SDK builds on this module
 
         if self.policy_key is None:  # pragma: no cover - checked before the lock
             raise ConfigError("this ledger has no policy key")
@@ -753,7 +706,6 @@ class Ledger:
                 "the policy agent cannot be force-revoked (it would end forced revocation)",
                 check="ledger.policy_agent",
             )
-        from ledger.sdk import AgentSigner  # the SDK builds on this module
 
         head = self.stream_head(agent, "key.revoked")
         signer = AgentSigner(agent, self.policy_key, origin=self.origin)

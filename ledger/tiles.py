@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.errors import ConfigError, StorageError
+from engram.protocol.errors import ConfigError, StorageError
 from ledger.storage.store import SqlStore
 from verifier.merkle import leaf_hash
 from verifier.tiles import TILE_HEIGHT, TILE_WIDTH, tile_path, tiles_for_size

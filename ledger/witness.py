@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ledger.errors import ConfigError
-from ledger.keyfiles import fsync_dir, write_private_file
+from engram.protocol.errors import ConfigError
+from engram.protocol.keyfiles import fsync_dir, write_private_file
 from verifier.errors import MalformedError, ProofError, SignatureError, UnknownKeyError, VerificationError
 from verifier.merkle import EMPTY_ROOT, HASH_SIZE, verify_consistency
 from verifier.note import SignedNote, VerifierKey, b64decode_strict, parse_decimal

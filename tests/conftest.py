@@ -19,9 +19,10 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Engine
 
-from ledger.keyfiles import LogKey
+from engram.client.sdk import Agent
+from engram.protocol.keyfiles import LogKey
+from ledger.inprocess import InProcess
 from ledger.log import Ledger
-from ledger.sdk import Agent, InProcess
 from ledger.storage.db import make_engine, migrate
 
 PG_ADMIN_URL = os.environ.get("ENGRAM_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")

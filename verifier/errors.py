@@ -18,8 +18,8 @@ adapter that called the third party, with ``raise ... from e``.
     │   ├── OriginMismatchError      the log origin is not the expected one
     │   ├── ProofError               an inclusion or consistency proof fails
     │   └── StreamChainError         a stream's version / prev chain is broken
-    ├── ConflictError                optimistic concurrency (defined in ledger.errors)
-    └── StorageError                 operational failure (defined in ledger.errors)
+    ├── ConflictError                optimistic concurrency (defined in engram.protocol.errors)
+    └── StorageError                 operational failure (defined in engram.protocol.errors)
 
 Every ``VerificationError`` carries ``check``, a stable dotted name of the check that failed
 (for example ``"note.signature"`` or ``"inclusion.root"``) so that reports can name it.

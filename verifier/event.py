@@ -107,7 +107,7 @@ def check_agent_id(agent: object) -> str:
 
 
 def check_kind(kind: object) -> str:
-    """Kind names: dotted lowercase identifiers (the registry is closed; see ledger.kinds)."""
+    """Kind names: dotted lowercase identifiers (the registry is closed; see engram.protocol.kinds)."""
     if not isinstance(kind, str) or not _KIND.fullmatch(kind):
         raise MalformedError(f"kind {str(kind)[:80]!r} is not a valid kind name", check="envelope.kind")
     return kind

@@ -35,7 +35,7 @@ from api.schemas import (
     Receipts,
     SignedEvent,
 )
-from ledger.errors import NotFoundError, RejectedEventError
+from engram.protocol.errors import NotFoundError, RejectedEventError
 from ledger.log import Submission
 from ledger.storage.store import StreamHead
 from verifier.event import Envelope

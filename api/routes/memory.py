@@ -29,9 +29,9 @@ from api.schemas import (
     SignedEvent,
     WriteOut,
 )
-from ledger.errors import NotFoundError
-from ledger.memory.schemas import parse_ref
-from ledger.memory.state import RECORD_KINDS
+from engram.protocol.errors import NotFoundError
+from engram.protocol.records import RECORD_KINDS
+from engram.protocol.schemas import parse_ref
 
 router = APIRouter(tags=["memory"], responses=problem_responses())
 

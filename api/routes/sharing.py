@@ -17,8 +17,8 @@ from starlette.concurrency import run_in_threadpool
 from api.deps import AgentPath, KnownSize, ServicesDep, receipt_out, signed_request, spend, submit_signed
 from api.problems import problem_responses
 from api.schemas import AGENT, KIND, OracleAgentOut, OracleClaimOut, ReceiptOut, SignedEvent, TaskClaim
+from engram.protocol.errors import AuthError, MalformedError
 from ledger.bundle import create_bundle, pact_claim
-from ledger.errors import AuthError, MalformedError
 from ledger.oracle import agent_statement, evaluate_claim
 from ledger.sharing import verify_share_token
 from verifier.bundle import MEDIA_TYPE

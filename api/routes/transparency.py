@@ -12,7 +12,7 @@ from api import convert
 from api.deps import ServicesDep
 from api.problems import problem, problem_responses
 from api.schemas import HEX64, ConsistencyOut, HealthOut, InclusionOut
-from ledger.errors import MalformedError, NotFoundError
+from engram.protocol.errors import MalformedError, NotFoundError
 from ledger.tiles import TILE_WIDTH, entry_bundle, hash_tile
 
 router = APIRouter(responses=problem_responses())

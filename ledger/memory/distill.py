@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ledger.errors import EngramError
-from ledger.memory.schemas import CATEGORIES, MAX_CONTENT_CHARS, MAX_DISTILLED_ENTRIES
+from engram.protocol.errors import EngramError
+from engram.protocol.schemas import CATEGORIES, MAX_CONTENT_CHARS, MAX_DISTILLED_ENTRIES
 
 __all__ = [
     "ChatCompletionsDistiller",

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ledger.errors import RejectedEventError
-from ledger.memory.gate import WriteGate
+from engram.protocol.errors import RejectedEventError
+from engram.protocol.gate import WriteGate
 from ledger.memory.projection import Projection
 from ledger.storage.store import SqlStore
 from verifier.event import Envelope, Leaf

@@ -22,8 +22,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from ledger.errors import StorageError
-from ledger.memory.gate import normalize_text
+from engram.protocol.errors import StorageError
+from engram.protocol.gate import normalize_text
 from ledger.memory.state import Item, LoggedEvent, Session, digest, evolve
 from ledger.storage.db import WRITE_OPTION
 from ledger.storage.schema import bodies, leaves, mem_cursor, mem_items, mem_sessions

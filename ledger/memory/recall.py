@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ledger.memory.schemas import CATEGORIES
+from engram.protocol.schemas import CATEGORIES
 from ledger.memory.state import Item, ref_key, tokens
 
 __all__ = ["RRF_K", "RecallResult", "Recalled", "fuse", "render", "render_hot"]

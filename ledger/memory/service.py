@@ -14,9 +14,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.errors import ConflictError, ForbiddenError, RejectedEventError
-from ledger.log import Ledger, PolicyEvent, Receipt, Submission
-from ledger.memory.bodies import (
+from engram.client.sdk import Agent
+from engram.protocol.bodies import (
     closed_body,
     erased_body,
     exempt_body,
@@ -25,8 +24,12 @@ from ledger.memory.bodies import (
     turn_body,
     written_body,
 )
+from engram.protocol.errors import ConflictError, ForbiddenError, RejectedEventError
+from engram.protocol.gate import WriteGate
+from engram.protocol.records import RECORD_KINDS
+from engram.protocol.schemas import validate_body
+from ledger.log import Ledger, PolicyEvent, Receipt, Submission
 from ledger.memory.distill import Distiller, RuleBasedDistiller, Turn
-from ledger.memory.gate import WriteGate
 from ledger.memory.policy import Decision, PolicyConfig, decide_session_end, decide_sweep
 from ledger.memory.preconditions import MemoryPreconditions
 from ledger.memory.projection import Projection, SqlState
@@ -38,9 +41,7 @@ from ledger.memory.recall import (
     hot_within_budget,
     to_recalled,
 )
-from ledger.memory.schemas import validate_body
-from ledger.memory.state import RECORD_KINDS, Item
-from ledger.sdk import Agent
+from ledger.memory.state import Item
 from verifier.event import Envelope, Leaf
 from verifier.jcs import canonical_bytes, parse_strict
 

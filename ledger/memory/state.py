@@ -26,7 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from ledger.memory.gate import normalize_text
+from engram.protocol.gate import normalize_text
+from engram.protocol.records import RECORD_KINDS, record_content
 from verifier.jcs import canonical_bytes
 
 __all__ = [
@@ -41,14 +42,6 @@ __all__ = [
     "ref_key",
     "tokens",
 ]
-
-#: Records go straight to COLD, never staged in WARM.
-RECORD_KINDS = {
-    "pact.outcome": "PERFORMANCE",
-    "eval.outcome": "PERFORMANCE",
-    "boundary.event": "ANOMALY",
-    "commitment": "COMMITMENT",
-}
 
 
 def tokens(text: str) -> int:
@@ -195,24 +188,6 @@ def _confirm(target: Item, other: Item) -> None:
             target.provenance.append(p)
 
 
-def record_content(kind: str, b: Mapping[str, Any]) -> str:
-    """The item text a record's body makes (clients recompute it to check an item)."""
-    return _record_content(kind, b)
-
-
-def _record_content(kind: str, b: Mapping[str, Any]) -> str:
-    if kind == "pact.outcome":
-        text = f"pact {b['pact']} {b['result']}, quality {b['quality']}"
-    elif kind == "eval.outcome":
-        text = f"evaluation {b['eval']} {b['result']}, score {b['score']}"
-    elif kind == "boundary.event":
-        text = f"{b['type'].replace('_', ' ')}: {b['description']}"
-    else:
-        text = f"commitment: {b['promise']}" + (f" (due {b['due']})" if b.get("due") else "")
-    evidence = b.get("evidence")
-    return f"{text}. {evidence}" if evidence else text
-
-
 def evolve(state: MemoryState, ev: LoggedEvent) -> None:
     """Apply one logged event to the memory projection (deterministic; see module doc)."""
     b = ev.body
@@ -352,7 +327,7 @@ def evolve(state: MemoryState, ev: LoggedEvent) -> None:
                 tier="COLD",
                 status="active",
                 category=RECORD_KINDS[kind],
-                content=_record_content(kind, b),
+                content=record_content(kind, b),
                 tags=[kind.split(".")[0]],
                 confidence=100,
                 created_us=ev.timestamp_us,

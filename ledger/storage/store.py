@@ -36,7 +36,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
-from ledger.errors import ConfigError, StorageError
+from engram.protocol.errors import ConfigError, StorageError
 from ledger.storage.db import WRITE_OPTION
 from ledger.storage.schema import (
     agent_keys,

@@ -13,11 +13,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engram.client.sdk import Agent
+from engram.protocol.keyfiles import LogKey
 from ledger.bundle import create_bundle, pact_claim
-from ledger.keyfiles import LogKey
+from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
-from ledger.sdk import Agent, InProcess
 from ledger.storage.db import make_engine
 from tests.conftest import StepClock
 from verifier.bundle import heads_text, verify_bundle

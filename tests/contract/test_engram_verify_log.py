@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ledger.keyfiles import LogKey
+from engram.client.sdk import Agent
+from engram.protocol.keyfiles import LogKey
+from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
-from ledger.sdk import Agent, InProcess
 from ledger.storage.db import make_engine
 from ledger.tiles import export_tiles, tile_path
 from tests.conftest import StepClock

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
-from ledger.errors import (
+from engram.client.sdk import Agent
+from engram.protocol.errors import (
     CanonicalFormError,
     ConflictError,
     KeyStateError,
@@ -34,8 +35,9 @@ from ledger.errors import (
     VersionConflictError,
     VersionGapError,
 )
+from engram.protocol.signer import AgentSigner
+from ledger.inprocess import InProcess
 from ledger.log import Ledger, Submission
-from ledger.sdk import Agent, AgentSigner, InProcess
 from ledger.storage.db import alembic_config
 from ledger.tiles import TILE_WIDTH, export_tiles, tile_path, tiles_for_size
 from tests.conftest import StepClock

@@ -12,13 +12,15 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.errors import KeyStateError, LimitExceededError, RejectedEventError
-from ledger.keyfiles import LogKey
+from engram.client.sdk import Agent
+from engram.protocol.errors import KeyStateError, LimitExceededError, RejectedEventError
+from engram.protocol.gate import GateRejection
+from engram.protocol.keyfiles import LogKey
+from engram.protocol.signer import AgentSigner
+from ledger.inprocess import InProcess
 from ledger.log import Ledger, PolicyEvent
-from ledger.memory.gate import GateRejection
 from ledger.memory.service import MemoryService
 from ledger.memory.state import InMemoryState, LoggedEvent, digest, evolve
-from ledger.sdk import Agent, AgentSigner, InProcess
 from ledger.storage.db import make_engine
 from tests.conftest import StepClock
 from tests.contract.test_log_contract import _snapshot, replay

@@ -11,11 +11,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
-from ledger.errors import KeyStateError, MalformedError, ProofError, RejectedEventError, StorageError
-from ledger.keyfiles import LogKey
+from engram.client.sdk import Agent
+from engram.protocol.errors import KeyStateError, MalformedError, ProofError, RejectedEventError, StorageError
+from engram.protocol.keyfiles import LogKey
+from engram.protocol.signer import AgentSigner
+from engram.protocol.wire import StreamState
+from ledger.inprocess import InProcess
 from ledger.log import Ledger, Receipt, Submission
 from ledger.memory.service import MemoryService
-from ledger.sdk import Agent, AgentSigner, InProcess, StreamState
 from ledger.storage.db import make_engine
 from ledger.storage.store import SqlStore
 from tests.conftest import PgServer, StepClock
@@ -236,7 +239,7 @@ def test_policy_agent_cannot_be_force_revoked_and_a_foreign_policy_key_is_refuse
 ) -> None:
     with pytest.raises(RejectedEventError):
         ledger.force_revoke("engram.policy", "oops")
-    from ledger.errors import ConfigError
+    from engram.protocol.errors import ConfigError
 
     with pytest.raises(ConfigError, match="policy"):
         Ledger(ledger.store, log_key, clock=clock, policy_key=Ed25519PrivateKey.generate())

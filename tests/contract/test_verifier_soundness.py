@@ -17,11 +17,12 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import update
 
+from engram.client.sdk import Agent
+from engram.protocol.keyfiles import LogKey
 from ledger.bundle import create_bundle, pact_claim
-from ledger.keyfiles import LogKey
+from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
-from ledger.sdk import Agent, InProcess
 from ledger.storage.db import make_engine
 from ledger.storage.schema import log_state
 from ledger.tiles import export_tiles

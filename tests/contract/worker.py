@@ -12,9 +12,11 @@ import sys
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ledger.keyfiles import LogKey
+from engram.client.sdk import Agent
+from engram.protocol.keyfiles import LogKey
+from engram.protocol.signer import AgentSigner
+from ledger.inprocess import InProcess
 from ledger.log import Ledger
-from ledger.sdk import Agent, AgentSigner, InProcess
 from ledger.storage.db import make_engine
 from ledger.storage.store import SqlStore
 

@@ -199,7 +199,7 @@ def test_errors_are_clear_and_exit_1(tmp_path: Path) -> None:
 def test_init_takes_the_log_key_from_engram_log_key_file(tmp_path: Path) -> None:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from ledger.keyfiles import LogKey, format_log_signer_key
+    from engram.protocol.keyfiles import LogKey, format_log_signer_key
 
     key = LogKey("example.com/provided", Ed25519PrivateKey.generate())
     key_file = tmp_path / "provided.key"

@@ -27,12 +27,13 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import ApiSettings
+from engram.client.http import Buyer, HttpTransport, RemoteMemory
+from engram.client.sdk import Agent
+from engram.protocol.keyfiles import LogKey
 from ledger.bundle import create_bundle, pact_claim
-from ledger.client import Buyer, HttpTransport, RemoteMemory
-from ledger.keyfiles import LogKey
+from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
-from ledger.sdk import Agent, InProcess
 from ledger.storage.db import make_engine
 from ledger.tiles import export_tiles
 from ledger.witness import WitnessSubmitter, witness_checkpoint

@@ -1,5 +1,5 @@
 """The HTTP service through its users' journeys, on both backends, with the shipped client
-(``ledger.client``) over the app's HTTP interface (httpx against the ASGI app):
+(``engram.client.http``) over the app's HTTP interface (httpx against the ASGI app):
 
 * an agent registers, works in sessions, writes and recalls memory, reads its tiers and
   items with verified proofs, rotates its key;
@@ -24,18 +24,18 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import ApiSettings
-from ledger.client import Buyer, HttpTransport, RemoteMemory
-from ledger.errors import (
+from engram.client.http import Buyer, HttpTransport, RemoteMemory
+from engram.client.sdk import Agent
+from engram.protocol.bodies import written_body
+from engram.protocol.errors import (
     AuthError,
     ForbiddenError,
     NotFoundError,
     RateLimitedError,
     RejectedEventError,
 )
-from ledger.httpauth import sign_request
+from engram.protocol.httpsign import sign_request
 from ledger.log import Ledger, Submission
-from ledger.memory.bodies import written_body
-from ledger.sdk import Agent
 from verifier.errors import ProofError
 from verifier.oracle import verify_oracle_statement
 from verifier.token import TokenError

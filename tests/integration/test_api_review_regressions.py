@@ -22,11 +22,12 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import ApiSettings
-from ledger.client import Buyer, HttpTransport, RemoteMemory
-from ledger.errors import ForbiddenError
+from engram.client.http import Buyer, HttpTransport, RemoteMemory
+from engram.client.sdk import Agent
+from engram.protocol.bodies import written_body
+from engram.protocol.errors import ForbiddenError
+from engram.protocol.signer import AgentSigner
 from ledger.log import Ledger, Submission
-from ledger.memory.bodies import written_body
-from ledger.sdk import Agent, AgentSigner
 from verifier.errors import ProofError, SignatureError
 from verifier.token import TokenError, mint, verify_token
 

@@ -16,9 +16,10 @@ from schemathesis import checks
 
 from api.app import create_app
 from api.settings import ApiSettings
-from ledger.keyfiles import LogKey
+from engram.client.sdk import Agent
+from engram.protocol.keyfiles import LogKey
+from ledger.inprocess import InProcess
 from ledger.log import Ledger
-from ledger.sdk import Agent, InProcess
 from ledger.storage.db import make_engine
 
 EXAMPLES = int(os.environ.get("ENGRAM_SCHEMATHESIS_EXAMPLES", "40"))

@@ -15,8 +15,9 @@ from pydantic import ValidationError
 
 from api.app import create_app
 from api.settings import ApiSettings
+from engram.client.sdk import Agent
+from engram.protocol.signer import AgentSigner
 from ledger.log import Ledger
-from ledger.sdk import Agent, AgentSigner
 from ledger.tiles import export_tiles
 from verifier.merkle import leaf_hash, verify_consistency, verify_inclusion
 from verifier.note import VerifierKey, verify_checkpoint

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ledger.errors import RejectedEventError
-from ledger.memory.gate import GateRejection, WriteGate, redact_secrets
-from ledger.memory.schemas import validate_body
+from engram.protocol.errors import RejectedEventError
+from engram.protocol.gate import GateRejection, WriteGate, redact_secrets
+from engram.protocol.schemas import validate_body
 
 GATE = WriteGate()
 
@@ -180,7 +180,7 @@ def test_text_members_refuse_control_characters() -> None:
 
 
 def test_records_pass_the_gate_too() -> None:
-    from ledger.memory.schemas import gated_texts
+    from engram.protocol.schemas import gated_texts
 
     assert gated_texts("commitment", {"promise": "p", "counterparty": "c"}) == ["p", "c"]
     assert gated_texts("boundary.event", {"type": "anomaly", "description": "d"}) == ["d"]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ledger.httpauth import request_signing_input, sign_request
-from ledger.sdk import AgentSigner
+from engram.protocol.httpsign import request_signing_input, sign_request
+from engram.protocol.signer import AgentSigner
 from tests.tools.make_vectors import all_vectors, render
 from verifier.errors import ProofError, VerificationError
 from verifier.event import Envelope, Leaf, verify_body

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ledger.errors import ConfigError, VerificationError
+from engram.protocol.errors import ConfigError, VerificationError
 from verifier.event import check_agent_id
 from verifier.note import ALG_ED25519, b64decode_strict, ed25519_key_id, format_verifier_key
 

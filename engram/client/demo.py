@@ -1,6 +1,6 @@
 """``engram demo --server URL``: the user journeys against a running Engram service.
 
-Everything goes over HTTP with the shipped client (:mod:`ledger.client`): agents register
+Everything goes over HTTP with the shipped client (:mod:`engram.client.http`): agents register
 (operator token) and work in sessions that the service distills; they recall and read their
 tiers with signed requests; a second agent is refused the first one's memory and a replayed
 request is refused; a buyer fetches a bundle with a share token, proving possession of the
@@ -25,11 +25,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ledger.client import Buyer, HttpTransport, RemoteMemory
-from ledger.demo import _TOPICS, _turns
-from ledger.errors import EngramError, ForbiddenError, ReplayError
-from ledger.httpauth import sign_request
-from ledger.sdk import Agent
+from engram.client.http import Buyer, HttpTransport, RemoteMemory
+from engram.client.scenario import TOPICS, turns
+from engram.client.sdk import Agent
+from engram.protocol.errors import EngramError, ForbiddenError, ReplayError
+from engram.protocol.httpsign import sign_request
 from verifier.note import VerifierKey, verify_checkpoint
 from verifier.replay import LogReplay
 from verifier.token import TokenError
@@ -76,9 +76,9 @@ def run_server_demo(
     qualities: list[int] = []
     distilled = 0
     for i in range(sessions):
-        topic = rng.choice(_TOPICS)
+        topic = rng.choice(TOPICS)
         sid = support.open_session(title=f"{topic} ticket #{2000 + i}")
-        for role, content in _turns(rng, topic):
+        for role, content in turns(rng, topic):
             support.turn(sid, role, content)
         ok = rng.random() < 0.85
         q = rng.randint(80, 99) if ok else rng.randint(20, 60)

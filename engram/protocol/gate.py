@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ledger.errors import RejectedEventError
+from engram.protocol.errors import RejectedEventError
 
 __all__ = [
     "GateHook",

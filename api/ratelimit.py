@@ -14,7 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from ledger.errors import RateLimitedError
+from engram.protocol.errors import RateLimitedError
 
 __all__ = ["RateLimiter"]
 

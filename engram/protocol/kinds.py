@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ledger.errors import RejectedEventError
+from engram.protocol.errors import RejectedEventError
 
 __all__ = ["KINDS", "REGISTRY_VERSION", "KindSpec", "require_kind"]
 

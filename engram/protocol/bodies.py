@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ledger.memory.gate import WriteGate
-from ledger.memory.schemas import parse_ref, validate_body
+from engram.protocol.gate import WriteGate
+from engram.protocol.schemas import parse_ref, validate_body
 
 __all__ = [
     "closed_body",

@@ -1,104 +1,42 @@
-"""Signed HTTP requests (specs/http-api.md §2): how an agent or an audience key proves who
-is asking, and how the service refuses replays.
+"""Request authentication for the HTTP layer (specs/http-api.md §2): checks the signed
+requests :mod:`engram.protocol.httpsign` builds and refuses replays.
 
 Trust role: reads of an agent's private memory and bundle disclosures are authorized only
-by these signatures. The signed bytes are domain-separated and cover the origin, method,
-path with query, signer, timestamp, nonce and a SHA-256 of the exact body, so a signature
-cannot be moved to another request, another log or another body. A request is accepted
-once: ``(signer, nonce)`` is recorded in the database until the time window closes, which
-holds across every worker process sharing the database.
-
-Signers are ``agent:<agent id>`` (verified with the agent's *active* key from the log's key
-history) or ``ed25519:<64 hex>`` (a bare key, used by a share token's audience to prove
-possession).
+by these signatures. A request is accepted once: ``(signer, nonce)`` is recorded in the
+database until the time window closes, which holds across every worker process sharing the
+database.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import re
-import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from ledger.errors import AuthError, MalformedError, ReplayError
+from engram.protocol.errors import AuthError, ReplayError
+from engram.protocol.httpsign import (
+    H_NONCE,
+    H_SIGNATURE,
+    H_SIGNER,
+    H_TIMESTAMP,
+    KEY_SIGNER_PATTERN,
+    MAX_TARGET,
+    NONCE_PATTERN,
+    TIMESTAMP_PATTERN,
+    WINDOW_S,
+    request_signing_input,
+)
 from ledger.storage.store import SqlStore
 from verifier.ed25519 import check_public_key
 from verifier.errors import VerificationError
 from verifier.event import check_agent_id
 
-__all__ = [
-    "H_NONCE",
-    "H_SIGNATURE",
-    "H_SIGNER",
-    "H_TIMESTAMP",
-    "WINDOW_S",
-    "Principal",
-    "RequestAuthenticator",
-    "VerifiedRequest",
-    "audience_for_key",
-    "request_signing_input",
-    "sign_request",
-]
-
-DOMAIN = b"engram/http-request/v1\n"
-WINDOW_S = 300  # a signed request is valid this long either side of the server's clock
-H_SIGNER, H_TIMESTAMP, H_NONCE, H_SIGNATURE = (
-    "engram-signer",
-    "engram-timestamp",
-    "engram-nonce",
-    "engram-signature",
-)
-_NONCE = re.compile(r"[A-Za-z0-9_-]{16,64}")
-_KEY_SIGNER = re.compile(r"ed25519:([0-9a-f]{64})")
-_TIMESTAMP = re.compile(r"[1-9][0-9]{0,11}")
-MAX_TARGET = 4096
-
-
-def audience_for_key(public_key: bytes) -> str:
-    """The share-token audience naming a bare Ed25519 key (``ed25519:<hex>``)."""
-    return "ed25519:" + check_public_key(public_key).hex()
-
-
-def request_signing_input(
-    *, origin: str, method: str, target: str, signer: str, timestamp: int, nonce: str, body: bytes
-) -> bytes:
-    """The exact bytes signed: one field per line after a domain-separation prefix."""
-    lines = [origin, method.upper(), target, signer, str(timestamp), nonce, hashlib.sha256(body).hexdigest()]
-    if any("\n" in f for f in lines):
-        raise MalformedError("request fields cannot contain newlines", check="auth.format")
-    return DOMAIN + "\n".join(lines).encode("utf-8") + b"\n"
-
-
-def sign_request(
-    private_key: Ed25519PrivateKey,
-    *,
-    origin: str,
-    method: str,
-    target: str,
-    signer: str,
-    body: bytes = b"",
-    now_s: int | None = None,
-    nonce: str | None = None,
-) -> dict[str, str]:
-    """Headers that authenticate one request (``target`` is the path plus ``?query``)."""
-    ts = int(time.time()) if now_s is None else now_s
-    n = nonce or secrets.token_urlsafe(18)
-    msg = request_signing_input(
-        origin=origin, method=method, target=target, signer=signer, timestamp=ts, nonce=n, body=body
-    )
-    return {
-        H_SIGNER: signer,
-        H_TIMESTAMP: str(ts),
-        H_NONCE: n,
-        H_SIGNATURE: base64.b64encode(private_key.sign(msg)).decode("ascii"),
-    }
+__all__ = ["Principal", "RequestAuthenticator", "VerifiedRequest"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,9 +115,9 @@ class RequestAuthenticator:
             )
         if len(target) > MAX_TARGET:
             raise AuthError("request target too long to sign", check="auth.format")
-        if not _TIMESTAMP.fullmatch(ts_text):
+        if not TIMESTAMP_PATTERN.fullmatch(ts_text):
             raise AuthError("Engram-Timestamp must be Unix seconds", check="auth.format")
-        if not _NONCE.fullmatch(nonce):
+        if not NONCE_PATTERN.fullmatch(nonce):
             raise AuthError("Engram-Nonce must be 16-64 characters of [A-Za-z0-9_-]", check="auth.format")
         try:
             signature = base64.b64decode(sig_text.encode("ascii"), validate=True)
@@ -210,7 +148,7 @@ class RequestAuthenticator:
         return VerifiedRequest(principal=principal, nonce=nonce, timestamp=ts)
 
     def _signer_key(self, signer: str) -> tuple[Principal, bytes]:
-        m = _KEY_SIGNER.fullmatch(signer)
+        m = KEY_SIGNER_PATTERN.fullmatch(signer)
         if m is not None:
             raw = bytes.fromhex(m.group(1))
             try:

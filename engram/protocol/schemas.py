@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ledger.errors import RejectedEventError
+from engram.protocol.errors import RejectedEventError
 
 __all__ = [
     "CATEGORIES",

@@ -1,0 +1,731 @@
+"""The HTTP client of an Engram service (httpx), for agents, buyers and auditors.
+
+* :class:`HttpTransport` is a :class:`engram.client.sdk.Transport`: an :class:`engram.client.sdk.Agent`
+  over HTTP signs locally, tracks its stream heads, retries conflicts with the head the
+  service reports, and accepts a receipt only after verifying the checkpoint signature,
+  the leaf, the inclusion proof and consistency with every checkpoint it saw before. Each
+  single event goes to the route of its kind (so closing a session also distills it).
+* :class:`RemoteMemory` is an agent's memory over HTTP: sessions, writes, records, recall,
+  tier views, items with verified proofs, share tokens (minted locally: the agent's key
+  never leaves the agent).
+* :class:`Buyer` fetches bundles with a share token, proving possession of the audience
+  key, and verifies them offline; it also verifies the trust oracle's signed answers.
+
+Problem details from the service become the same typed errors the ledger raises in
+process, so callers handle one error tree either way.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import httpx
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from engram.client.sdk import DEFAULT_STATE, Agent
+from engram.protocol.bodies import (
+    closed_body,
+    erased_body,
+    exempt_body,
+    opened_body,
+    superseded_body,
+    turn_body,
+    written_body,
+)
+from engram.protocol.claims import parse_task_claim
+from engram.protocol.errors import (
+    AuthError,
+    ForbiddenError,
+    LimitExceededError,
+    MalformedError,
+    NotFoundError,
+    ProofError,
+    RateLimitedError,
+    RejectedEventError,
+    ReplayError,
+    StorageError,
+    VerificationError,
+    VersionConflictError,
+)
+from engram.protocol.gate import WriteGate
+from engram.protocol.httpsign import audience_for_key, sign_request
+from engram.protocol.records import RECORD_KINDS, record_content
+from engram.protocol.schemas import parse_ref
+from engram.protocol.wire import InclusionProof, Receipt, StreamState, Submission
+from verifier.bundle import VerifiedBundle, verify_bundle
+from verifier.event import Envelope, Leaf, verify_body
+from verifier.merkle import verify_inclusion
+from verifier.note import Checkpoint, SignedNote, VerifiedCheckpoint, VerifierKey, verify_checkpoint
+from verifier.oracle import AGENT_HEADER, CLAIM_HEADER, OracleStatement, verify_oracle_statement
+from verifier.state import CheckpointStore, default_state_dir, require_extends
+from verifier.token import TokenError, mint, revocation_ids
+
+__all__ = ["Buyer", "HttpTransport", "RemoteMemory", "verify_item_proof", "verify_receipt"]
+
+_RECORDS = {"pact.outcome", "eval.outcome", "boundary.event", "commitment"}
+_POLICY = {"memory.distilled", "memory.tier_changed", "memory.archived", "memory.accessed"}
+_TEXT_KINDS = {"memory.written", "memory.superseded", "memory.distilled"}  # content is the body's
+_MEMORY = {"memory.written", "memory.superseded", "memory.decay_exempted", "memory.erased"}
+
+
+def _b64(b: bytes) -> str:
+    return base64.b64encode(b).decode("ascii")
+
+
+def _unb64(s: str) -> bytes:
+    return base64.b64decode(s.encode("ascii"), validate=True)
+
+
+def _raise_problem(resp: httpx.Response) -> None:
+    """Turn an RFC 9457 problem into the matching typed error."""
+    try:
+        p = resp.json()
+    except ValueError:
+        p = {}
+    if not isinstance(p, dict):
+        p = {}
+    detail = str(p.get("detail") or resp.reason_phrase)
+    check = p.get("check") if isinstance(p.get("check"), str) else None
+    slug = str(p.get("type", "")).rsplit("/", 1)[-1]
+    status = resp.status_code
+    if status == 409 and isinstance(p.get("stream"), dict):
+        raise VersionConflictError(
+            detail,
+            agent=str(p["stream"].get("agent")),
+            kind=str(p["stream"].get("kind")),
+            head_version=p.get("head_version"),
+            head_leaf_hash=p.get("head_leaf_hash"),
+        )
+    if status == 429:
+        raise RateLimitedError(detail, retry_after_s=int(resp.headers.get("retry-after", "1") or 1))
+    if status == 401:
+        raise (ReplayError if slug == "replayed-request" else AuthError)(detail, check=check)
+    if status == 403:
+        raise (TokenError if slug == "token-refused" else ForbiddenError)(detail, check=check)
+    if status == 404:
+        raise NotFoundError(detail, check=check)
+    if status == 413:
+        raise LimitExceededError(detail, check=check)
+    if status == 400:
+        raise MalformedError(detail, check=check)
+    if status == 422:
+        raise (VerificationError if slug == "verification-failed" else RejectedEventError)(
+            detail, check=check
+        )
+    raise StorageError(f"the service answered {status}: {detail}")
+
+
+def _wire(sub: Submission) -> dict[str, str]:
+    return {
+        "envelope": _b64(sub.envelope),
+        "signature": _b64(sub.signature),
+        "body": _b64(sub.body),
+        "salt": _b64(sub.salt),
+    }
+
+
+def _receipt(r: Mapping[str, Any]) -> Receipt:
+    """A receipt as the service sent it; nothing in it is trusted until verified."""
+    leaf = _unb64(r["leaf"])
+    cp_note = str(r["checkpoint"]).encode("utf-8")
+    cp = Checkpoint.parse_text(SignedNote.parse(cp_note).text)
+    return Receipt(
+        index=int(r["index"]),
+        timestamp_us=int(r["timestamp_us"]),
+        leaf_hash=bytes.fromhex(r["leaf_hash"]),
+        leaf=leaf,
+        agent=str(r["agent"]),
+        kind=str(r["kind"]),
+        version=int(r["version"]),
+        checkpoint=str(r["checkpoint"]).encode("utf-8"),
+        proof=InclusionProof(
+            index=int(r["index"]),
+            size=cp.size,
+            leaf_hash=bytes.fromhex(r["leaf_hash"]),
+            root=cp.root,
+            hashes=tuple(_unb64(h) for h in r["proof"]),
+            checkpoint=str(r["checkpoint"]).encode("utf-8"),
+        ),
+    )
+
+
+def verify_receipt(
+    receipt: Receipt, log_key: VerifierKey, *, agent: str, kinds: Collection[str]
+) -> tuple[Leaf, VerifiedCheckpoint]:
+    """Check a receipt for an event the caller did not sign itself (a policy decision in
+    its streams): the checkpoint is the log's, the leaf is included in it, and the leaf is
+    ``agent``'s, of one of ``kinds``, and exactly what the receipt's other fields say.
+    The caller also checks the checkpoint against the ones it saw (no fork)."""
+    cp = verify_checkpoint(receipt.checkpoint, log_key)
+    leaf = Leaf.from_bytes(receipt.leaf, origin=cp.origin)
+    env = leaf.envelope
+    if (
+        leaf.index != receipt.index
+        or leaf.hash != receipt.leaf_hash
+        or leaf.timestamp_us != receipt.timestamp_us
+        or (env.agent, env.kind, env.version) != (receipt.agent, receipt.kind, receipt.version)
+    ):
+        raise ProofError("the receipt's fields disagree with its leaf", check="receipt.leaf")
+    if env.agent != agent or env.kind not in kinds:
+        raise ProofError(
+            f"the receipt is for {env.agent}/{env.kind}, not one of {agent}'s {sorted(kinds)}",
+            check="receipt.stream",
+        )
+    verify_inclusion(
+        leaf_hash=leaf.hash, index=leaf.index, size=cp.size, proof=receipt.proof.hashes, root=cp.root
+    )
+    return leaf, cp
+
+
+class HttpTransport:
+    """How an :class:`~engram.client.sdk.Agent` reaches an Engram service over HTTP."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        operator_token: str | None = None,
+        http: httpx.Client | None = None,
+        timeout_s: float = 60.0,
+        max_wait_s: float = 30.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.http = http or httpx.Client(timeout=timeout_s)
+        self.operator_token = operator_token
+        self.max_wait_s = max_wait_s
+        #: what the last session close returned besides the close itself
+        self.last_close: dict[str, Any] | None = None
+        #: the item reference the last memory or record write answered with (index, ref)
+        self.last_ref: tuple[int, str | None] | None = None
+        #: the largest checkpoint size seen in a receipt; sent as Engram-Known-Size so that
+        #: receipts carry the consistency proof from it (verified by the Agent, never trusted)
+        self.known_size: int | None = None
+        self._proofs: dict[tuple[int, int], list[bytes]] = {}
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | Sequence[tuple[str, Any]] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        signer: tuple[str, Ed25519PrivateKey] | None = None,
+        origin: str | None = None,
+    ) -> httpx.Response:
+        """One request; waits out 429s (up to ``max_wait_s`` in all); raises typed errors.
+
+        With ``signer`` (``("agent:<id>" | "ed25519:<hex>", key)``) the request is signed
+        over the exact path, query and body bytes sent (a fresh nonce on every attempt).
+        """
+        target = path + ("?" + urlencode(params, doseq=True) if params else "")
+        data = b"" if body is None else json.dumps(body, separators=(",", ":")).encode("utf-8")
+        waited = 0.0
+        while True:
+            h = {"content-type": "application/json"} if body is not None else {}
+            h.update(headers or {})
+            if signer is not None:
+                if origin is None:
+                    raise MalformedError("a signed request needs the log origin", check="auth.origin")
+                h.update(
+                    sign_request(
+                        signer[1], origin=origin, method=method, target=target, signer=signer[0], body=data
+                    )
+                )
+            try:
+                resp = self.http.request(method, self.base_url + target, content=data or None, headers=h)
+            except httpx.HTTPError as e:
+                raise StorageError(f"cannot reach the Engram service at {self.base_url}: {e}") from e
+            if resp.status_code == 429:
+                wait = float(resp.headers.get("retry-after", "1") or 1)
+                if waited + wait <= self.max_wait_s:
+                    time.sleep(wait)
+                    waited += wait
+                    continue
+            if resp.status_code >= 400:
+                _raise_problem(resp)
+            return resp
+
+    def _operator(self) -> dict[str, str]:
+        if not self.operator_token:
+            raise AuthError("registering an agent needs the operator token", check="auth.operator")
+        return {"authorization": f"Bearer {self.operator_token}"}
+
+    # -- Transport ---------------------------------------------------------------------
+
+    def _remember(self, raw: Mapping[str, Any]) -> Receipt:
+        r = _receipt(raw)
+        c = raw.get("consistency")
+        if isinstance(c, dict) and isinstance(c.get("old_size"), int):
+            self._proofs[(c["old_size"], r.proof.size)] = [_unb64(h) for h in c["proof"]]
+            if len(self._proofs) > 64:
+                self._proofs.pop(next(iter(self._proofs)))
+        self.known_size = max(self.known_size or 0, r.proof.size)
+        return r
+
+    def submit(self, submissions: Sequence[Submission], *, operator: bool = False) -> list[Receipt]:
+        headers = self._operator() if operator else {}
+        if self.known_size:
+            headers["engram-known-size"] = str(self.known_size)
+        if len(submissions) != 1:
+            resp = self.request(
+                "POST", "/v1/events", body={"events": [_wire(s) for s in submissions]}, headers=headers
+            )
+            return [self._remember(r) for r in resp.json()["receipts"]]
+        sub = submissions[0]
+        env = Envelope.from_bytes(sub.envelope)
+        agent, kind = quote(env.agent, safe=""), env.kind
+        base = f"/v1/agents/{agent}"
+        session = ""
+        if kind.startswith("session."):
+            session = quote(str(json.loads(sub.body)["session"]), safe="")
+        route = {
+            "key.registered": "/v1/agents",
+            "key.rotated": f"{base}/keys/rotate",
+            "key.revoked": f"{base}/keys/revoke",
+            "session.opened": f"{base}/sessions",
+            "session.turn": f"{base}/sessions/{session}/turns",
+            "session.closed": f"{base}/sessions/{session}/close",
+            "share.revoked": f"{base}/tokens/revoke",
+        }.get(kind)
+        if route is None:
+            route = f"{base}/memories" if kind in _MEMORY else f"{base}/records" if kind in _RECORDS else None
+        if route is None:
+            resp = self.request("POST", "/v1/events", body={"events": [_wire(sub)]}, headers=headers)
+            return [self._remember(r) for r in resp.json()["receipts"]]
+        out = self.request("POST", route, body=_wire(sub), headers=headers).json()
+        if kind == "session.closed":
+            self.last_close = out
+            return [self._remember(out["closed"])]
+        if "ref" in out:
+            self.last_ref = (int(out["receipt"]["index"]), out["ref"])
+        return [self._remember(out.get("receipt", out))]
+
+    def head(self, agent: str, kind: str) -> StreamState | None:
+        try:
+            h = self.request("GET", f"/v1/agents/{quote(agent, safe='')}/streams/{kind}").json()
+        except NotFoundError:
+            return None
+        return StreamState(int(h["version"]), str(h["leaf_hash"]))
+
+    def consistency(self, old_size: int, new_size: int) -> Sequence[bytes]:
+        """The proof that came with a receipt, else asked for (the Agent verifies either)."""
+        cached = self._proofs.pop((old_size, new_size), None)
+        if cached is not None:
+            return cached
+        p = self.request("GET", "/v1/proofs/consistency", params={"old": old_size, "new": new_size}).json()
+        return [_unb64(h) for h in p["proof"]]
+
+    def checkpoint(self) -> bytes:
+        return self.request("GET", "/checkpoint").content
+
+
+class RemoteMemory:
+    """One agent's memory over HTTP. Writes are signed by the agent (via :class:`Agent`,
+    which verifies every receipt); reads are signed requests."""
+
+    def __init__(self, agent: Agent, transport: HttpTransport, *, gate: WriteGate | None = None) -> None:
+        self.agent = agent
+        self.transport = transport
+        self.gate = gate or WriteGate()
+        self._turns: dict[str, int] = {}
+
+    @property
+    def agent_id(self) -> str:
+        return self.agent.agent_id
+
+    def _signed(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        return self.transport.request(
+            method,
+            path,
+            signer=("agent:" + self.agent_id, self.agent.signer.private_key),
+            origin=self.agent.signer.origin,
+            **kw,
+        )
+
+    @property
+    def _base(self) -> str:
+        return f"/v1/agents/{quote(self.agent_id, safe='')}"
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def open_session(self, *, title: str | None = None, session: str | None = None) -> str:
+        import secrets
+
+        sid = session or f"s-{secrets.token_hex(6)}"
+        self.agent.append("session.opened", opened_body(sid, title))
+        self._turns[sid] = 0
+        return sid
+
+    def session(self, session: str) -> dict[str, Any]:
+        out: dict[str, Any] = self._signed("GET", f"{self._base}/sessions/{quote(session, safe='')}").json()
+        return out
+
+    def turn(self, session: str, role: str, content: str, tool: Mapping[str, Any] | None = None) -> Receipt:
+        if session not in self._turns:
+            self._turns[session] = int(self.session(session)["turns"])
+        receipt = self.agent.append(
+            "session.turn", turn_body(session, self._turns[session], role, content, tool)
+        )
+        self._turns[session] += 1
+        return receipt
+
+    def close_session(self, session: str, *, summary: str | None = None) -> dict[str, Any]:
+        """Close; the service distills and files the session. Returns the close's receipt and
+        the policy decisions (each receipt verified against the log key)."""
+        closed = self.agent.append("session.closed", closed_body(session, summary))
+        extra = self.transport.last_close or {}
+        self._turns.pop(session, None)
+        others = [_receipt(r) for r in ([extra["distilled"]] if extra.get("distilled") else [])]
+        others += [_receipt(r) for r in extra.get("decisions", [])]
+        self._check_policy(others)
+        return {"closed": closed, "entries": int(extra.get("entries", 0)), "policy": others}
+
+    def _check_policy(self, receipts: Sequence[Receipt]) -> None:
+        """Policy decisions in this agent's streams: included in a log-signed checkpoint
+        that is consistent with every checkpoint this agent saw."""
+        for r in receipts:
+            _, cp = verify_receipt(r, self.agent.log_key, agent=self.agent_id, kinds=_POLICY)
+            self.agent.observe(cp)
+
+    # -- memories and records -----------------------------------------------------------
+
+    def write(self, **kw: Any) -> tuple[Receipt, str | None]:
+        """Gate, sign and append a memory (arguments of :func:`written_body`); returns the
+        receipt and the item it made or confirmed."""
+        receipt = self.agent.append("memory.written", written_body(self.gate, **kw))
+        last = self.transport.last_ref
+        return receipt, last[1] if last is not None and last[0] == receipt.index else self.ref_for(
+            receipt.index
+        )
+
+    def ref_for(self, index: int) -> str | None:
+        for it in self.items(status="all"):
+            if it["index"] == index:
+                return str(it["ref"])
+        for it in self.items(status="all"):
+            if {"source_type": "log", "source_ref": str(index)} in it["provenance"]:
+                return str(it["ref"])
+        return None
+
+    def supersede(self, ref: str, *, content: str, reason: str) -> Receipt:
+        return self.agent.append(
+            "memory.superseded", superseded_body(self.gate, ref, content=content, reason=reason)
+        )
+
+    def exempt(self, ref: str, *, reason: str) -> Receipt:
+        return self.agent.append("memory.decay_exempted", exempt_body(ref, reason=reason))
+
+    def erase(self, index: int, *, reason: str) -> Receipt:
+        refs = [
+            it["ref"] for it in self.items(status="all") if it["index"] == index and it["status"] != "erased"
+        ]
+        if not refs:
+            raise RejectedEventError(f"entry {index} holds no memory to erase", check="memory.missing_item")
+        return self.agent.append("memory.erased", erased_body(index, refs, reason=reason))
+
+    def record(self, kind: str, body: Mapping[str, Any]) -> Receipt:
+        if kind not in _RECORDS:
+            raise RejectedEventError(f"{kind} is not a record kind", check="memory.record")
+        return self.agent.append(kind, dict(body))
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        *,
+        include_cold: bool = False,
+        budget_tokens: int | None = None,
+        session: str | None = None,
+        limit: int = 10,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"query": query, "include_cold": include_cold, "limit": limit}
+        if budget_tokens is not None:
+            body["budget_tokens"] = budget_tokens
+        if session is not None:
+            body["session"] = session
+        out: dict[str, Any] = self._signed("POST", f"{self._base}/recall", body=body).json()
+        return out
+
+    def items(self, *, tier: str | None = None, status: str = "active") -> list[dict[str, Any]]:
+        """Every item of the tier (all pages)."""
+        out: list[dict[str, Any]] = []
+        after: str | None = None
+        while True:
+            params = {"status": status, "limit": 1000} | ({"tier": tier} if tier else {})
+            if after:
+                params["after"] = after
+            page = self._signed("GET", f"{self._base}/memory", params=params).json()
+            out += page["items"]
+            after = _next_page(page, after)
+            if after is None:
+                return out
+
+    def item(self, ref: str) -> dict[str, Any]:
+        """An item with its provenance; its leaf and inclusion proof are verified against a
+        checkpoint signed by the log key before it is returned."""
+        out: dict[str, Any] = self._signed("GET", f"{self._base}/memory/{ref}").json()
+        _, cp = verify_item_proof(out, self.agent.log_key, agent=self.agent_id, ref=ref)
+        self.agent.observe(cp)
+        return out
+
+    def compact(self) -> list[Receipt]:
+        out = self._signed("POST", f"{self._base}/compact").json()
+        receipts = [_receipt(r) for r in out["decisions"]]
+        self._check_policy(receipts)
+        return receipts
+
+    # -- share tokens (minted locally) ------------------------------------------------------
+
+    def mint_token(self, *, audience: str, kinds: Sequence[str], expires: int) -> str:
+        """A share token signed by the agent's active key (the key never leaves the agent)."""
+        seed = self.agent.signer.private_key.private_bytes_raw()
+        return mint(
+            seed=seed,
+            origin=self.agent.signer.origin,
+            agent=self.agent_id,
+            audience=audience,
+            kinds=kinds,
+            expires=expires,
+        )
+
+    def revoke_token(self, token: str) -> Receipt:
+        """Log ``share.revoked`` for the token's root revocation id (attenuations die with it)."""
+        ids = revocation_ids(token, agent_keys=[self.agent.signer.public_key])
+        return self.agent.append("share.revoked", {"token_id": ids[0]})
+
+
+def _next_page(page: Mapping[str, Any], after: str | None) -> str | None:
+    """The cursor of the next page, refusing one that does not move forward (a server
+    could otherwise keep a client paging forever)."""
+    nxt = page.get("next")
+    if nxt is None:
+        return None
+    items = page.get("items") or []
+    if not items or items[-1].get("ref") != nxt or (after is not None and parse_ref(nxt) <= parse_ref(after)):
+        raise ProofError("the page cursor does not move forward", check="page.next")
+    return str(nxt)
+
+
+def verify_item_proof(
+    out: Mapping[str, Any], log_key: VerifierKey, *, agent: str, ref: str
+) -> tuple[Leaf, VerifiedCheckpoint]:
+    """The item ``ref`` of ``agent``: its leaf is ``agent``'s entry of the item's kind at the
+    ref's index, included in a checkpoint the log key signed; when the body is returned, it
+    matches the leaf's commitment and the item's content is the body's."""
+    item = out["item"]
+    inc = out["inclusion"]
+    if item["ref"] != ref or inc.get("checkpoint") is None:
+        raise ProofError("the answer is not the item asked for, with a signed checkpoint", check="item.ref")
+    index, pos = parse_ref(ref)
+    cp = verify_checkpoint(str(inc["checkpoint"]).encode("utf-8"), log_key)
+    leaf = Leaf.from_bytes(_unb64(out["leaf"]), origin=cp.origin)
+    env = leaf.envelope
+    if leaf.index != index or item["index"] != index or int(inc["size"]) != cp.size:
+        raise ProofError("the item's leaf or proof names another entry", check="item.index")
+    if env.agent != agent:
+        raise ProofError(f"the item's leaf is {env.agent}'s, not {agent}'s", check="item.leaf")
+    verify_inclusion(
+        leaf_hash=leaf.hash,
+        index=leaf.index,
+        size=cp.size,
+        proof=[_unb64(h) for h in inc["proof"]],
+        root=cp.root,
+    )
+    if item["status"] == "erased":
+        # a tombstone claims nothing: empty, no body, over an entry that made items
+        if (
+            item["source_kind"] != "memory.erased"
+            or item["content"] != ""
+            or out.get("body") is not None
+            or env.kind not in _TEXT_KINDS | _RECORDS
+        ):
+            raise ProofError("an erased item is an empty tombstone without a body", check="item.erased")
+        return leaf, cp
+    if env.kind != item["source_kind"]:
+        raise ProofError(f"the item's leaf is a {env.kind}, not a {item['source_kind']}", check="item.leaf")
+    if out.get("body") is None or out.get("salt") is None:
+        raise ProofError("the item comes without the body that makes it", check="item.body")
+    body = verify_body(env, _unb64(out["salt"]), _unb64(out["body"]))
+    source: Mapping[str, Any] = body
+    if env.kind == "memory.distilled":
+        entries = body.get("entries")
+        if not isinstance(entries, list) or not 0 <= pos < len(entries) or not isinstance(entries[pos], dict):
+            raise ProofError("the item's position is not an entry of the distillation", check="item.ref")
+        source = entries[pos]
+    elif pos != 0:
+        raise ProofError("a single-item entry has only position 0", check="item.ref")
+    content: Any
+    category: Any
+    if env.kind in _RECORDS:
+        content, category = record_content(env.kind, body), RECORD_KINDS[env.kind]
+    else:
+        content, category = source.get("content"), source.get("category", item["category"])
+    if content != item["content"] or category != item["category"]:
+        raise ProofError("the item's content is not what the agent signed", check="item.content")
+    return leaf, cp
+
+
+class Buyer:
+    """A third party holding an agent's share token and the audience key it names."""
+
+    def __init__(
+        self,
+        transport: HttpTransport,
+        *,
+        log_vkey: str,
+        audience_key: Ed25519PrivateKey,
+        state_dir: Path | str | None = DEFAULT_STATE,
+        witnesses: Callable[[VerifiedCheckpoint], tuple[str, ...]] | None = None,
+    ) -> None:
+        """``state_dir``: where the newest checkpoint this buyer verified is remembered
+        (default ``$ENGRAM_VERIFIER_STATE`` or ``~/.local/state/engram/verifier``; ``None``:
+        nothing remembered). Every bundle and oracle answer must then extend it: an older
+        checkpoint is a rollback, another root a fork. ``witnesses``: a witness policy
+        (:class:`verifier.witness.WitnessPolicy`, or any callable checking a verified
+        checkpoint) every bundle's checkpoint must pass: a split view cannot gather the
+        witnesses' cosignatures (``witness.quorum``)."""
+        self.transport = transport
+        self.log_key = VerifierKey.parse(log_vkey)
+        self.key = audience_key
+        self.audience = audience_for_key(audience_key.public_key().public_bytes_raw())
+        directory = default_state_dir() if state_dir == DEFAULT_STATE else state_dir
+        self.state = None if directory is None else CheckpointStore(directory)
+        self.witnesses = witnesses
+
+    def remembered(self) -> VerifiedCheckpoint | None:
+        """The newest checkpoint this buyer verified for the log (``None`` if none, or no state)."""
+        return None if self.state is None else self.state.latest(self.log_key)
+
+    def _remember(self, cp: VerifiedCheckpoint, proofs: Mapping[int, Sequence[bytes]] | None = None) -> None:
+        """Require ``cp`` to extend the remembered checkpoint (proofs from the bundle, else
+        fetched: either is checked against both signed roots), then remember it."""
+        if self.state is None:
+            return
+        with self.state.locked(self.log_key) as update:
+            old = update.remembered
+            if old is not None and old.size > cp.size:
+                require_extends(old, cp, None, prefix="state")  # raises state.rollback
+            update.advance(cp, lambda o, n: (proofs or {}).get(o) or self.transport.consistency(o, n))
+
+    def _signed(self, method: str, path: str, token: str, **kw: Any) -> httpx.Response:
+        return self.transport.request(
+            method,
+            path,
+            signer=(self.audience, self.key),
+            origin=self.log_key.name,
+            headers={"engram-share-token": token},
+            **kw,
+        )
+
+    def bundle(
+        self, token: str, *, agent: str, kinds: Sequence[str], trusted_size: int | None = None
+    ) -> bytes:
+        params: list[tuple[str, Any]] = [("agent", agent), *(("kind", k) for k in kinds)]
+        remembered = self.remembered()
+        if trusted_size is None and remembered is not None:
+            trusted_size = remembered.size  # so the bundle proves it extends what we verified
+        if trusted_size is not None:
+            params.append(("trusted_size", trusted_size))
+        return self._signed("GET", "/v1/bundles", token, params=params).content
+
+    def verify(self, bundle: bytes, *, trusted_checkpoint: bytes | None = None) -> VerifiedBundle:
+        """Verify offline (the service is not trusted): signatures, proofs, completeness,
+        claim, the witness policy; then that the bundle extends what this buyer verified before."""
+        vb = verify_bundle(
+            bundle,
+            self.log_key,
+            now=int(time.time()),
+            audience=self.audience,
+            trusted_checkpoint=trusted_checkpoint,
+            witnesses=self.witnesses,
+        )
+        self._remember(vb.checkpoint, vb.consistency)
+        return vb
+
+    def items(self, token: str, *, agent: str, tier: str | None = None) -> list[dict[str, Any]]:
+        """Every item of the agent the token lets this audience see (all pages)."""
+        out: list[dict[str, Any]] = []
+        after: str | None = None
+        while True:
+            params = {"status": "active", "limit": 1000} | ({"tier": tier} if tier else {})
+            if after:
+                params["after"] = after
+            page = self._signed(
+                "GET", f"/v1/agents/{quote(agent, safe='')}/memory", token, params=params
+            ).json()
+            out += page["items"]
+            after = _next_page(page, after)
+            if after is None:
+                return out
+
+    def oracle_agent(self, agent: str) -> tuple[OracleStatement, dict[str, Any]]:
+        out = self.transport.request("GET", f"/v1/oracle/agents/{quote(agent, safe='')}").json()
+        cp = verify_checkpoint(str(out["checkpoint"]).encode("utf-8"), self.log_key)
+        st = verify_oracle_statement(str(out["statement"]).encode("utf-8"), self.log_key, checkpoint=cp)
+        self._remember(cp)
+        if st.header != AGENT_HEADER or st.payload.get("agent") != agent or st.payload != out["payload"]:
+            raise ProofError(f"the oracle's signed statement is not about {agent}", check="oracle.payload")
+        return st, out
+
+    def oracle_claim(self, claim: Mapping[str, Any], *, token: str | None = None) -> dict[str, Any]:
+        """Ask the oracle; verify that its signed verdict answers *this* claim, and verify
+        its evidence bundle offline: that it extends the verdict's checkpoint, is about the
+        claim's agent and ``pact.outcome``, and (with a token) recomputes the signed figures."""
+        asked = parse_task_claim(claim)
+        if token is None:
+            out: dict[str, Any] = self.transport.request("POST", "/v1/oracle/claims", body=dict(claim)).json()
+        else:
+            out = self._signed("POST", "/v1/oracle/claims", token, body=dict(claim)).json()
+        cp = verify_checkpoint(str(out["checkpoint"]).encode("utf-8"), self.log_key)
+        st = verify_oracle_statement(str(out["statement"]).encode("utf-8"), self.log_key, checkpoint=cp)
+        self._remember(cp)
+        p = st.payload
+        if (
+            st.header != CLAIM_HEADER
+            or p.get("claim") != asked
+            or p.get("verdict") != out["verdict"]
+            or p.get("actual") != out["actual"]
+            or p.get("reason") != out["reason"]
+            or out["evidence_discloses_bodies"] != (token is not None)
+        ):
+            raise ProofError(
+                "the oracle's signed verdict is not the answer to this claim", check="oracle.payload"
+            )
+        evidence = json.dumps(out["evidence"], separators=(",", ":"), sort_keys=True).encode()
+        vb = verify_bundle(
+            evidence,
+            self.log_key,
+            now=int(time.time()),
+            audience=self.audience if token else None,
+            trusted_checkpoint=cp.note,
+        )
+        if not vb.claims or any(
+            c.statement.get("agent") != asked["agent"] or c.statement.get("kind") != "pact.outcome"
+            for c in vb.claims
+        ):
+            raise ProofError("the evidence is about another agent or kind", check="oracle.evidence")
+        if vb.checkpoint.size != cp.size:
+            raise ProofError("the evidence is not built at the verdict's checkpoint", check="oracle.evidence")
+        if token is not None:
+            figures = {
+                c.statement["predicate"]: c.recomputed
+                for c in vb.claims
+                if c.statement.get("where") == p["where"]
+            }
+            proven = {"count": figures.get("count")} | (
+                {"mean_quality": figures["mean"]} if "mean" in figures else {}
+            )
+            if proven != p["actual"]:
+                raise ProofError("the evidence does not prove the signed figures", check="oracle.evidence")
+        out["evidence_verified"] = vb
+        return out
