@@ -30,10 +30,11 @@ from api.ratelimit import RateLimiter
 from api.routes import agents, memory, sharing, transparency
 from api.settings import ApiSettings
 from engram.protocol.errors import EngramError
+from ledger.compose import open_ledger
 from ledger.config import Settings, normalize_database_url
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
-from ledger.witness import witness_checkpoint
+from ledger.witnessing import witness_checkpoint
 
 __all__ = ["create_app"]
 
@@ -80,7 +81,7 @@ def create_app(settings: ApiSettings, *, ledger: Ledger | None = None) -> FastAP
             env = dict(os.environ, ENGRAM_HOME=str(settings.home))
             if settings.database_url:
                 env["ENGRAM_DATABASE_URL"] = normalize_database_url(settings.database_url)
-            app.state.services = _services(settings, Ledger.open(Settings.from_env(env)))
+            app.state.services = _services(settings, open_ledger(Settings.from_env(env)))
         svc: Services = app.state.services
         task = None
         if svc.ledger.witnesses is not None and settings.witness_interval_s > 0:

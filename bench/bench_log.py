@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
 from engram.protocol.signer import AgentSigner
+from ledger.compose import create_ledger
 from ledger.inprocess import InProcess
 from ledger.log import Ledger, Submission
 from ledger.storage.db import make_engine
@@ -44,7 +45,7 @@ def rate(n: int, seconds: float) -> str:
 
 
 def new_ledger(url: str) -> Ledger:
-    return Ledger.create(
+    return create_ledger(
         make_engine(url),
         LogKey(ORIGIN, Ed25519PrivateKey.generate()),
         policy_key=Ed25519PrivateKey.generate(),

@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.bench_log import pg_database
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
+from ledger.compose import create_ledger
 from ledger.inprocess import InProcess
-from ledger.log import Ledger
 from ledger.memory.service import MemoryService
 from ledger.storage.db import make_engine
 
@@ -56,7 +56,7 @@ def sentence(rng: random.Random) -> str:
 
 def bench(label: str, url: str, n_writes: int, n_sessions: int, n_recalls: int) -> None:
     rng = random.Random(1)
-    ledger = Ledger.create(
+    ledger = create_ledger(
         make_engine(url),
         LogKey("bench.example/mem", Ed25519PrivateKey.generate()),
         policy_key=Ed25519PrivateKey.generate(),

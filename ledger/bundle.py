@@ -18,7 +18,7 @@ from typing import Any
 from engram.protocol.errors import MalformedError
 from ledger.log import Ledger
 from ledger.sharing import verify_share_token
-from ledger.witness import ensure_witnessed
+from ledger.witnessing import ensure_witnessed
 from verifier.bundle import MAX_CONSISTENCY_PROOFS, MEDIA_TYPE, heads_text
 from verifier.event import KEY_KINDS, POLICY_AGENT, Leaf
 from verifier.note import sign_note

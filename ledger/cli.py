@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from engram.protocol.errors import ConfigError, EngramError, MalformedError
+from ledger.compose import init_ledger, open_ledger
 from ledger.config import Settings
 from ledger.log import ConsistencyProof, InclusionProof, Ledger
 
@@ -57,7 +58,7 @@ err = Console(stderr=True, highlight=False)
 
 
 def _ledger() -> Ledger:
-    return Ledger.open(Settings.from_env())
+    return open_ledger(Settings.from_env())
 
 
 def _b64(b: bytes) -> str:
@@ -106,7 +107,7 @@ def init(
 ) -> None:
     """Create the database, the log signing key (0600) and the policy key under ENGRAM_HOME."""
     settings = Settings.from_env()
-    ledger = Ledger.init_home(settings, origin)
+    ledger = init_ledger(settings, origin)
     cp = ledger.latest_checkpoint()
     out.print(
         f"[bold green]initialised[/] log [bold]{ledger.origin}[/] at {ledger.store.engine.url.render_as_string()}"
@@ -229,7 +230,7 @@ def log_witness(
 ) -> None:
     """Submit the latest checkpoint to the witnesses of ENGRAM_WITNESS_POLICY (c2sp.org/tlog-witness)
     and store their cosignatures; exits 1 if the policy's quorum is not met."""
-    from ledger.witness import witness_checkpoint
+    from ledger.witnessing import witness_checkpoint
 
     result = witness_checkpoint(_ledger(), size)
     for r in result.results:
@@ -393,7 +394,7 @@ def _memory() -> tuple[Ledger, Any]:
     from ledger.memory.service import MemoryService
 
     settings = Settings.from_env()
-    ledger = Ledger.open(settings)
+    ledger = open_ledger(settings)
     distiller: Distiller = RuleBasedDistiller()
     if settings.distiller_url:
         if not settings.distiller_model:

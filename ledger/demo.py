@@ -28,6 +28,7 @@ from engram.client.scenario import FINDINGS, TOPICS, turns
 from engram.client.sdk import Agent
 from engram.protocol.errors import ConflictError, VerificationError
 from ledger.bundle import create_bundle, pact_claim
+from ledger.compose import init_ledger, open_ledger
 from ledger.config import Settings
 from ledger.inprocess import InProcess
 from ledger.log import Ledger, Submission
@@ -67,7 +68,7 @@ def _open_or_init(settings: Settings, console: Console) -> tuple[Ledger, Setting
     if settings.log_key_file.exists():
         if "ENGRAM_DATABASE_URL" in os.environ:
             console.print(f"using the existing log at {settings.database_url} (real time)")
-            return Ledger.open(settings), settings, None
+            return open_ledger(settings), settings, None
         home = settings.home / f"demo-{secrets.token_hex(3)}"
         console.print(f"{settings.home} already holds a log; the demo runs in a new one under {home}")
         settings = dataclasses.replace(
@@ -82,7 +83,7 @@ def _open_or_init(settings: Settings, console: Console) -> tuple[Ledger, Setting
     console.print(
         f"initialising a new log [bold]{origin}[/] under {settings.home}; demo time starts 60 days ago"
     )
-    return Ledger.init_home(settings, origin, clock=clock), settings, clock
+    return init_ledger(settings, origin, clock=clock), settings, clock
 
 
 def _unique_agent_id(ledger: Ledger, base: str) -> str:

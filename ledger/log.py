@@ -59,7 +59,6 @@ from engram.protocol.schemas import gated_texts, validate_body
 from engram.protocol.signer import AgentSigner
 from engram.protocol.wire import ConsistencyProof, InclusionProof, Receipt, Submission
 from ledger.config import Settings
-from ledger.memory.preconditions import MemoryPreconditions
 from ledger.storage.db import current_revision, head_revision, make_engine, migrate
 from ledger.storage.store import SqlStore, StoredCheckpoint, StreamHead, WriteTx
 from ledger.witness import WitnessSubmitter, load_submitter
@@ -88,6 +87,7 @@ from verifier.merkle import (
 from verifier.note import VerifierKey, check_origin, checkpoint_text, sign_note, verify_checkpoint
 
 __all__ = [
+    "AppendRules",
     "BatchValidator",
     "ConsistencyProof",
     "InclusionProof",
@@ -130,9 +130,21 @@ class _Prepared:
     body: Mapping[str, Any]
 
 
-#: Validators the memory layer registers: called with the (envelope, body) pairs of a batch
-#: before the lock; they raise to refuse (e.g. a supersession of a missing item).
-BatchValidator = Callable[[Sequence[tuple[Envelope, Mapping[str, Any]]]], None]
+#: A state-dependent refusal the composition root hands the log (e.g. the memory
+#: preconditions): called with the store and the (envelope, body) pairs of a batch before
+#: the lock; raises to refuse (e.g. a supersession of a missing item).
+BatchValidator = Callable[[SqlStore, Sequence[tuple[Envelope, Mapping[str, Any]]]], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AppendRules:
+    """What the log runs on every append besides its own checks, handed to it by the
+    composition root (:mod:`ledger.compose`) so that the log never imports the memory
+    subsystem: the write gate (stateless checks of the texts that become memory) and the
+    batch validators (state-dependent refusals)."""
+
+    gate: WriteGate = field(default_factory=WriteGate)
+    validators: tuple[BatchValidator, ...] = ()
 
 
 @dataclass(slots=True)
@@ -196,6 +208,7 @@ class Ledger:
         max_leaf_bytes: int = 65_535,
         max_body_bytes: int = 64 * 1024,
         policy_key: Ed25519PrivateKey | None = None,
+        rules: AppendRules | None = None,
     ) -> None:
         state = store.state()
         if state is None:
@@ -221,8 +234,7 @@ class Ledger:
         self.max_leaf_bytes = max_leaf_bytes
         self.max_body_bytes = max_body_bytes
         self.policy_key = policy_key
-        self.gate = WriteGate()
-        self.validators: list[BatchValidator] = [MemoryPreconditions(store, self.gate)]
+        self.rules = rules or AppendRules()
         #: Witnesses this log submits its checkpoints to (``ENGRAM_WITNESS_POLICY``), or None.
         self.witnesses: WitnessSubmitter | None = None
 
@@ -236,6 +248,7 @@ class Ledger:
         *,
         clock: Clock = system_clock_us,
         policy_key: Ed25519PrivateKey | None = None,
+        rules: AppendRules | None = None,
         **limits: int,
     ) -> Ledger:
         """Migrate the database, record the log identity, sign the empty checkpoint, and
@@ -248,14 +261,21 @@ class Ledger:
             log_vkey=log_key.vkey,
             checkpoint=StoredCheckpoint(size=0, root=EMPTY_ROOT, note=note, signed_at_us=clock()),
         )
-        ledger = cls(store, log_key, clock=clock, policy_key=policy_key, **limits)
+        ledger = cls(store, log_key, clock=clock, policy_key=policy_key, rules=rules, **limits)
         if policy_key is not None:
             signer = AgentSigner(POLICY_AGENT, policy_key, origin=ledger.origin)
             ledger.append([signer.registration(client_time_us=clock())], operator=True, system=True)
         return ledger
 
     @classmethod
-    def init_home(cls, settings: Settings, origin: str | None, *, clock: Clock = system_clock_us) -> Ledger:
+    def init_home(
+        cls,
+        settings: Settings,
+        origin: str | None,
+        *,
+        clock: Clock = system_clock_us,
+        rules: AppendRules | None = None,
+    ) -> Ledger:
         """`engram init`: create keys (unless given), the database and the log.
 
         With ``origin`` None, an existing key file's name is the origin, else a unique
@@ -282,12 +302,15 @@ class Ledger:
             log_key,
             clock=clock,
             policy_key=policy_key,
+            rules=rules,
             max_leaf_bytes=settings.max_leaf_bytes,
             max_body_bytes=settings.max_body_bytes,
         )
 
     @classmethod
-    def open(cls, settings: Settings, *, clock: Clock = system_clock_us) -> Ledger:
+    def open(
+        cls, settings: Settings, *, clock: Clock = system_clock_us, rules: AppendRules | None = None
+    ) -> Ledger:
         """Open an initialised ledger; refuses a database whose schema is not current."""
         log_key = load_log_key(settings.log_key_file)
         engine = make_engine(settings.database_url)
@@ -303,10 +326,16 @@ class Ledger:
             max_leaf_bytes=settings.max_leaf_bytes,
             max_body_bytes=settings.max_body_bytes,
             policy_key=policy_key,
+            rules=rules,
         )
         if settings.witness_policy is not None:
             ledger.witnesses = load_submitter(settings.witness_policy, timeout_s=settings.witness_timeout_s)
         return ledger
+
+    @property
+    def gate(self) -> WriteGate:
+        """The write gate this log runs (shared with the memory service by the root)."""
+        return self.rules.gate
 
     @property
     def vkey(self) -> str:
@@ -342,7 +371,7 @@ class Ledger:
             )
         body = verify_body(envelope, sub.salt, sub.body, max_bytes=self.max_body_bytes)
         validate_body(envelope.kind, body)
-        self.gate.check_stored(gated_texts(envelope.kind, body))
+        self.rules.gate.check_stored(gated_texts(envelope.kind, body))
         return _Prepared(sub=sub, envelope=envelope, body=body)
 
     def event_signer(self, sub: Submission) -> str:
@@ -395,8 +424,8 @@ class Ledger:
             else:
                 pending.append(self._prepare(s, operator=operator, system=system))
         checked = [(p.envelope, p.body) for p in pending if isinstance(p, _Prepared)]
-        for validator in self.validators:
-            validator(checked)
+        for validator in self.rules.validators:
+            validator(self.store, checked)
 
         with self.store.write() as tx:
             state = tx.lock_state()
@@ -465,10 +494,9 @@ class Ledger:
                     }
                 )
                 body_rows.append({"idx": index, "salt": p.sub.salt, "body": p.sub.body})
-                if env.kind == "memory.erased":
-                    # Right to be forgotten, in the same transaction as the logged erasure:
-                    # the body and salt go, the leaf and every proof stay.
-                    erased_bodies.append(int(p.body["index"]))
+                # Right to be forgotten, in the same transaction as the logged erasure: the
+                # bodies and salts its kind names go, the leaf and every proof stay.
+                erased_bodies.extend(require_kind(env.kind).erases(p.body))
                 # Every perfect subtree this leaf completes becomes a stored, immutable node.
                 node_rows.extend({"level": lv, "idx": i, "hash": h} for lv, i, h in border.append(lh))
                 heads[env.stream] = StreamHead(

@@ -21,6 +21,7 @@ from sqlalchemy import Engine
 
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
+from ledger.compose import create_ledger
 from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.storage.db import make_engine, migrate
@@ -151,7 +152,7 @@ def policy_key() -> Ed25519PrivateKey:
 
 @pytest.fixture
 def ledger(engine: Engine, log_key: LogKey, clock: StepClock, policy_key: Ed25519PrivateKey) -> Ledger:
-    return Ledger.create(engine, log_key, clock=clock, policy_key=policy_key)
+    return create_ledger(engine, log_key, clock=clock, policy_key=policy_key)
 
 
 @pytest.fixture

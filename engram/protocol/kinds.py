@@ -2,12 +2,14 @@
 
 Stored data names kinds; code never imports or dispatches on anything stored data names
 beyond a lookup in this table. A kind not listed here is rejected before anything is signed
-or stored. Each kind's body schema is in ledger/memory/schemas.py (specs/memory-events.md).
+or stored. Each kind's body schema is in engram/protocol/schemas.py (specs/memory-events.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from engram.protocol.errors import RejectedEventError
 
@@ -21,6 +23,9 @@ class KindSpec:
     name: str
     group: str  # "key" | "session" | "memory" | "record" | "share"
     description: str
+    #: The log indices whose bodies an accepted event of this kind erases, in the same
+    #: transaction (right to be forgotten: the leaves and every proof stay).
+    erases: Callable[[Mapping[str, Any]], tuple[int, ...]] = lambda body: ()
 
 
 _SPECS = (
@@ -43,7 +48,12 @@ _SPECS = (
     KindSpec(name="memory.decay_exempted", group="memory", description="a memory exempt from decay"),
     KindSpec(name="memory.archived", group="memory", description="a memory at the end of its decay window"),
     KindSpec(name="memory.accessed", group="memory", description="a memory used by recall"),
-    KindSpec(name="memory.erased", group="memory", description="a body erased; the leaf stays"),
+    KindSpec(
+        name="memory.erased",
+        group="memory",
+        description="a body erased; the leaf stays",
+        erases=lambda body: (int(body["index"]),),
+    ),
     KindSpec(name="pact.outcome", group="record", description="a pact fulfilled or violated, with quality"),
     KindSpec(name="eval.outcome", group="record", description="an evaluation result"),
     KindSpec(

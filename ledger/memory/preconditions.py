@@ -1,4 +1,5 @@
-"""State-dependent refusals for memory events, registered on every :class:`~ledger.log.Ledger`.
+"""State-dependent refusals for memory events, handed to every :class:`~ledger.log.Ledger` by
+the composition root (:mod:`ledger.compose`) as a batch validator.
 
 Body schemas and the write gate are stateless and run in the append path itself. These
 checks need the memory projection, so they run before the append lock on a synced
@@ -39,14 +40,13 @@ _NEEDS_STATE = frozenset(
 
 
 class MemoryPreconditions:
-    """Callable batch validator: ``(envelope, body)`` pairs in, raises to refuse."""
+    """Callable batch validator: the store and ``(envelope, body)`` pairs in, raises to refuse."""
 
-    def __init__(self, store: SqlStore, gate: WriteGate) -> None:
-        self.store = store
+    def __init__(self, gate: WriteGate) -> None:
         self.gate = gate
-        self.projection = Projection(store)
 
-    def source_texts(self, provenance: Sequence[Mapping[str, str]], agent: str) -> list[str]:
+    @staticmethod
+    def source_texts(store: SqlStore, provenance: Sequence[Mapping[str, str]], agent: str) -> list[str]:
         """Texts of the agent's own log records a memory cites (turns, records), for the
         verbatim check. Another agent's entries are never read: whether a write is refused
         must not depend on bodies the writer cannot see (else a refusal would confirm a
@@ -55,10 +55,10 @@ class MemoryPreconditions:
         for p in provenance:
             if p["source_type"] in ("log", "turn", "pact", "eval"):
                 index = int(p["source_ref"])
-                leaf = self.store.leaf(index)
+                leaf = store.leaf(index)
                 if leaf is None or Leaf.from_bytes(leaf).envelope.agent != agent:
                     continue
-                sb = self.store.body(index)
+                sb = store.body(index)
                 if sb is None:
                     continue
                 body = parse_strict(sb[1], max_bytes=1 << 24)
@@ -67,22 +67,23 @@ class MemoryPreconditions:
                         texts.append(body[f])
         return texts
 
-    def __call__(self, batch: Sequence[tuple[Envelope, Mapping[str, Any]]]) -> None:
+    def __call__(self, store: SqlStore, batch: Sequence[tuple[Envelope, Mapping[str, Any]]]) -> None:
+        projection = Projection(store)
         if any(e.kind in _NEEDS_STATE for e, _ in batch):
-            self.projection.sync()  # memory.written alone reads only stored bodies, not the projection
+            projection.sync()  # memory.written alone reads only stored bodies, not the projection
         opened: dict[tuple[str, str], str] = {}  # sessions opened or closed earlier in this batch
         for env, body in batch:
             kind = env.kind
             if kind == "session.opened":
                 key = (env.agent, body["session"])
-                if key in opened or self.projection.session(*key) is not None:
+                if key in opened or projection.session(*key) is not None:
                     raise RejectedEventError(
                         f"session {body['session']} already exists", check="memory.session"
                     )
                 opened[key] = "open"
             elif kind in ("session.turn", "session.closed"):
                 key = (env.agent, body["session"])
-                s = self.projection.session(*key)
+                s = projection.session(*key)
                 status = opened.get(key) or (None if s is None else s.status)
                 if status != "open":
                     raise RejectedEventError(
@@ -91,7 +92,7 @@ class MemoryPreconditions:
                 if kind == "session.closed":
                     opened[key] = "closed"
             elif kind in ("memory.superseded", "memory.decay_exempted"):
-                it = self.projection.item(env.agent, body["item"])
+                it = projection.item(env.agent, body["item"])
                 if it is None:
                     raise RejectedEventError(
                         f"{kind} names item {body['item']}, which does not exist", check="memory.missing_item"
@@ -101,10 +102,10 @@ class MemoryPreconditions:
                     raise RejectedEventError(f"item {it.ref} is {it.status}", check="memory.item_state")
             elif kind == "memory.erased":
                 for ref in body["refs"]:
-                    it = self.projection.item(env.agent, ref)
+                    it = projection.item(env.agent, ref)
                     if it is None or it.status == "erased":
                         raise RejectedEventError(f"nothing to erase at {ref}", check="memory.missing_item")
             elif kind == "memory.written" and body.get("provenance"):
                 self.gate.check_not_verbatim(
-                    body["content"], self.source_texts(body["provenance"], env.agent)
+                    body["content"], self.source_texts(store, body["provenance"], env.agent)
                 )

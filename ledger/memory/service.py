@@ -25,13 +25,11 @@ from engram.protocol.bodies import (
     written_body,
 )
 from engram.protocol.errors import ConflictError, ForbiddenError, RejectedEventError
-from engram.protocol.gate import WriteGate
 from engram.protocol.records import RECORD_KINDS
 from engram.protocol.schemas import validate_body
 from ledger.log import Ledger, PolicyEvent, Receipt, Submission
 from ledger.memory.distill import Distiller, RuleBasedDistiller, Turn
 from ledger.memory.policy import Decision, PolicyConfig, decide_session_end, decide_sweep
-from ledger.memory.preconditions import MemoryPreconditions
 from ledger.memory.projection import Projection, SqlState
 from ledger.memory.recall import (
     Recalled,
@@ -65,16 +63,11 @@ class MemoryService:
         *,
         config: PolicyConfig | None = None,
         distiller: Distiller | None = None,
-        gate: WriteGate | None = None,
     ) -> None:
         self.ledger = ledger
         self.config = config or PolicyConfig()
         self.distiller: Distiller = distiller or RuleBasedDistiller()
-        self.gate = gate or ledger.gate
-        ledger.gate = self.gate
-        for v in ledger.validators:
-            if isinstance(v, MemoryPreconditions):
-                v.gate = self.gate
+        self.gate = ledger.gate  # one gate for the log and the memory service (ledger.compose)
         self.projection = Projection(ledger.store)
 
     # -- consistency with the log ----------------------------------------------------

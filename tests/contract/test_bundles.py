@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
 from ledger.bundle import create_bundle, pact_claim
+from ledger.compose import create_ledger
 from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
@@ -151,7 +152,7 @@ def test_stale_and_forked_checkpoints_fail_against_a_trusted_one(
         if backend == "sqlite"
         else request.getfixturevalue("pg_server").new_database()
     )
-    fork = Ledger.create(make_engine(url), log_key, clock=clock, policy_key=Ed25519PrivateKey.generate())
+    fork = create_ledger(make_engine(url), log_key, clock=clock, policy_key=Ed25519PrivateKey.generate())
     # The forger's own SDK keeps no state: it would refuse the fork it is building.
     m = Agent.generate("alice", log_vkey=fork.vkey, transport=InProcess(fork), clock=clock, state_dir=None)
     m.register()

@@ -12,6 +12,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
+from ledger.compose import create_ledger
 from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
@@ -126,7 +127,7 @@ def test_a_forked_log_is_caught_by_its_own_history(
         if backend == "sqlite"
         else request.getfixturevalue("pg_server").new_database()
     )
-    fork = Ledger.create(make_engine(url), log_key, clock=clock, policy_key=Ed25519PrivateKey.generate())
+    fork = create_ledger(make_engine(url), log_key, clock=clock, policy_key=Ed25519PrivateKey.generate())
     mallory = Agent.generate(
         "mallory", log_vkey=fork.vkey, transport=InProcess(fork), clock=clock, state_dir=None
     )

@@ -17,6 +17,7 @@ from engram.protocol.errors import KeyStateError, LimitExceededError, RejectedEv
 from engram.protocol.gate import GateRejection
 from engram.protocol.keyfiles import LogKey
 from engram.protocol.signer import AgentSigner
+from ledger.compose import create_ledger, memory_rules
 from ledger.inprocess import InProcess
 from ledger.log import Ledger, PolicyEvent
 from ledger.memory.service import MemoryService
@@ -340,7 +341,7 @@ def test_incremental_projection_equals_rebuild(
         engine = make_engine(url)
         try:
             clock = StepClock()
-            ledger = Ledger.create(
+            ledger = create_ledger(
                 engine,
                 LogKey("example.com/prop", Ed25519PrivateKey.generate()),
                 clock=clock,
@@ -378,7 +379,11 @@ def test_concurrent_compactions_never_double_promote_or_lose_a_flag(
     def compact_in_another_process_like_instance() -> None:
         try:
             other = Ledger(
-                type(ledger.store)(make_engine(db_url)), log_key, clock=clock, policy_key=policy_key
+                type(ledger.store)(make_engine(db_url)),
+                log_key,
+                clock=clock,
+                policy_key=policy_key,
+                rules=memory_rules(),
             )
             MemoryService(other).compact("alice")
         except BaseException as e:
@@ -581,7 +586,11 @@ def test_concurrent_session_closes_of_one_agent_all_get_distilled(
     def close(sid: str) -> None:
         try:
             other = Ledger(
-                type(ledger.store)(make_engine(db_url)), log_key, clock=clock, policy_key=policy_key
+                type(ledger.store)(make_engine(db_url)),
+                log_key,
+                clock=clock,
+                policy_key=policy_key,
+                rules=memory_rules(),
             )
             agent = Agent(
                 alice.signer, log_vkey=other.vkey, transport=InProcess(other), clock=clock, max_retries=20

@@ -16,6 +16,7 @@ from engram.protocol.errors import KeyStateError, MalformedError, ProofError, Re
 from engram.protocol.keyfiles import LogKey
 from engram.protocol.signer import AgentSigner
 from engram.protocol.wire import StreamState
+from ledger.compose import create_ledger, memory_rules
 from ledger.inprocess import InProcess
 from ledger.log import Ledger, Receipt, Submission
 from ledger.memory.service import MemoryService
@@ -218,7 +219,7 @@ def test_the_sdk_detects_a_forked_log(
         if backend == "sqlite"
         else request.getfixturevalue("pg_server").new_database()
     )
-    fork = Ledger.create(make_engine(fork_url), log_key, clock=clock)  # same key, other history
+    fork = create_ledger(make_engine(fork_url), log_key, clock=clock)  # same key, other history
     key = Ed25519PrivateKey.generate()
     fork.append([AgentSigner("alice", key, origin=fork.origin).registration(client_time_us=1)], operator=True)
     filler = AgentSigner("filler", Ed25519PrivateKey.generate(), origin=fork.origin)
@@ -279,13 +280,13 @@ def test_postgres_service_role_can_append_but_not_rewrite(
     role = f"engram_app_{secrets.token_hex(4)}"
     db_url = pg_server.new_database()
     owner = make_engine(db_url)
-    Ledger.create(owner, log_key, clock=clock, policy_key=policy_key)
+    create_ledger(owner, log_key, clock=clock, policy_key=policy_key)
     with owner.begin() as conn:
         conn.execute(text(f'CREATE ROLE "{role}" LOGIN'))
         conn.execute(text(GRANTS.format(role=role)))
     app_engine = make_engine(db_url.replace("postgres@", f"{role}@", 1))
     try:
-        app = Ledger(SqlStore(app_engine), log_key, clock=clock)
+        app = Ledger(SqlStore(app_engine), log_key, clock=clock, rules=memory_rules())
         agent = Agent.generate("alice", log_vkey=app.vkey, transport=InProcess(app), clock=clock)
         agent.register()
         agent.append("commitment", {"promise": "by the service role"})

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
 from ledger.bundle import create_bundle
+from ledger.compose import create_ledger
 from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
@@ -78,7 +79,7 @@ def signed(
     tmp_path: Path, log_key: LogKey, clock: StepClock, policy_key: Ed25519PrivateKey
 ) -> tuple[Ledger, bytes]:
     """The verifier is backend-independent: one SQLite log builds the inputs."""
-    ledger = Ledger.create(
+    ledger = create_ledger(
         make_engine(f"sqlite:///{tmp_path / 'f.db'}"), log_key, clock=clock, policy_key=policy_key
     )
     memory = MemoryService(ledger)

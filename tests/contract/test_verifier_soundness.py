@@ -20,6 +20,7 @@ from sqlalchemy import update
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
 from ledger.bundle import create_bundle, pact_claim
+from ledger.compose import create_ledger
 from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
@@ -132,7 +133,7 @@ def test_hole2_a_backdated_entry_in_a_bundle_is_a_fraud_proof(world: tuple, cloc
 
 def _fork(ledger: Ledger, log_key: LogKey, clock: StepClock, url: str, size: int) -> Ledger:
     """A log-key holder's rewrite: same key, other entries, every checkpoint re-signed."""
-    fork = Ledger.create(make_engine(url), log_key, clock=clock, policy_key=Ed25519PrivateKey.generate())
+    fork = create_ledger(make_engine(url), log_key, clock=clock, policy_key=Ed25519PrivateKey.generate())
     mallory = Agent.generate(
         "alice", log_vkey=fork.vkey, transport=InProcess(fork), clock=clock, state_dir=None
     )

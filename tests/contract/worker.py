@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
 from engram.protocol.signer import AgentSigner
+from ledger.compose import memory_rules
 from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.storage.db import make_engine
@@ -33,7 +34,9 @@ def agent_key(name: str) -> Ed25519PrivateKey:
 def main(argv: list[str]) -> None:
     url, name, count = argv[0], argv[1], int(argv[2])
     ledger = Ledger(
-        SqlStore(make_engine(url)), LogKey(ORIGIN, Ed25519PrivateKey.from_private_bytes(LOG_SEED))
+        SqlStore(make_engine(url)),
+        LogKey(ORIGIN, Ed25519PrivateKey.from_private_bytes(LOG_SEED)),
+        rules=memory_rules(),
     )
     agent = Agent(
         AgentSigner(name, agent_key(name), origin=ORIGIN),

@@ -31,12 +31,14 @@ from engram.client.http import Buyer, HttpTransport, RemoteMemory
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
 from ledger.bundle import create_bundle, pact_claim
+from ledger.compose import create_ledger
 from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
 from ledger.storage.db import make_engine
 from ledger.tiles import export_tiles
-from ledger.witness import WitnessSubmitter, witness_checkpoint
+from ledger.witness import WitnessSubmitter
+from ledger.witnessing import witness_checkpoint
 from tests.conftest import StepClock
 from verifier.cli import main as verify_main
 from verifier.errors import VerificationError
@@ -93,7 +95,7 @@ def _policy_text(ws: list[tuple[str, str]], *, urls: bool) -> str:
 
 
 def _fork(log_key: LogKey, clock: StepClock, url: str, size: int) -> Ledger:
-    fork = Ledger.create(make_engine(url), log_key, clock=clock, policy_key=Ed25519PrivateKey.generate())
+    fork = create_ledger(make_engine(url), log_key, clock=clock, policy_key=Ed25519PrivateKey.generate())
     mallory = Agent.generate(
         "ada", log_vkey=fork.vkey, transport=InProcess(fork), clock=clock, state_dir=None
     )

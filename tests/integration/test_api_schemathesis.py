@@ -18,8 +18,8 @@ from api.app import create_app
 from api.settings import ApiSettings
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
+from ledger.compose import create_ledger
 from ledger.inprocess import InProcess
-from ledger.log import Ledger
 from ledger.storage.db import make_engine
 
 EXAMPLES = int(os.environ.get("ENGRAM_SCHEMATHESIS_EXAMPLES", "40"))
@@ -30,7 +30,7 @@ def _app():  # type: ignore[no-untyped-def]
     Built at import: schemathesis's lazy fixture loader does not support this pytest."""
     db = Path(tempfile.mkdtemp(prefix="engram-st-")) / "engram.db"
     engine = make_engine(f"sqlite:///{db}")
-    ledger = Ledger.create(
+    ledger = create_ledger(
         engine,
         LogKey("schemathesis.example/log", Ed25519PrivateKey.generate()),
         policy_key=Ed25519PrivateKey.generate(),

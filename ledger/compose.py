@@ -1,0 +1,52 @@
+"""The composition root: settings in, a ledger and its memory service out.
+
+The only place that wires the service's parts together. The log receives what it runs on
+every append (the write gate and the memory preconditions, :class:`~ledger.log.AppendRules`)
+from here instead of importing the memory subsystem, and the memory service shares the
+log's gate. The CLI, the HTTP service, the embedded demo and the benchmarks all build their
+ledgers through these functions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy import Engine
+
+from engram.protocol.gate import WriteGate
+from engram.protocol.keyfiles import LogKey
+from ledger.config import Settings
+from ledger.log import AppendRules, Clock, Ledger, system_clock_us
+from ledger.memory.preconditions import MemoryPreconditions
+
+__all__ = ["create_ledger", "init_ledger", "memory_rules", "open_ledger"]
+
+
+def memory_rules(gate: WriteGate | None = None) -> AppendRules:
+    """The append rules of a memory ledger: one write gate, and the memory preconditions
+    (sessions open before turns, supersessions name live items, ...) checked with it."""
+    gate = gate or WriteGate()
+    return AppendRules(gate=gate, validators=(MemoryPreconditions(gate),))
+
+
+def open_ledger(settings: Settings, *, clock: Clock = system_clock_us) -> Ledger:
+    """Open the initialised ledger ``settings`` names, with the memory rules."""
+    return Ledger.open(settings, clock=clock, rules=memory_rules())
+
+
+def init_ledger(settings: Settings, origin: str | None, *, clock: Clock = system_clock_us) -> Ledger:
+    """``engram init``: keys, database and log for ``settings``, with the memory rules."""
+    return Ledger.init_home(settings, origin, clock=clock, rules=memory_rules())
+
+
+def create_ledger(
+    engine: Engine,
+    log_key: LogKey,
+    *,
+    clock: Clock = system_clock_us,
+    policy_key: Ed25519PrivateKey | None = None,
+    **limits: Any,
+) -> Ledger:
+    """A new log in ``engine``'s database (tests and benchmarks), with the memory rules."""
+    return Ledger.create(engine, log_key, clock=clock, policy_key=policy_key, rules=memory_rules(), **limits)
