@@ -28,6 +28,7 @@ from api.ratelimit import RateLimiter
 from api.schemas import AGENT, ProofFromKnown, ReceiptOut, SignedEvent
 from api.settings import ApiSettings
 from engram.protocol.errors import AuthError, ForbiddenError, MalformedError
+from engram.protocol.kinds import kinds_where
 from ledger.log import Ledger, Receipt, Submission
 from ledger.memory.service import MemoryService
 from ledger.sharing import allowed_kinds
@@ -50,15 +51,7 @@ __all__ = [
 ]
 
 #: The kinds whose records and memory items a share token can open for reading.
-READABLE_KINDS = (
-    "memory.written",
-    "memory.distilled",
-    "memory.superseded",
-    "pact.outcome",
-    "eval.outcome",
-    "boundary.event",
-    "commitment",
-)
+READABLE_KINDS = tuple(sorted(kinds_where(items=("body", "entries", "record"))))
 
 
 @dataclass

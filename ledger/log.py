@@ -54,8 +54,7 @@ from engram.protocol.keyfiles import (
     load_log_key,
     write_private_file,
 )
-from engram.protocol.kinds import require_kind
-from engram.protocol.schemas import gated_texts, validate_body
+from engram.protocol.kinds import gated_texts, require_kind, validate_body
 from engram.protocol.signer import AgentSigner
 from engram.protocol.wire import ConsistencyProof, InclusionProof, Receipt, Submission
 from ledger.config import Settings

@@ -30,6 +30,7 @@ from api.schemas import (
     WriteOut,
 )
 from engram.protocol.errors import NotFoundError
+from engram.protocol.kinds import kinds_where
 from engram.protocol.records import RECORD_KINDS
 from engram.protocol.schemas import parse_ref
 
@@ -37,7 +38,9 @@ router = APIRouter(tags=["memory"], responses=problem_responses())
 
 SessionPath = Annotated[str, Path(pattern=SESSION)]
 _PROBLEMS = problem_responses(401, 403, 404, 409, 422)
-MEMORY_KINDS = ("memory.written", "memory.superseded", "memory.decay_exempted", "memory.erased")
+#: What an agent submits to its /memories route: the memory kinds it signs itself.
+MEMORY_KINDS = kinds_where(group="memory", signer="agent")
+_MAKES_ITEM = kinds_where(group="memory", items=("body",))
 
 
 @router.post("/v1/agents/{agent}/sessions", status_code=201, responses=_PROBLEMS)
@@ -98,7 +101,7 @@ def write_memory(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: Kno
     """A signed ``memory.written``, ``memory.superseded``, ``memory.decay_exempted`` or
     ``memory.erased`` event (an erasure deletes the erased entry's body)."""
     receipt, _ = submit_signed(svc, ev, agent=agent, kinds=MEMORY_KINDS)
-    ref = svc.memory.ref_for(agent, receipt.index) if receipt.kind in MEMORY_KINDS[:2] else None
+    ref = svc.memory.ref_for(agent, receipt.index) if receipt.kind in _MAKES_ITEM else None
     return WriteOut(receipt=receipt_out(svc, receipt, known), ref=ref)
 
 

@@ -55,6 +55,7 @@ from engram.protocol.errors import (
 )
 from engram.protocol.gate import WriteGate
 from engram.protocol.httpsign import audience_for_key, sign_request
+from engram.protocol.kinds import kinds_where, require_kind
 from engram.protocol.records import RECORD_KINDS, record_content
 from engram.protocol.schemas import parse_ref
 from engram.protocol.wire import InclusionProof, Receipt, StreamState, Submission
@@ -66,12 +67,58 @@ from verifier.oracle import AGENT_HEADER, CLAIM_HEADER, OracleStatement, verify_
 from verifier.state import CheckpointStore, default_state_dir, require_extends
 from verifier.token import TokenError, mint, revocation_ids
 
-__all__ = ["Buyer", "HttpTransport", "RemoteMemory", "verify_item_proof", "verify_receipt"]
+__all__ = ["ROUTES", "Buyer", "HttpTransport", "RemoteMemory", "verify_item_proof", "verify_receipt"]
 
-_RECORDS = {"pact.outcome", "eval.outcome", "boundary.event", "commitment"}
-_POLICY = {"memory.distilled", "memory.tier_changed", "memory.archived", "memory.accessed"}
-_TEXT_KINDS = {"memory.written", "memory.superseded", "memory.distilled"}  # content is the body's
-_MEMORY = {"memory.written", "memory.superseded", "memory.decay_exempted", "memory.erased"}
+_RECORDS = kinds_where(group="record")
+_POLICY = kinds_where(signer="policy")
+_TEXT_KINDS = kinds_where(items=("body", "entries"))  # the item's content is the body's
+
+#: Where a single event is submitted (specs/http-api.md): one small function per registered
+#: kind, given the agent's base path and the exact body bytes; None sends it to the generic
+#: ``POST /v1/events`` (policy kinds, which the service signs itself, are never sent).
+Route = Callable[[str, bytes], str | None]
+
+
+def _session_path(suffix: str) -> Route:
+    def route(base: str, body: bytes) -> str:
+        return f"{base}/sessions/{quote(str(json.loads(body)['session']), safe='')}{suffix}"
+
+    return route
+
+
+def _fixed(path: str) -> Route:
+    return lambda base, body: path
+
+
+def _under(path: str) -> Route:
+    return lambda base, body: base + path
+
+
+def _generic(base: str, body: bytes) -> None:
+    return None
+
+
+ROUTES: dict[str, Route] = {
+    "key.registered": _fixed("/v1/agents"),
+    "key.rotated": _under("/keys/rotate"),
+    "key.revoked": _under("/keys/revoke"),
+    "session.opened": _under("/sessions"),
+    "session.turn": _session_path("/turns"),
+    "session.closed": _session_path("/close"),
+    "memory.written": _under("/memories"),
+    "memory.distilled": _generic,
+    "memory.tier_changed": _generic,
+    "memory.superseded": _under("/memories"),
+    "memory.decay_exempted": _under("/memories"),
+    "memory.archived": _generic,
+    "memory.accessed": _generic,
+    "memory.erased": _under("/memories"),
+    "pact.outcome": _under("/records"),
+    "eval.outcome": _under("/records"),
+    "boundary.event": _under("/records"),
+    "commitment": _under("/records"),
+    "share.revoked": _under("/tokens/revoke"),
+}
 
 
 def _b64(b: bytes) -> str:
@@ -282,22 +329,8 @@ class HttpTransport:
             return [self._remember(r) for r in resp.json()["receipts"]]
         sub = submissions[0]
         env = Envelope.from_bytes(sub.envelope)
-        agent, kind = quote(env.agent, safe=""), env.kind
-        base = f"/v1/agents/{agent}"
-        session = ""
-        if kind.startswith("session."):
-            session = quote(str(json.loads(sub.body)["session"]), safe="")
-        route = {
-            "key.registered": "/v1/agents",
-            "key.rotated": f"{base}/keys/rotate",
-            "key.revoked": f"{base}/keys/revoke",
-            "session.opened": f"{base}/sessions",
-            "session.turn": f"{base}/sessions/{session}/turns",
-            "session.closed": f"{base}/sessions/{session}/close",
-            "share.revoked": f"{base}/tokens/revoke",
-        }.get(kind)
-        if route is None:
-            route = f"{base}/memories" if kind in _MEMORY else f"{base}/records" if kind in _RECORDS else None
+        kind = require_kind(env.kind).name  # an unknown kind is refused here, not sent anywhere
+        route = ROUTES[kind](f"/v1/agents/{quote(env.agent, safe='')}", sub.body)
         if route is None:
             resp = self.request("POST", "/v1/events", body={"events": [_wire(sub)]}, headers=headers)
             return [self._remember(r) for r in resp.json()["receipts"]]

@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engram.protocol.gate import WriteGate
-from engram.protocol.schemas import parse_ref, validate_body
+from engram.protocol.kinds import validate_body
+from engram.protocol.schemas import parse_ref
 
 __all__ = [
     "closed_body",

@@ -1,7 +1,9 @@
-"""Body schemas of the event-kind registry v2 (specs/memory-events.md).
+"""Body schemas of the event-kind registry v2 (specs/memory-events.md): one function per
+kind, named for it, which :mod:`engram.protocol.kinds` puts in the kind's registry entry.
 
-Every body is validated here before anything is signed (agent-side helpers) and again
-before anything is stored (the ledger's append path). Unknown members are rejected, every
+Every body is validated before anything is signed (agent-side helpers) and again before
+anything is stored (the ledger's append path), through
+:func:`engram.protocol.kinds.validate_body`. Unknown members are rejected, every
 string and list is bounded, numbers are integers in range. Each failure is a
 :class:`RejectedEventError` whose check names the kind and member.
 """
@@ -9,22 +11,37 @@ string and list is bounded, numbers are integers in range. Each failure is a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from engram.protocol.errors import RejectedEventError
 
 __all__ = [
     "CATEGORIES",
-    "GATED_KINDS",
     "MAX_CONTENT_CHARS",
     "NAME_PATTERN",
     "SESSION_PATTERN",
     "SOURCE_TYPES",
     "TIERS",
-    "gated_texts",
+    "BodyReader",
+    "boundary_event",
+    "commitment",
+    "eval_outcome",
+    "key_event",
+    "memory_accessed",
+    "memory_archived",
+    "memory_decay_exempted",
+    "memory_distilled",
+    "memory_erased",
+    "memory_superseded",
+    "memory_tier_changed",
+    "memory_written",
+    "pact_outcome",
     "parse_ref",
-    "validate_body",
+    "session_closed",
+    "session_opened",
+    "session_turn",
+    "share_revoked",
 ]
 
 CATEGORIES = ("COMMITMENT", "PERFORMANCE", "LEARNING", "FAILURE", "PREFERENCE", "ANOMALY", "CONTEXT")
@@ -56,7 +73,7 @@ def parse_ref(ref: str) -> tuple[int, int]:
     return int(index), int(pos)
 
 
-class _Body:
+class BodyReader:
     """Reads members of one body, recording which were read so unknown ones are refused."""
 
     def __init__(self, kind: str, body: object) -> None:
@@ -162,7 +179,7 @@ class _Body:
             )
 
 
-def _memory_fields(b: _Body) -> None:
+def _memory_fields(b: BodyReader) -> None:
     b.choice("category", CATEGORIES)
     b.text("content", max_len=MAX_CONTENT_CHARS)
     b.tags()
@@ -171,12 +188,12 @@ def _memory_fields(b: _Body) -> None:
     b.provenance()
 
 
-def _session_opened(b: _Body) -> None:
+def session_opened(b: BodyReader) -> None:
     b.text("session", max_len=64, pattern=_SESSION)
     b.text("title", max_len=200, required=False)
 
 
-def _session_turn(b: _Body) -> None:
+def session_turn(b: BodyReader) -> None:
     b.text("session", max_len=64, pattern=_SESSION)
     b.integer("turn", 0, 1_000_000)
     b.choice("role", ROLES)
@@ -193,12 +210,12 @@ def _session_turn(b: _Body) -> None:
             raise b._fail("tool", "name must be a tool name")
 
 
-def _session_closed(b: _Body) -> None:
+def session_closed(b: BodyReader) -> None:
     b.text("session", max_len=64, pattern=_SESSION)
     b.text("summary", max_len=MAX_CONTENT_CHARS, required=False)
 
 
-def _memory_written(b: _Body) -> None:
+def memory_written(b: BodyReader) -> None:
     _memory_fields(b)
     b.text("session", max_len=64, pattern=_SESSION, required=False)
     tier = b.choice("tier", ("HOT", "WARM", "COLD"), required=False)
@@ -207,7 +224,7 @@ def _memory_written(b: _Body) -> None:
     b.boolean("decay_exempt")
 
 
-def _memory_distilled(b: _Body) -> None:
+def memory_distilled(b: BodyReader) -> None:
     b.text("session", max_len=64, pattern=_SESSION)
     inp = b.get("input", True)
     if (
@@ -233,12 +250,12 @@ def _memory_distilled(b: _Body) -> None:
             "entries", f"must be a list of at most {MAX_DISTILLED_ENTRIES} entries (empty is valid)"
         )
     for i, e in enumerate(entries):
-        eb = _Body(f"memory.distilled.entries[{i}]", e)
+        eb = BodyReader(f"memory.distilled.entries[{i}]", e)
         _memory_fields(eb)
         eb.done()
 
 
-def _tier_changed(b: _Body) -> None:
+def memory_tier_changed(b: BodyReader) -> None:
     b.ref("item")
     src = b.choice("from", TIERS)
     dst = b.choice("to", TIERS)
@@ -252,7 +269,7 @@ def _tier_changed(b: _Body) -> None:
     b.integer("last_activity_us", 0, 2**53 - 1, required=False)
 
 
-def _superseded(b: _Body) -> None:
+def memory_superseded(b: BodyReader) -> None:
     b.ref("item")
     b.text("content", max_len=MAX_CONTENT_CHARS)
     b.text("reason", max_len=MAX_CONTENT_CHARS)
@@ -260,12 +277,12 @@ def _superseded(b: _Body) -> None:
     b.tags()
 
 
-def _decay_exempted(b: _Body) -> None:
+def memory_decay_exempted(b: BodyReader) -> None:
     b.ref("item")
     b.text("reason", max_len=MAX_CONTENT_CHARS)
 
 
-def _archived(b: _Body) -> None:
+def memory_archived(b: BodyReader) -> None:
     b.ref("item")
     b.text("rule", max_len=64, pattern=_NAME)
     b.integer("policy_version", 1, 1_000_000)
@@ -273,7 +290,7 @@ def _archived(b: _Body) -> None:
     b.integer("last_activity_us", 0, 2**53 - 1)
 
 
-def _accessed(b: _Body) -> None:
+def memory_accessed(b: BodyReader) -> None:
     items = b.get("items", True)
     if not isinstance(items, list) or not 0 < len(items) <= MAX_ACCESSED or len(set(items)) != len(items):
         raise b._fail("items", f"must be 1-{MAX_ACCESSED} distinct item references")
@@ -283,7 +300,7 @@ def _accessed(b: _Body) -> None:
     b.text("session", max_len=64, pattern=_SESSION, required=False)
 
 
-def _erased(b: _Body) -> None:
+def memory_erased(b: BodyReader) -> None:
     index = b.integer("index", 0, 2**53 - 1)
     refs = b.get("refs", True)
     if (
@@ -298,7 +315,7 @@ def _erased(b: _Body) -> None:
     b.text("reason", max_len=MAX_CONTENT_CHARS)
 
 
-def _pact(b: _Body) -> None:
+def pact_outcome(b: BodyReader) -> None:
     b.text("pact", max_len=128, pattern=_NAME)
     b.choice("result", ("fulfilled", "violated"))
     b.integer("quality", 0, 100)
@@ -306,88 +323,30 @@ def _pact(b: _Body) -> None:
     b.text("task_type", max_len=64, pattern=_NAME, required=False)
 
 
-def _eval(b: _Body) -> None:
+def eval_outcome(b: BodyReader) -> None:
     b.text("eval", max_len=128, pattern=_NAME)
     b.choice("result", ("pass", "fail"))
     b.integer("score", 0, 100)
     b.text("evidence", max_len=MAX_CONTENT_CHARS, required=False)
 
 
-def _boundary(b: _Body) -> None:
+def boundary_event(b: BodyReader) -> None:
     b.choice("type", ("scope_violation", "safety_intervention", "anomaly"))
     b.text("description", max_len=MAX_CONTENT_CHARS)
     b.integer("severity", 0, 100, required=False)
 
 
-def _commitment(b: _Body) -> None:
+def commitment(b: BodyReader) -> None:
     b.text("promise", max_len=MAX_CONTENT_CHARS)
     b.text("due", max_len=32, required=False, pattern=re.compile(r"\d{4}-\d{2}-\d{2}"))
     b.text("counterparty", max_len=128, required=False)
 
 
-def _share_revoked(b: _Body) -> None:
+def share_revoked(b: BodyReader) -> None:
     b.text("token_id", max_len=128, pattern=re.compile(r"[A-Za-z0-9_-]{1,128}"))
 
 
-def _key_event(b: _Body) -> None:
+def key_event(b: BodyReader) -> None:
     b.text("description", max_len=500, required=False)
     b.text("reason", max_len=500, required=False)
     b.text("by", max_len=64, required=False)
-
-
-_VALIDATORS: dict[str, Callable[[_Body], None]] = {
-    "key.registered": _key_event,
-    "key.rotated": _key_event,
-    "key.revoked": _key_event,
-    "session.opened": _session_opened,
-    "session.turn": _session_turn,
-    "session.closed": _session_closed,
-    "memory.written": _memory_written,
-    "memory.distilled": _memory_distilled,
-    "memory.tier_changed": _tier_changed,
-    "memory.superseded": _superseded,
-    "memory.decay_exempted": _decay_exempted,
-    "memory.archived": _archived,
-    "memory.accessed": _accessed,
-    "memory.erased": _erased,
-    "pact.outcome": _pact,
-    "eval.outcome": _eval,
-    "boundary.event": _boundary,
-    "commitment": _commitment,
-    "share.revoked": _share_revoked,
-}
-
-
-def validate_body(kind: str, body: object) -> Mapping[str, Any]:
-    """Validate ``body`` against the schema of ``kind``; return it unchanged."""
-    validator = _VALIDATORS.get(kind)
-    if validator is None:
-        raise RejectedEventError(f"no body schema for kind {kind!r}", check="ledger.kind")
-    b = _Body(kind, body)
-    validator(b)
-    b.done()
-    return b.body
-
-
-#: Text members that become recalled memory (records are recalled from COLD too), and so
-#: pass the write gate.
-_GATED_MEMBERS: dict[str, tuple[str, ...]] = {
-    "memory.written": ("content", "evidence"),
-    "memory.superseded": ("content", "reason"),
-    "memory.decay_exempted": ("reason",),
-    "pact.outcome": ("evidence",),
-    "eval.outcome": ("evidence",),
-    "boundary.event": ("description",),
-    "commitment": ("promise", "counterparty"),
-}
-GATED_KINDS = frozenset({*_GATED_MEMBERS, "memory.distilled"})
-
-
-def gated_texts(kind: str, body: Mapping[str, Any]) -> list[str]:
-    """The texts of a body that the write gate must see (empty for ungated kinds)."""
-    if kind == "memory.distilled":
-        entries = body.get("entries") or []
-        return [
-            str(e[f]) for e in entries for f in ("content", "evidence") if isinstance(e, Mapping) and e.get(f)
-        ]
-    return [str(body[f]) for f in _GATED_MEMBERS.get(kind, ()) if body.get(f)]

@@ -15,7 +15,7 @@ already erased; a memory that repeats one of its provenance sources word for wor
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from engram.protocol.errors import RejectedEventError
@@ -25,18 +25,101 @@ from ledger.storage.store import SqlStore
 from verifier.event import Envelope, Leaf
 from verifier.jcs import parse_strict
 
-__all__ = ["MemoryPreconditions"]
+__all__ = ["PRECONDITIONS", "MemoryPreconditions"]
 
-_NEEDS_STATE = frozenset(
-    {
-        "session.opened",
-        "session.turn",
-        "session.closed",
-        "memory.superseded",
-        "memory.decay_exempted",
-        "memory.erased",
-    }
-)
+
+class _Batch:
+    """What the checks of one batch share: the store, a synced projection, the gate, and the
+    sessions opened or closed by the batch's earlier events."""
+
+    def __init__(self, store: SqlStore, gate: WriteGate) -> None:
+        self.store = store
+        self.gate = gate
+        self.projection = Projection(store)
+        self.opened: dict[tuple[str, str], str] = {}
+
+
+Check = Callable[[_Batch, Envelope, Mapping[str, Any]], None]
+
+
+def _none(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
+    """Nothing state-dependent to check (the log's own checks and the body schema suffice)."""
+
+
+def _session_opened(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
+    key = (env.agent, body["session"])
+    if key in batch.opened or batch.projection.session(*key) is not None:
+        raise RejectedEventError(f"session {body['session']} already exists", check="memory.session")
+    batch.opened[key] = "open"
+
+
+def _session_is_open(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
+    key = (env.agent, body["session"])
+    s = batch.projection.session(*key)
+    status = batch.opened.get(key) or (None if s is None else s.status)
+    if status != "open":
+        raise RejectedEventError(
+            f"session {body['session']} of {env.agent} is not open", check="memory.session"
+        )
+
+
+def _session_closed(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
+    _session_is_open(batch, env, body)
+    batch.opened[(env.agent, body["session"])] = "closed"
+
+
+def _live_item(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
+    """memory.superseded and memory.decay_exempted name an item that exists and is active
+    (an exemption may also bring back an archived one)."""
+    it = batch.projection.item(env.agent, body["item"])
+    if it is None:
+        raise RejectedEventError(
+            f"{env.kind} names item {body['item']}, which does not exist", check="memory.missing_item"
+        )
+    restorable = env.kind == "memory.decay_exempted" and it.status == "archived"
+    if it.status != "active" and not restorable:
+        raise RejectedEventError(f"item {it.ref} is {it.status}", check="memory.item_state")
+
+
+def _erasable(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
+    for ref in body["refs"]:
+        it = batch.projection.item(env.agent, ref)
+        if it is None or it.status == "erased":
+            raise RejectedEventError(f"nothing to erase at {ref}", check="memory.missing_item")
+
+
+def _not_verbatim(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
+    if body.get("provenance"):
+        sources = MemoryPreconditions.source_texts(batch.store, body["provenance"], env.agent)
+        batch.gate.check_not_verbatim(body["content"], sources)
+
+
+#: One check per registered kind (engram.protocol.kinds.KINDS; a test checks the rows).
+PRECONDITIONS: dict[str, Check] = {
+    "key.registered": _none,
+    "key.rotated": _none,
+    "key.revoked": _none,
+    "session.opened": _session_opened,
+    "session.turn": _session_is_open,
+    "session.closed": _session_closed,
+    "memory.written": _not_verbatim,
+    "memory.distilled": _none,
+    "memory.tier_changed": _none,
+    "memory.superseded": _live_item,
+    "memory.decay_exempted": _live_item,
+    "memory.archived": _none,
+    "memory.accessed": _none,
+    "memory.erased": _erasable,
+    "pact.outcome": _none,
+    "eval.outcome": _none,
+    "boundary.event": _none,
+    "commitment": _none,
+    "share.revoked": _none,
+}
+
+#: Kinds whose checks read the projection, which is synced first (memory.written alone
+#: reads only stored bodies).
+_NEEDS_STATE = frozenset(k for k, c in PRECONDITIONS.items() if c not in (_none, _not_verbatim))
 
 
 class MemoryPreconditions:
@@ -68,44 +151,8 @@ class MemoryPreconditions:
         return texts
 
     def __call__(self, store: SqlStore, batch: Sequence[tuple[Envelope, Mapping[str, Any]]]) -> None:
-        projection = Projection(store)
+        state = _Batch(store, self.gate)
         if any(e.kind in _NEEDS_STATE for e, _ in batch):
-            projection.sync()  # memory.written alone reads only stored bodies, not the projection
-        opened: dict[tuple[str, str], str] = {}  # sessions opened or closed earlier in this batch
+            state.projection.sync()
         for env, body in batch:
-            kind = env.kind
-            if kind == "session.opened":
-                key = (env.agent, body["session"])
-                if key in opened or projection.session(*key) is not None:
-                    raise RejectedEventError(
-                        f"session {body['session']} already exists", check="memory.session"
-                    )
-                opened[key] = "open"
-            elif kind in ("session.turn", "session.closed"):
-                key = (env.agent, body["session"])
-                s = projection.session(*key)
-                status = opened.get(key) or (None if s is None else s.status)
-                if status != "open":
-                    raise RejectedEventError(
-                        f"session {body['session']} of {env.agent} is not open", check="memory.session"
-                    )
-                if kind == "session.closed":
-                    opened[key] = "closed"
-            elif kind in ("memory.superseded", "memory.decay_exempted"):
-                it = projection.item(env.agent, body["item"])
-                if it is None:
-                    raise RejectedEventError(
-                        f"{kind} names item {body['item']}, which does not exist", check="memory.missing_item"
-                    )
-                restorable = kind == "memory.decay_exempted" and it.status == "archived"
-                if it.status != "active" and not restorable:
-                    raise RejectedEventError(f"item {it.ref} is {it.status}", check="memory.item_state")
-            elif kind == "memory.erased":
-                for ref in body["refs"]:
-                    it = projection.item(env.agent, ref)
-                    if it is None or it.status == "erased":
-                        raise RejectedEventError(f"nothing to erase at {ref}", check="memory.missing_item")
-            elif kind == "memory.written" and body.get("provenance"):
-                self.gate.check_not_verbatim(
-                    body["content"], self.source_texts(store, body["provenance"], env.agent)
-                )
+            PRECONDITIONS[env.kind](state, env, body)

@@ -25,8 +25,8 @@ from engram.protocol.bodies import (
     written_body,
 )
 from engram.protocol.errors import ConflictError, ForbiddenError, RejectedEventError
+from engram.protocol.kinds import validate_body
 from engram.protocol.records import RECORD_KINDS
-from engram.protocol.schemas import validate_body
 from ledger.log import Ledger, PolicyEvent, Receipt, Submission
 from ledger.memory.distill import Distiller, RuleBasedDistiller, Turn
 from ledger.memory.policy import Decision, PolicyConfig, decide_session_end, decide_sweep

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -31,6 +31,7 @@ from engram.protocol.records import RECORD_KINDS, record_content
 from verifier.jcs import canonical_bytes
 
 __all__ = [
+    "EVOLVE",
     "RECORD_KINDS",
     "InMemoryState",
     "Item",
@@ -190,152 +191,209 @@ def _confirm(target: Item, other: Item) -> None:
 
 def evolve(state: MemoryState, ev: LoggedEvent) -> None:
     """Apply one logged event to the memory projection (deterministic; see module doc)."""
-    b = ev.body
-    kind = ev.kind
-    if b is None:
+    if ev.body is None:
         return  # a withheld or erased body: the leaf stays, the memory projection has nothing to add
-    if kind == "session.opened":
-        hot = sorted(state.hot_items(ev.agent), key=lambda i: ref_key(i.ref))
-        state.put_session(
-            Session(
+    EVOLVE[ev.kind](state, ev, ev.body)
+
+
+Handler = Callable[[MemoryState, LoggedEvent, Mapping[str, Any]], None]
+
+
+def _nothing(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
+    """key.*, share.revoked: nothing to project into memory."""
+
+
+def _session_opened(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
+    hot = sorted(state.hot_items(ev.agent), key=lambda i: ref_key(i.ref))
+    state.put_session(
+        Session(
+            agent=ev.agent,
+            session=b["session"],
+            opened_index=ev.index,
+            opened_us=ev.timestamp_us,
+            title=b.get("title"),
+            last_index=ev.index,
+            hot_snapshot=[
+                {
+                    "ref": i.ref,
+                    "index": i.index,
+                    "category": i.category,
+                    "content": i.content,
+                    "created_us": i.created_us,
+                    "tags": i.tags,
+                }
+                for i in hot
+            ],
+        )
+    )
+
+
+def _session_turn(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
+    s = state.session(ev.agent, b["session"])
+    if s is None:  # not opened (refused on append; tolerated on replay)
+        return
+    s.last_index = ev.index
+    s.turns += 1
+    state.put_session(s)
+
+
+def _session_closed(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
+    s = state.session(ev.agent, b["session"])
+    if s is None:  # not opened (refused on append; tolerated on replay)
+        return
+    s.last_index = ev.index
+    s.status, s.closed_index = "closed", ev.index
+    state.put_session(s)
+
+
+def _memory_written(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
+    _add_or_confirm(state, _new_memory(ev, 0, b, tier=b.get("tier") or "HOT", session=b.get("session")))
+
+
+def _memory_distilled(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
+    for n, entry in enumerate(b["entries"]):
+        _add_or_confirm(state, _new_memory(ev, n, entry, tier="HOT", session=b["session"]))
+    s = state.session(ev.agent, b["session"])
+    if s is not None:
+        s.distilled = True
+        state.put_session(s)
+
+
+def _memory_superseded(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
+    old = state.item(ev.agent, b["item"])
+    if old is None or old.status != "active":
+        return
+    new = Item(
+        agent=ev.agent,
+        ref=f"{ev.index}.0",
+        index=ev.index,
+        source_kind=ev.kind,
+        tier=old.tier,
+        status="active",
+        category=old.category,
+        content=b["content"],
+        tags=list(b.get("tags") or old.tags),
+        confidence=b.get("confidence", old.confidence),
+        created_us=ev.timestamp_us,
+        decay_exempt=old.decay_exempt,
+        linked_action=old.linked_action,
+        provenance=[*old.provenance, {"source_type": "log", "source_ref": str(old.index)}],
+        session=old.session,
+        supersedes=old.ref,
+    )
+    old.status, old.superseded_by = "superseded", new.ref
+    state.put_item(old)
+    state.put_item(new)
+
+
+def _memory_decay_exempted(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
+    it = state.item(ev.agent, b["item"])
+    if it is None:
+        return
+    it.decay_exempt = True
+    if it.status == "archived":
+        # An exemption that races with decay wins: archiving never deleted the item,
+        # so it comes back rather than losing the flag's intent.
+        it.status = "active"
+        it.tier_history.append({"index": ev.index, "from": "archived", "to": it.tier, "rule": "exemption"})
+    state.put_item(it)
+
+
+def _memory_archived(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
+    it = state.item(ev.agent, b["item"])
+    # Preconditions re-checked in log order: an exemption, a link or a use that arrived
+    # first wins, and the window must really have ended by this entry's server time.
+    if it is None or it.status != "active" or it.tier != "WARM" or it.decay_exempt or it.linked_action:
+        return
+    if not _time_basis_holds(it, ev, b):
+        return
+    it.status = "archived"
+    it.tier_history.append({"index": ev.index, "from": "WARM", "to": "archived", "rule": b["rule"]})
+    state.put_item(it)
+
+
+def _memory_accessed(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
+    for ref in b["items"]:
+        it = state.item(ev.agent, ref)
+        if it is not None:
+            it.access_count += 1
+            it.last_access_us = ev.timestamp_us
+            state.put_item(it)
+
+
+def _memory_erased(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
+    # A canonical tombstone, whatever the item held: the projection is the same whether
+    # the erased body is still stored or already gone (then the item never existed).
+    erased = set(b["refs"])
+    for ref in b["refs"]:
+        state.put_item(
+            Item(
                 agent=ev.agent,
-                session=b["session"],
-                opened_index=ev.index,
-                opened_us=ev.timestamp_us,
-                title=b.get("title"),
-                last_index=ev.index,
-                hot_snapshot=[
-                    {
-                        "ref": i.ref,
-                        "index": i.index,
-                        "category": i.category,
-                        "content": i.content,
-                        "created_us": i.created_us,
-                        "tags": i.tags,
-                    }
-                    for i in hot
-                ],
+                ref=ref,
+                index=b["index"],
+                source_kind="memory.erased",
+                tier="NONE",
+                status="erased",
+                category="CONTEXT",
+                content="",
+                created_us=ev.timestamp_us,
             )
         )
-    elif kind in ("session.turn", "session.closed"):
-        s = state.session(ev.agent, b["session"])
-        if s is None:  # not opened (refused on append; tolerated on replay)
-            return
-        s.last_index = ev.index
-        if kind == "session.turn":
-            s.turns += 1
-        else:
-            s.status, s.closed_index = "closed", ev.index
-        state.put_session(s)
-    elif kind == "memory.written":
-        _add_or_confirm(state, _new_memory(ev, 0, b, tier=b.get("tier") or "HOT", session=b.get("session")))
-    elif kind == "memory.distilled":
-        for n, entry in enumerate(b["entries"]):
-            _add_or_confirm(state, _new_memory(ev, n, entry, tier="HOT", session=b["session"]))
-        s = state.session(ev.agent, b["session"])
-        if s is not None:
-            s.distilled = True
+    for s in state.agent_sessions(ev.agent):  # frozen HOT blocks forget it too
+        kept = [h for h in s.hot_snapshot if h["ref"] not in erased]
+        if len(kept) != len(s.hot_snapshot):
+            s.hot_snapshot = kept
             state.put_session(s)
-    elif kind == "memory.tier_changed":
-        _apply_tier_change(state, ev, b)
-    elif kind == "memory.superseded":
-        old = state.item(ev.agent, b["item"])
-        if old is None or old.status != "active":
-            return
-        new = Item(
+
+
+def _record(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
+    """pact.outcome, eval.outcome, boundary.event, commitment: one COLD item, write-once."""
+    kind = ev.kind
+    state.put_item(
+        Item(
             agent=ev.agent,
             ref=f"{ev.index}.0",
             index=ev.index,
             source_kind=kind,
-            tier=old.tier,
+            tier="COLD",
             status="active",
-            category=old.category,
-            content=b["content"],
-            tags=list(b.get("tags") or old.tags),
-            confidence=b.get("confidence", old.confidence),
+            category=RECORD_KINDS[kind],
+            content=record_content(kind, b),
+            tags=[kind.split(".")[0]],
+            confidence=100,
             created_us=ev.timestamp_us,
-            decay_exempt=old.decay_exempt,
-            linked_action=old.linked_action,
-            provenance=[*old.provenance, {"source_type": "log", "source_ref": str(old.index)}],
-            session=old.session,
-            supersedes=old.ref,
+            linked_action=kind in ("pact.outcome", "eval.outcome"),
+            provenance=[{"source_type": "log", "source_ref": str(ev.index)}],
         )
-        old.status, old.superseded_by = "superseded", new.ref
-        state.put_item(old)
-        state.put_item(new)
-    elif kind == "memory.decay_exempted":
-        it = state.item(ev.agent, b["item"])
-        if it is not None:
-            it.decay_exempt = True
-            if it.status == "archived":
-                # An exemption that races with decay wins: archiving never deleted the item,
-                # so it comes back rather than losing the flag's intent.
-                it.status = "active"
-                it.tier_history.append(
-                    {"index": ev.index, "from": "archived", "to": it.tier, "rule": "exemption"}
-                )
-            state.put_item(it)
-    elif kind == "memory.archived":
-        it = state.item(ev.agent, b["item"])
-        # Preconditions re-checked in log order: an exemption, a link or a use that arrived
-        # first wins, and the window must really have ended by this entry's server time.
-        if it is None or it.status != "active" or it.tier != "WARM" or it.decay_exempt or it.linked_action:
-            return
-        if not _time_basis_holds(it, ev, b):
-            return
-        it.status = "archived"
-        it.tier_history.append({"index": ev.index, "from": "WARM", "to": "archived", "rule": b["rule"]})
-        state.put_item(it)
-    elif kind == "memory.accessed":
-        for ref in b["items"]:
-            it = state.item(ev.agent, ref)
-            if it is not None:
-                it.access_count += 1
-                it.last_access_us = ev.timestamp_us
-                state.put_item(it)
-    elif kind == "memory.erased":
-        # A canonical tombstone, whatever the item held: the projection is the same whether
-        # the erased body is still stored or already gone (then the item never existed).
-        erased = set(b["refs"])
-        for ref in b["refs"]:
-            state.put_item(
-                Item(
-                    agent=ev.agent,
-                    ref=ref,
-                    index=b["index"],
-                    source_kind="memory.erased",
-                    tier="NONE",
-                    status="erased",
-                    category="CONTEXT",
-                    content="",
-                    created_us=ev.timestamp_us,
-                )
-            )
-        for s in state.agent_sessions(ev.agent):  # frozen HOT blocks forget it too
-            kept = [h for h in s.hot_snapshot if h["ref"] not in erased]
-            if len(kept) != len(s.hot_snapshot):
-                s.hot_snapshot = kept
-                state.put_session(s)
-    elif kind in RECORD_KINDS:
-        prov = [{"source_type": "log", "source_ref": str(ev.index)}]
-        state.put_item(
-            Item(
-                agent=ev.agent,
-                ref=f"{ev.index}.0",
-                index=ev.index,
-                source_kind=kind,
-                tier="COLD",
-                status="active",
-                category=RECORD_KINDS[kind],
-                content=record_content(kind, b),
-                tags=[kind.split(".")[0]],
-                confidence=100,
-                created_us=ev.timestamp_us,
-                linked_action=kind in ("pact.outcome", "eval.outcome"),
-                provenance=prov,
-            )
-        )
-    # key.*, share.revoked: nothing to project into memory.
+    )
+
+
+def _tier_changed(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
+    _apply_tier_change(state, ev, b)
+
+
+#: One handler per registered kind (engram.protocol.kinds.KINDS; a test checks the rows).
+EVOLVE: dict[str, Handler] = {
+    "key.registered": _nothing,
+    "key.rotated": _nothing,
+    "key.revoked": _nothing,
+    "session.opened": _session_opened,
+    "session.turn": _session_turn,
+    "session.closed": _session_closed,
+    "memory.written": _memory_written,
+    "memory.distilled": _memory_distilled,
+    "memory.tier_changed": _tier_changed,
+    "memory.superseded": _memory_superseded,
+    "memory.decay_exempted": _memory_decay_exempted,
+    "memory.archived": _memory_archived,
+    "memory.accessed": _memory_accessed,
+    "memory.erased": _memory_erased,
+    "pact.outcome": _record,
+    "eval.outcome": _record,
+    "boundary.event": _record,
+    "commitment": _record,
+    "share.revoked": _nothing,
+}
 
 
 def _time_basis_holds(it: Item, ev: LoggedEvent, b: Mapping[str, Any]) -> bool:

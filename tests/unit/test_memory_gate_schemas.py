@@ -7,7 +7,7 @@ import pytest
 
 from engram.protocol.errors import RejectedEventError
 from engram.protocol.gate import GateRejection, WriteGate, redact_secrets
-from engram.protocol.schemas import validate_body
+from engram.protocol.kinds import validate_body
 
 GATE = WriteGate()
 
@@ -180,7 +180,7 @@ def test_text_members_refuse_control_characters() -> None:
 
 
 def test_records_pass_the_gate_too() -> None:
-    from engram.protocol.schemas import gated_texts
+    from engram.protocol.kinds import gated_texts
 
     assert gated_texts("commitment", {"promise": "p", "counterparty": "c"}) == ["p", "c"]
     assert gated_texts("boundary.event", {"type": "anomaly", "description": "d"}) == ["d"]
