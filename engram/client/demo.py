@@ -12,10 +12,13 @@ lifecycle of the embedded demo is not replayed here.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import json
+import os
 import random
 import secrets
+import sys
 import time
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
@@ -34,7 +37,7 @@ from verifier.note import VerifierKey, verify_checkpoint
 from verifier.replay import LogReplay
 from verifier.token import TokenError
 
-__all__ = ["run_server_demo"]
+__all__ = ["main", "run_server_demo"]
 
 
 def run_server_demo(
@@ -202,3 +205,19 @@ def run_server_demo(
         "verdicts": (honest["verdict"], inflated["verdict"]),
         "claims": len(verified.claims),
     }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``engram-client-demo URL [--log-key VKEY]``: the journeys from a client-only install
+    (``pip install 'engram[client]'``); registering agents needs ENGRAM_OPERATOR_TOKEN."""
+    parser = argparse.ArgumentParser(prog="engram-client-demo", description=main.__doc__)
+    parser.add_argument("url", help="the Engram service, e.g. http://127.0.0.1:8000")
+    parser.add_argument("--log-key", help="the service log's verifier key, pinned (`engram log key`)")
+    args = parser.parse_args(argv)
+    try:
+        run_server_demo(
+            args.url, Console(), operator_token=os.environ.get("ENGRAM_OPERATOR_TOKEN"), log_vkey=args.log_key
+        )
+    except EngramError as e:
+        sys.stderr.write(f"engram-client-demo: {e}\n")
+        raise SystemExit(1) from None

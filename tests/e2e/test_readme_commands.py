@@ -40,3 +40,19 @@ def test_readme_witness_block_runs_as_written(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.count("VERIFIED") == 2
     assert "witnesses: cosigned by w1" in run.stdout
+
+
+def test_readme_in_process_python_block_runs_as_written(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("From Python (the agent SDK):\n", 1)[1]
+    code = re.findall(r"```python\n(.+?)\n```", section, flags=re.S)[0]
+    env = {**os.environ, "ENGRAM_HOME": str(tmp_path / ".engram")}
+    env.pop("ENGRAM_DATABASE_URL", None)
+    env.pop("ENGRAM_WITNESS_POLICY", None)
+    subprocess.run([sys.executable, "-m", "ledger.cli", "init"], env=env, cwd=tmp_path, check=True)
+    run = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, run.stderr
+    index, timestamp, _ = run.stdout.split(" ", 2)
+    assert int(index) >= 1 and int(timestamp) > 0
