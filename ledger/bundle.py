@@ -19,7 +19,7 @@ from engram.protocol.errors import MalformedError
 from ledger.log import Ledger
 from ledger.sharing import verify_share_token
 from ledger.witnessing import ensure_witnessed
-from verifier.bundle import MAX_CONSISTENCY_PROOFS, MEDIA_TYPE, heads_text
+from verifier.bundle import MAX_CONSISTENCY_PROOFS, MEDIA_TYPE, heads_text, mean_quality
 from verifier.event import KEY_KINDS, POLICY_AGENT, Leaf
 from verifier.note import sign_note
 
@@ -32,16 +32,9 @@ def _b64(b: bytes) -> str:
 
 def pact_claim(ledger: Ledger, agent: str) -> dict[str, Any]:
     """The standard claim over an agent's pact outcomes: how many, how many fulfilled, mean quality."""
-    from decimal import ROUND_HALF_EVEN, Decimal
-
-    from verifier.jcs import parse_strict
 
     size = ledger.size()
-    bodies = []
-    for i in ledger.store.stream_indices(agent, "pact.outcome", size):
-        sb = ledger.store.body(i)
-        if sb is not None:
-            bodies.append(parse_strict(sb[1], max_bytes=1 << 20))
+    bodies = [b for _, b in ledger.stream_bodies(agent, "pact.outcome", size) if b is not None]
     fulfilled = [b for b in bodies if b.get("result") == "fulfilled"]
     statements: list[dict[str, Any]] = [
         {
@@ -59,9 +52,7 @@ def pact_claim(ledger: Ledger, agent: str) -> dict[str, Any]:
         },
     ]
     if bodies:
-        mean = (Decimal(sum(b["quality"] for b in bodies)) / len(bodies)).quantize(
-            Decimal("0.01"), rounding=ROUND_HALF_EVEN
-        )
+        mean = mean_quality([b["quality"] for b in bodies])
         statements.append(
             {
                 "predicate": "mean",

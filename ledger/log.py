@@ -71,6 +71,7 @@ from verifier.event import (
     verify_body,
     verify_event_signature,
 )
+from verifier.jcs import parse_strict
 from verifier.keys import KeyChange, KeyRecord, authorize
 from verifier.merkle import (
     EMPTY_ROOT,
@@ -621,6 +622,17 @@ class Ledger:
 
     def size(self) -> int:
         return self.store.latest_checkpoint().size
+
+    def stream_bodies(
+        self, agent: str, kind: str, size: int | None = None, *, max_bytes: int = 1 << 20
+    ) -> list[tuple[int, dict[str, Any] | None]]:
+        """A stream's entries below ``size`` (default: the log's size), in version order, each
+        with its parsed body, or None where the body was erased."""
+        out: list[tuple[int, dict[str, Any] | None]] = []
+        for i in self.store.stream_indices(agent, kind, self.size() if size is None else size):
+            sb = self.store.body(i)
+            out.append((i, None if sb is None else parse_strict(sb[1], max_bytes=max_bytes)))
+        return out
 
     def stream_head(self, agent: str, kind: str) -> StreamHead | None:
         return self.store.stream_head(agent, kind)

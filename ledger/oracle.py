@@ -21,7 +21,7 @@ from engram.protocol.errors import NotFoundError
 from engram.protocol.records import RECORD_KINDS
 from ledger.log import Ledger
 from ledger.memory.projection import Projection
-from verifier.jcs import parse_strict
+from verifier.bundle import mean_quality
 from verifier.note import sign_note
 from verifier.oracle import AGENT_HEADER, CLAIM_HEADER, oracle_text
 
@@ -48,14 +48,6 @@ def _dec(value: float | Decimal, q: Decimal = _CENT) -> str:
     return str(Decimal(value).quantize(q, rounding=ROUND_HALF_EVEN))
 
 
-def _bodies(ledger: Ledger, agent: str, kind: str, size: int) -> list[tuple[int, dict[str, Any] | None]]:
-    out: list[tuple[int, dict[str, Any] | None]] = []
-    for i in ledger.store.stream_indices(agent, kind, size):
-        sb = ledger.store.body(i)
-        out.append((i, None if sb is None else parse_strict(sb[1], max_bytes=1 << 20)))
-    return out
-
-
 def _require_agent(ledger: Ledger, agent: str) -> None:
     if not ledger.store.keys_of(agent):
         raise NotFoundError(f"no agent {agent} in this log", check="oracle.agent")
@@ -76,8 +68,8 @@ def agent_statement(ledger: Ledger, agent: str) -> OracleAnswer:
     _require_agent(ledger, agent)
     cp = ledger.latest_checkpoint()
     size = cp.size
-    pacts = _bodies(ledger, agent, "pact.outcome", size)
-    evals = _bodies(ledger, agent, "eval.outcome", size)
+    pacts = ledger.stream_bodies(agent, "pact.outcome", size)
+    evals = ledger.stream_bodies(agent, "eval.outcome", size)
     fulfilled = sum(1 for _, b in pacts if b is not None and b["result"] == "fulfilled")
     violated = sum(1 for _, b in pacts if b is not None and b["result"] == "violated")
 
@@ -108,7 +100,7 @@ def agent_statement(ledger: Ledger, agent: str) -> OracleAnswer:
     for t, qs in sorted(groups.items()):
         mean = sum(qs) / len(qs)
         sd = math.sqrt(sum((q - mean) ** 2 for q in qs) / len(qs))
-        by_type[t] = {"count": len(qs), "mean_quality": _dec(Decimal(sum(qs)) / len(qs)), "spread": _dec(sd)}
+        by_type[t] = {"count": len(qs), "mean_quality": mean_quality(qs), "spread": _dec(sd)}
         spread_sum += sd * len(qs)
         n_all += len(qs)
     attestable = [b for _, b in pacts + evals if b is not None]
@@ -157,12 +149,12 @@ def evaluate_claim(
     where: dict[str, Any] = {"result": "fulfilled"}
     if "task_type" in c:
         where["task_type"] = c["task_type"]
-    pacts = _bodies(ledger, agent, "pact.outcome", cp.size)
+    pacts = ledger.stream_bodies(agent, "pact.outcome", cp.size)
     matching = [b for _, b in pacts if b is not None and all(b.get(k) == v for k, v in where.items())]
     undisclosed = sum(1 for _, b in pacts if b is None)
     actual: dict[str, Any] = {"count": len(matching)}
     if matching:
-        actual["mean_quality"] = _dec(Decimal(sum(int(b["quality"]) for b in matching)) / len(matching))
+        actual["mean_quality"] = mean_quality([int(b["quality"]) for b in matching])
     if undisclosed:
         verdict, reason = "unknown", f"{undisclosed} pact outcome(s) were erased; the count cannot be known"
     elif actual["count"] != c["count"]:

@@ -12,7 +12,6 @@ from collections.abc import Collection
 
 from ledger.log import Ledger
 from verifier.errors import VerificationError
-from verifier.jcs import parse_strict
 from verifier.token import TokenError, VerifiedToken, verify_token
 
 __all__ = ["allowed_kinds", "revoked_token_ids", "verify_share_token"]
@@ -20,17 +19,16 @@ __all__ = ["allowed_kinds", "revoked_token_ids", "verify_share_token"]
 
 def revoked_token_ids(ledger: Ledger, agent: str) -> list[str]:
     out = []
-    for i in ledger.store.stream_indices(agent, "share.revoked", ledger.size()):
-        sb = ledger.store.body(i)
-        if sb is not None:
-            body = parse_strict(sb[1], max_bytes=1 << 16)
-            token_id = body.get("token_id") if isinstance(body, dict) else None
-            if not isinstance(token_id, str):
-                raise TokenError(
-                    f"share.revoked entry {i} names no token id: the revocation list cannot be read",
-                    check="token.revoked",
-                )
-            out.append(token_id)
+    for i, body in ledger.stream_bodies(agent, "share.revoked", max_bytes=1 << 16):
+        if body is None:
+            continue
+        token_id = body.get("token_id")
+        if not isinstance(token_id, str):
+            raise TokenError(
+                f"share.revoked entry {i} names no token id: the revocation list cannot be read",
+                check="token.revoked",
+            )
+        out.append(token_id)
     return out
 
 

@@ -75,6 +75,7 @@ __all__ = [
     "VerifiedBundle",
     "describe_statement",
     "heads_text",
+    "mean_quality",
     "verify_bundle",
 ]
 
@@ -250,9 +251,18 @@ def _evaluate(statement: dict[str, Any], records: list[dict[str, Any] | None]) -
         ints = [v for v in values if type(v) is int]
         if not values or len(ints) != len(values):
             raise ClaimError(f"no integer {name!r} to average", check="claim.field")
-        mean = (Decimal(sum(ints)) / Decimal(len(ints))).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
-        return str(mean)
+        return mean_quality(ints)
     raise MalformedError(f"unknown predicate {pred!r}", check="format.claim")
+
+
+def mean_quality(values: Sequence[int]) -> str:
+    """The mean of integers as a decimal string with two places, rounded half to even
+    (specs/bundle.md "mean"): what bundles, the oracle and clients all state and compare."""
+    if not values:
+        raise ValueError("the mean of no values")
+    return str(
+        (Decimal(sum(values)) / Decimal(len(values))).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+    )
 
 
 def _claim_statements(claim: object) -> list[dict[str, Any]]:

@@ -20,7 +20,6 @@ import random
 import secrets
 import sys
 import time
-from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -33,6 +32,7 @@ from engram.client.scenario import TOPICS, turns
 from engram.client.sdk import Agent
 from engram.protocol.errors import EngramError, ForbiddenError, ReplayError
 from engram.protocol.httpsign import sign_request
+from verifier.bundle import mean_quality
 from verifier.note import VerifierKey, verify_checkpoint
 from verifier.replay import LogReplay
 from verifier.token import TokenError
@@ -173,11 +173,7 @@ def run_server_demo(
         f"signed at size {statement.size}: pacts {p['pacts']}, coverage {p['coverage']['value']}, "
         f"consistency {p['consistency']['value']}, attestation density {p['attestation_density']['value']}"
     )
-    mean = (
-        str((Decimal(sum(qualities)) / len(qualities)).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN))
-        if qualities
-        else None
-    )
+    mean = mean_quality(qualities) if qualities else None
     claim: dict[str, Any] = {"agent": support.agent_id, "count": len(qualities)}
     if mean is not None:
         claim["mean_quality"] = mean
