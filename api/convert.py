@@ -1,16 +1,14 @@
 """Conversions from ledger values to the API's response models (base64 for bytes)."""
 
-import base64
 import dataclasses
 
 from api.schemas import InclusionOut, ItemOut, RecalledOut, ReceiptOut
 from ledger.log import InclusionProof, Receipt
 from ledger.memory.recall import Recalled
 from ledger.memory.state import Item
+from verifier.note import b64encode
 
-
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
+b64 = b64encode  # bytes in responses: standard base64 (specs/http-api.md)
 
 
 def receipt(r: Receipt) -> ReceiptOut:

@@ -12,8 +12,6 @@ Three ways a request is authorized (specs/http-api.md §2):
   constant time.
 """
 
-import base64
-import binascii
 import hmac
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -33,6 +31,7 @@ from ledger.log import Ledger, Receipt, Submission
 from ledger.memory.service import MemoryService
 from ledger.sharing import allowed_kinds
 from verifier.event import Envelope
+from verifier.note import b64decode_strict
 
 __all__ = [
     "Access",
@@ -73,10 +72,10 @@ AgentPath = Annotated[str, Path(pattern=AGENT, description="agent id")]
 
 
 def unb64(text: str, what: str) -> bytes:
-    try:
-        return base64.b64decode(text.encode("ascii"), validate=True)
-    except (binascii.Error, UnicodeEncodeError) as e:
-        raise MalformedError(f"{what} is not base64", check="request.base64") from e
+    """Bytes a request carries as canonical standard base64 (``what`` names the member)."""
+    if not isinstance(text, str):
+        raise MalformedError(f"{what} is not base64", check="request.base64")
+    return b64decode_strict(text, check="request.base64")
 
 
 def submission(svc: Services, ev: SignedEvent, cost: float = 1.0) -> Submission:

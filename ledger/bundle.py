@@ -21,13 +21,9 @@ from ledger.sharing import verify_share_token
 from ledger.witnessing import ensure_witnessed
 from verifier.bundle import MAX_CONSISTENCY_PROOFS, MEDIA_TYPE, heads_text, mean_quality
 from verifier.event import KEY_KINDS, POLICY_AGENT, Leaf
-from verifier.note import sign_note
+from verifier.note import b64encode, sign_note
 
 __all__ = ["create_bundle", "pact_claim"]
-
-
-def _b64(b: bytes) -> str:
-    return base64.b64encode(b).decode("ascii")
 
 
 def pact_claim(ledger: Ledger, agent: str) -> dict[str, Any]:
@@ -110,7 +106,11 @@ def create_bundle(
     for i, proof in zip(indices, proofs, strict=True):
         leaf = ledger.store.leaf(i)
         assert leaf is not None
-        entry: dict[str, Any] = {"index": i, "leaf": _b64(leaf), "proof": [_b64(h) for h in proof.hashes]}
+        entry: dict[str, Any] = {
+            "index": i,
+            "leaf": b64encode(leaf),
+            "proof": [b64encode(h) for h in proof.hashes],
+        }
         sb = ledger.store.body(i)
         stream = Leaf.from_bytes(leaf).envelope.stream
         if stream not in disclosed:
@@ -124,7 +124,7 @@ def create_bundle(
         elif sb is None:
             entry["erased"] = True
         else:
-            entry["salt"], entry["body"] = _b64(sb[0]), _b64(sb[1])
+            entry["salt"], entry["body"] = b64encode(sb[0]), b64encode(sb[1])
         entries.append(entry)
     root_b64 = base64.b64encode(cp.root).decode("ascii")
     # Every agent the statement names is covered: its streams were all enumerated above
@@ -158,7 +158,7 @@ def create_bundle(
                 f"trusted size {old} is beyond the bundle's checkpoint ({size})", check="bundle.trusted_size"
             )
         cons = ledger.prove_consistency(old, size)
-        consistency.append({"old_size": old, "proof": [_b64(h) for h in cons.hashes]})
+        consistency.append({"old_size": old, "proof": [b64encode(h) for h in cons.hashes]})
     if consistency:
         doc["consistency"] = consistency
     return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()

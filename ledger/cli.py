@@ -5,7 +5,6 @@ Exit codes: 0 success, 1 a typed Engram error (message on stderr), 2 usage error
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import sys
@@ -21,6 +20,7 @@ from engram.protocol.errors import ConfigError, EngramError, MalformedError
 from ledger.compose import init_ledger, open_ledger
 from ledger.config import Settings
 from ledger.log import ConsistencyProof, InclusionProof, Ledger
+from verifier.note import b64encode
 
 app = typer.Typer(
     name="engram",
@@ -61,17 +61,13 @@ def _ledger() -> Ledger:
     return open_ledger(Settings.from_env())
 
 
-def _b64(b: bytes) -> str:
-    return base64.b64encode(b).decode("ascii")
-
-
 def _inclusion_json(p: InclusionProof) -> dict[str, Any]:
     return {
         "index": p.index,
         "size": p.size,
-        "leaf_hash": _b64(p.leaf_hash),
-        "root": _b64(p.root),
-        "proof": [_b64(h) for h in p.hashes],
+        "leaf_hash": b64encode(p.leaf_hash),
+        "root": b64encode(p.root),
+        "proof": [b64encode(h) for h in p.hashes],
         "checkpoint": None if p.checkpoint is None else p.checkpoint.decode("utf-8"),
     }
 
@@ -80,9 +76,9 @@ def _consistency_json(p: ConsistencyProof) -> dict[str, Any]:
     return {
         "old_size": p.old_size,
         "new_size": p.new_size,
-        "old_root": _b64(p.old_root),
-        "new_root": _b64(p.new_root),
-        "proof": [_b64(h) for h in p.hashes],
+        "old_root": b64encode(p.old_root),
+        "new_root": b64encode(p.new_root),
+        "proof": [b64encode(h) for h in p.hashes],
         "old_checkpoint": None if p.old_checkpoint is None else p.old_checkpoint.decode("utf-8"),
         "new_checkpoint": None if p.new_checkpoint is None else p.new_checkpoint.decode("utf-8"),
     }
@@ -92,7 +88,7 @@ def tlog_proof_text(p: InclusionProof) -> str:
     """The proof as a c2sp.org/tlog-proof@v1 file (needs the checkpoint of that size)."""
     if p.checkpoint is None:
         raise ConfigError(f"no checkpoint was signed at size {p.size}; pick a checkpointed size")
-    lines = ["c2sp.org/tlog-proof@v1", f"index {p.index}", *(_b64(h) for h in p.hashes), ""]
+    lines = ["c2sp.org/tlog-proof@v1", f"index {p.index}", *(b64encode(h) for h in p.hashes), ""]
     return "\n".join(lines) + "\n" + p.checkpoint.decode("utf-8")
 
 
@@ -375,10 +371,10 @@ def event_append(
             {
                 "index": r.index,
                 "timestamp_us": r.timestamp_us,
-                "leaf_hash": _b64(r.leaf_hash),
+                "leaf_hash": b64encode(r.leaf_hash),
                 "stream": [r.agent, r.kind],
                 "version": r.version,
-                "proof": [_b64(h) for h in r.proof.hashes],
+                "proof": [b64encode(h) for h in r.proof.hashes],
                 "checkpoint": r.checkpoint.decode("utf-8"),
             }
         )

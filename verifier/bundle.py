@@ -42,7 +42,6 @@ Checks, in order (the numbers the CLI prints; one function per step below):
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import re
 import time
@@ -62,7 +61,14 @@ from verifier.event import KEY_KINDS, POLICY_AGENT, Leaf, check_agent_id, check_
 from verifier.jcs import parse_strict
 from verifier.keys import KeyHistory
 from verifier.merkle import HASH_SIZE, verify_inclusion
-from verifier.note import SignedNote, VerifiedCheckpoint, VerifierKey, parse_decimal, verify_checkpoint
+from verifier.note import (
+    SignedNote,
+    VerifiedCheckpoint,
+    VerifierKey,
+    b64decode_strict,
+    parse_decimal,
+    verify_checkpoint,
+)
 from verifier.state import require_extends
 from verifier.token import TokenError, verify_token
 
@@ -184,13 +190,7 @@ def describe_statement(statement: dict[str, Any], value: Any = None) -> str:
 def _b64(value: object, what: str) -> bytes:
     if not isinstance(value, str):
         raise MalformedError(f"{what} must be base64", check="format")
-    try:
-        raw = base64.b64decode(value.encode("ascii"), validate=True)
-    except (binascii.Error, UnicodeEncodeError) as e:
-        raise MalformedError(f"{what} is not base64", check="format") from e
-    if base64.b64encode(raw).decode("ascii") != value:
-        raise MalformedError(f"{what} is not canonical base64", check="format")
-    return raw
+    return b64decode_strict(value, check="format")
 
 
 def _hashes(value: object, what: str) -> list[bytes]:

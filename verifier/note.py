@@ -55,6 +55,7 @@ __all__ = [
     "VerifiedCheckpoint",
     "VerifierKey",
     "b64decode_strict",
+    "b64encode",
     "check_origin",
     "checkpoint_text",
     "ed25519_key_id",
@@ -72,6 +73,12 @@ _EM_DASH = "\u2014"
 _SIG_PREFIX = _EM_DASH + " "
 _DECIMAL = re.compile(r"0|[1-9][0-9]{0,18}")
 _UNICODE_SPACE = re.compile(r"\s|[\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]")
+
+
+def b64encode(data: bytes) -> str:
+    """Standard base64 (RFC 4648 §4) text of ``data``: the one encoding of bytes in JSON on
+    every surface (hashes are lowercase hex; see specs/http-api.md)."""
+    return base64.b64encode(data).decode("ascii")
 
 
 def b64decode_strict(text: str, *, check: str) -> bytes:

@@ -17,7 +17,6 @@ process, so callers handle one error tree either way.
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -62,7 +61,15 @@ from engram.protocol.wire import InclusionProof, Receipt, StreamState, Submissio
 from verifier.bundle import VerifiedBundle, verify_bundle
 from verifier.event import Envelope, Leaf, verify_body
 from verifier.merkle import verify_inclusion
-from verifier.note import Checkpoint, SignedNote, VerifiedCheckpoint, VerifierKey, verify_checkpoint
+from verifier.note import (
+    Checkpoint,
+    SignedNote,
+    VerifiedCheckpoint,
+    VerifierKey,
+    b64decode_strict,
+    b64encode,
+    verify_checkpoint,
+)
 from verifier.oracle import AGENT_HEADER, CLAIM_HEADER, OracleStatement, verify_oracle_statement
 from verifier.state import CheckpointStore, default_state_dir, require_extends
 from verifier.token import TokenError, mint, revocation_ids
@@ -121,12 +128,8 @@ ROUTES: dict[str, Route] = {
 }
 
 
-def _b64(b: bytes) -> str:
-    return base64.b64encode(b).decode("ascii")
-
-
 def _unb64(s: str) -> bytes:
-    return base64.b64decode(s.encode("ascii"), validate=True)
+    return b64decode_strict(s, check="response.base64")
 
 
 def _raise_problem(resp: httpx.Response) -> None:
@@ -170,10 +173,10 @@ def _raise_problem(resp: httpx.Response) -> None:
 
 def _wire(sub: Submission) -> dict[str, str]:
     return {
-        "envelope": _b64(sub.envelope),
-        "signature": _b64(sub.signature),
-        "body": _b64(sub.body),
-        "salt": _b64(sub.salt),
+        "envelope": b64encode(sub.envelope),
+        "signature": b64encode(sub.signature),
+        "body": b64encode(sub.body),
+        "salt": b64encode(sub.salt),
     }
 
 
