@@ -65,7 +65,7 @@ def _inclusion_json(p: InclusionProof) -> dict[str, Any]:
     return {
         "index": p.index,
         "size": p.size,
-        "leaf_hash": b64encode(p.leaf_hash),
+        "leaf_hash": p.leaf_hash.hex(),  # hashes naming an entry are hex on every surface
         "root": b64encode(p.root),
         "proof": [b64encode(h) for h in p.hashes],
         "checkpoint": None if p.checkpoint is None else p.checkpoint.decode("utf-8"),
@@ -371,7 +371,7 @@ def event_append(
             {
                 "index": r.index,
                 "timestamp_us": r.timestamp_us,
-                "leaf_hash": b64encode(r.leaf_hash),
+                "leaf_hash": r.leaf_hash.hex(),
                 "stream": [r.agent, r.kind],
                 "version": r.version,
                 "proof": [b64encode(h) for h in r.proof.hashes],
