@@ -15,24 +15,15 @@ from fastapi.responses import JSONResponse
 
 from engram.protocol.errors import (
     AuthError,
-    ConfigError,
     ConflictError,
-    EngramError,
-    ForbiddenError,
-    LimitExceededError,
-    MalformedError,
-    NotFoundError,
     RateLimitedError,
-    RejectedEventError,
     ReplayError,
     StorageError,
     VerificationError,
 )
-from verifier.token import TokenError
+from engram.protocol.problems import TYPE_BASE, problem_type_for
 
 __all__ = ["TYPE_BASE", "problem", "problem_for"]
-
-TYPE_BASE = "https://engram.dev/problems/"
 
 
 def problem(status: int, slug: str, title: str, detail: str, **extra: Any) -> JSONResponse:
@@ -41,48 +32,30 @@ def problem(status: int, slug: str, title: str, detail: str, **extra: Any) -> JS
 
 
 def problem_for(error: Exception) -> JSONResponse:
+    """The problem for ``error``, from the one table shared with the client
+    (:data:`engram.protocol.problems.PROBLEMS`), plus what some rows carry."""
+    row = problem_type_for(error)
+    if row is None:
+        return problem(500, "internal", "Internal error", "unexpected error")
+    extra: dict[str, Any] = {}
+    detail = str(error)
     if isinstance(error, ConflictError):
-        return problem(
-            409,
-            "stream-conflict",
-            "Stream head moved",
-            str(error),
-            stream={"agent": error.agent, "kind": error.kind},
-            head_version=error.head_version,
-            head_leaf_hash=error.head_leaf_hash,
-            next_version=error.next_version,
-        )
+        extra = {
+            "stream": {"agent": error.agent, "kind": error.kind},
+            "head_version": error.head_version,
+            "head_leaf_hash": error.head_leaf_hash,
+            "next_version": error.next_version,
+        }
+    elif isinstance(error, VerificationError):
+        extra = {"check": error.check}
+    elif isinstance(error, StorageError):
+        detail = "the database failed; nothing was written"  # never the driver's message
+    resp = problem(row.status, row.slug, row.title, detail, **extra)
     if isinstance(error, RateLimitedError):
-        resp = problem(429, "rate-limited", "Too many requests", str(error))
         resp.headers["Retry-After"] = str(error.retry_after_s)
-        return resp
-    if isinstance(error, ReplayError):
-        return problem(401, "replayed-request", "Request replayed", str(error), check=error.check)
-    if isinstance(error, AuthError):
-        resp = problem(401, "unauthenticated", "Not authenticated", str(error), check=error.check)
+    if isinstance(error, AuthError) and not isinstance(error, ReplayError):
         resp.headers["WWW-Authenticate"] = 'Engram-Signature realm="engram"'
-        return resp
-    if isinstance(error, TokenError):
-        return problem(403, "token-refused", "Share token refused", str(error), check=error.check)
-    if isinstance(error, ForbiddenError):
-        return problem(403, "forbidden", "Not allowed", str(error), check=error.check)
-    if isinstance(error, NotFoundError):
-        return problem(404, "not-found", "Not found", str(error), check=error.check)
-    if isinstance(error, LimitExceededError):
-        return problem(413, "too-large", "Input too large", str(error), check=error.check)
-    if isinstance(error, RejectedEventError):
-        return problem(422, "rejected", "Refused by the ledger's rules", str(error), check=error.check)
-    if isinstance(error, MalformedError):
-        return problem(400, "malformed", "Malformed input", str(error), check=error.check)
-    if isinstance(error, VerificationError):
-        return problem(422, "verification-failed", "Verification failed", str(error), check=error.check)
-    if isinstance(error, StorageError):
-        return problem(503, "storage", "Storage unavailable", "the database failed; nothing was written")
-    if isinstance(error, ConfigError):
-        return problem(503, "not-configured", "Service not configured", str(error))
-    if isinstance(error, EngramError):  # pragma: no cover - every subclass is mapped above
-        return problem(500, "internal", "Internal error", type(error).__name__)
-    return problem(500, "internal", "Internal error", "unexpected error")
+    return resp
 
 
 async def engram_error_handler(_: Request, exc: Exception) -> JSONResponse:

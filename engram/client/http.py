@@ -40,14 +40,12 @@ from engram.protocol.bodies import (
 from engram.protocol.claims import parse_task_claim
 from engram.protocol.errors import (
     AuthError,
-    ForbiddenError,
-    LimitExceededError,
+    ConflictError,
     MalformedError,
     NotFoundError,
     ProofError,
     RateLimitedError,
     RejectedEventError,
-    ReplayError,
     StorageError,
     VerificationError,
     VersionConflictError,
@@ -55,6 +53,7 @@ from engram.protocol.errors import (
 from engram.protocol.gate import WriteGate
 from engram.protocol.httpsign import audience_for_key, sign_request
 from engram.protocol.kinds import kinds_where, require_kind
+from engram.protocol.problems import problem_type_named
 from engram.protocol.records import RECORD_KINDS, record_content
 from engram.protocol.schemas import parse_ref
 from engram.protocol.wire import InclusionProof, Receipt, StreamState, Submission
@@ -72,7 +71,7 @@ from verifier.note import (
 )
 from verifier.oracle import AGENT_HEADER, CLAIM_HEADER, OracleStatement, verify_oracle_statement
 from verifier.state import CheckpointStore, default_state_dir, require_extends
-from verifier.token import TokenError, mint, revocation_ids
+from verifier.token import mint, revocation_ids
 
 __all__ = ["ROUTES", "Buyer", "HttpTransport", "RemoteMemory", "verify_item_proof", "verify_receipt"]
 
@@ -133,7 +132,8 @@ def _unb64(s: str) -> bytes:
 
 
 def _raise_problem(resp: httpx.Response) -> None:
-    """Turn an RFC 9457 problem into the matching typed error."""
+    """Turn an RFC 9457 problem into the typed error its ``type`` names (the table shared with
+    the service, :data:`engram.protocol.problems.PROBLEMS`)."""
     try:
         p = resp.json()
     except ValueError:
@@ -142,33 +142,25 @@ def _raise_problem(resp: httpx.Response) -> None:
         p = {}
     detail = str(p.get("detail") or resp.reason_phrase)
     check = p.get("check") if isinstance(p.get("check"), str) else None
-    slug = str(p.get("type", "")).rsplit("/", 1)[-1]
-    status = resp.status_code
-    if status == 409 and isinstance(p.get("stream"), dict):
+    row = problem_type_named(str(p.get("type", "")))
+    if row is None or row.status != resp.status_code:
+        raise StorageError(f"the service answered {resp.status_code}: {detail}")
+    stream = p.get("stream")
+    if issubclass(row.error, ConflictError) and isinstance(stream, dict):
         raise VersionConflictError(
             detail,
-            agent=str(p["stream"].get("agent")),
-            kind=str(p["stream"].get("kind")),
+            agent=str(stream.get("agent")),
+            kind=str(stream.get("kind")),
             head_version=p.get("head_version"),
             head_leaf_hash=p.get("head_leaf_hash"),
         )
-    if status == 429:
+    if issubclass(row.error, RateLimitedError):
         raise RateLimitedError(detail, retry_after_s=int(resp.headers.get("retry-after", "1") or 1))
-    if status == 401:
-        raise (ReplayError if slug == "replayed-request" else AuthError)(detail, check=check)
-    if status == 403:
-        raise (TokenError if slug == "token-refused" else ForbiddenError)(detail, check=check)
-    if status == 404:
-        raise NotFoundError(detail, check=check)
-    if status == 413:
-        raise LimitExceededError(detail, check=check)
-    if status == 400:
-        raise MalformedError(detail, check=check)
-    if status == 422:
-        raise (VerificationError if slug == "verification-failed" else RejectedEventError)(
-            detail, check=check
-        )
-    raise StorageError(f"the service answered {status}: {detail}")
+    if issubclass(row.error, VerificationError):
+        raise row.error(detail, check=check)
+    if issubclass(row.error, ConflictError):  # a conflict that does not name its stream
+        raise StorageError(f"the service answered {resp.status_code} without the stream head: {detail}")
+    raise row.error(detail)
 
 
 def _wire(sub: Submission) -> dict[str, str]:
