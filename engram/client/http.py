@@ -17,6 +17,7 @@ process, so callers handle one error tree either way.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -241,10 +242,6 @@ class HttpTransport:
         self.http = http or httpx.Client(timeout=timeout_s)
         self.operator_token = operator_token
         self.max_wait_s = max_wait_s
-        #: what the last session close returned besides the close itself
-        self.last_close: dict[str, Any] | None = None
-        #: the item reference the last memory or record write answered with (index, ref)
-        self.last_ref: tuple[int, str | None] | None = None
         #: the largest checkpoint size seen in a receipt; sent as Engram-Known-Size so that
         #: receipts carry the consistency proof from it (verified by the Agent, never trusted)
         self.known_size: int | None = None
@@ -303,8 +300,8 @@ class HttpTransport:
 
     # -- Transport ---------------------------------------------------------------------
 
-    def _remember(self, raw: Mapping[str, Any]) -> Receipt:
-        r = _receipt(raw)
+    def _remember(self, raw: Mapping[str, Any], answer: Mapping[str, Any] | None = None) -> Receipt:
+        r = dataclasses.replace(_receipt(raw), answer=answer)
         c = raw.get("consistency")
         if isinstance(c, dict) and isinstance(c.get("old_size"), int):
             self._proofs[(c["old_size"], r.proof.size)] = [_unb64(h) for h in c["proof"]]
@@ -331,11 +328,8 @@ class HttpTransport:
             return [self._remember(r) for r in resp.json()["receipts"]]
         out = self.request("POST", route, body=_wire(sub), headers=headers).json()
         if kind == "session.closed":
-            self.last_close = out
-            return [self._remember(out["closed"])]
-        if "ref" in out:
-            self.last_ref = (int(out["receipt"]["index"]), out["ref"])
-        return [self._remember(out.get("receipt", out))]
+            return [self._remember(out["closed"], answer=out)]
+        return [self._remember(out.get("receipt", out), answer=out if "ref" in out else None)]
 
     def head(self, agent: str, kind: str) -> StreamState | None:
         try:
@@ -410,7 +404,7 @@ class RemoteMemory:
         """Close; the service distills and files the session. Returns the close's receipt and
         the policy decisions (each receipt verified against the log key)."""
         closed = self.agent.append("session.closed", closed_body(session, summary))
-        extra = self.transport.last_close or {}
+        extra = closed.answer or {}
         self._turns.pop(session, None)
         others = [_receipt(r) for r in ([extra["distilled"]] if extra.get("distilled") else [])]
         others += [_receipt(r) for r in extra.get("decisions", [])]
@@ -430,10 +424,11 @@ class RemoteMemory:
         """Gate, sign and append a memory (arguments of :func:`written_body`); returns the
         receipt and the item it made or confirmed."""
         receipt = self.agent.append("memory.written", written_body(self.gate, **kw))
-        last = self.transport.last_ref
-        return receipt, last[1] if last is not None and last[0] == receipt.index else self.ref_for(
-            receipt.index
-        )
+        answer = receipt.answer
+        if answer is not None and "ref" in answer:  # the service named the item (None: no item)
+            ref = answer["ref"]
+            return receipt, ref if isinstance(ref, str) else None
+        return receipt, self.ref_for(receipt.index)
 
     def ref_for(self, index: int) -> str | None:
         for it in self.items(status="all"):

@@ -7,7 +7,9 @@ used (specs/leaf.md, specs/http-api.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["ConsistencyProof", "InclusionProof", "Receipt", "StreamState", "Submission"]
 
@@ -56,6 +58,10 @@ class Receipt:
     version: int
     checkpoint: bytes
     proof: InclusionProof
+    #: What the service answered along with this receipt, unverified (HTTP routes: the item
+    #: ``ref`` a memory or record write made, a session close's ``distilled`` and ``decisions``
+    #: receipts); None in process. Whoever uses it verifies it first.
+    answer: Mapping[str, Any] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

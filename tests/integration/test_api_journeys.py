@@ -37,6 +37,7 @@ from engram.protocol.errors import (
 from engram.protocol.httpsign import sign_request
 from ledger.log import Ledger, Submission
 from verifier.errors import ProofError
+from verifier.event import Envelope
 from verifier.oracle import verify_oracle_statement
 from verifier.token import TokenError
 
@@ -451,3 +452,31 @@ def test_receipts_carry_the_consistency_proof_the_client_needs(
     ada.transport.known_size = None  # no proof comes with the next receipt: the bogus one is used
     with pytest.raises(ProofError):
         ada.record("commitment", {"promise": "checked"})
+
+
+def test_close_results_travel_on_the_receipt_not_the_shared_transport(
+    client: TestClient, ledger: Ledger
+) -> None:
+    """Regression: a session close's policy receipts were read back from an attribute of the
+    HTTP transport, so two agents sharing one transport could get each other's results."""
+    transport = HttpTransport("http://testserver", operator_token=OPERATOR, http=client)
+    ada = RemoteMemory(Agent.generate("ada", log_vkey=ledger.vkey, transport=transport), transport)
+    bob = RemoteMemory(Agent.generate("bob", log_vkey=ledger.vkey, transport=transport), transport)
+    for m in (ada, bob):
+        m.agent.register()
+    sa, sb = ada.open_session(title="a"), bob.open_session(title="b")
+    ada.turn(sa, "user", "I prefer answers in French.")
+    bob.turn(sb, "user", "I prefer bullet points.")
+    real_submit = transport.submit
+
+    def interleaved(subs: Any, **kw: Any) -> Any:
+        out = real_submit(subs, **kw)
+        if Envelope.from_bytes(subs[0].envelope).agent == "ada" and bob._turns:  # bob closes meanwhile
+            bob._turns.clear()
+            bob.close_session(sb)
+        return out
+
+    transport.submit = interleaved  # type: ignore[method-assign]
+    closed = ada.close_session(sa)
+    assert closed["policy"] and all(r.agent == "ada" for r in closed["policy"])
+    assert closed["closed"].answer is not None
