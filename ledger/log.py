@@ -196,6 +196,24 @@ class _BatchKeys:
         return inserts, retirements
 
 
+@dataclass(slots=True)
+class _Batch:
+    """One batch under the writer lock: the tree and clock it extends, the keys and stream
+    heads it sees, and the rows it will write."""
+
+    size: int
+    last_ts: int
+    border: CompactRange
+    keys: _BatchKeys
+    db_heads: dict[tuple[str, str], StreamHead]
+    heads: dict[tuple[str, str], StreamHead] = field(default_factory=dict)
+    leaf_rows: list[dict[str, Any]] = field(default_factory=list)
+    body_rows: list[dict[str, Any]] = field(default_factory=list)
+    node_rows: list[dict[str, Any]] = field(default_factory=list)
+    built: list[Leaf] = field(default_factory=list)
+    erased_bodies: list[int] = field(default_factory=list)
+
+
 class Ledger:
     """One log: its store, its signing key, its limits and its clock."""
 
@@ -400,6 +418,17 @@ class Ledger:
     ) -> list[Receipt]:
         """Append a batch of signed events atomically; return verified receipts.
 
+        The steps (module docstring; specs/leaf.md §3), one method each:
+
+        1. :meth:`_check_batch`: bounds, then every event's stateless checks, before any lock.
+        2. :meth:`_validate`: the composition root's validators (memory preconditions).
+        3. Under the writer lock, :meth:`_open_batch`: the stored tree must reproduce the last
+           signed root; load the keys and stream heads the batch names.
+        4. :meth:`_integrate`, per event: authorize the key and verify the signature, check
+           the stream's version and ``prev``, assign index and timestamp, build the leaf.
+        5. :meth:`_commit`: sign the new checkpoint and write everything in one transaction.
+        6. :meth:`_receipts`: inclusion proofs to that checkpoint, checked by the verifier.
+
         Args:
             submissions: the signed events, in the order they are to be appended.
             operator: the caller is the operator (allows ``key.registered``).
@@ -410,6 +439,18 @@ class Ledger:
             ConflictError subclasses: a stream's head moved; carries the current head.
             StorageError: the database failed (nothing acknowledged).
         """
+        pending = self._check_batch(submissions, operator=operator, system=system)  # 1
+        self._validate(pending)  # 2
+        with self.store.write() as tx:
+            batch = self._open_batch(tx, pending)  # 3
+            for item in pending:
+                self._integrate(batch, item)  # 4
+            note, root = self._commit(tx, batch)  # 5
+        return self._receipts(batch, note, root)  # 6
+
+    def _check_batch(
+        self, submissions: Sequence[Submission | PolicyEvent], *, operator: bool, system: bool
+    ) -> list[_Prepared | PolicyEvent]:
         if not submissions:
             raise MalformedError("a batch holds at least one event", check="submission.empty")
         if len(submissions) > 10_000:
@@ -423,110 +464,115 @@ class Ledger:
                 pending.append(s)
             else:
                 pending.append(self._prepare(s, operator=operator, system=system))
+        return pending
+
+    def _validate(self, pending: Sequence[_Prepared | PolicyEvent]) -> None:
         checked = [(p.envelope, p.body) for p in pending if isinstance(p, _Prepared)]
         for validator in self.rules.validators:
             validator(self.store, checked)
 
-        with self.store.write() as tx:
-            state = tx.lock_state()
-            size = state.size
-            last_ts = state.last_timestamp_us
-            border = CompactRange(size, self._frontier_hashes(tx, size))
-            # Never extend a tree whose stored hashes disagree with what the log already
-            # signed: that would sign a checkpoint inconsistent with an earlier one.
-            signed_root = tx.checkpoint_root(size)
-            if signed_root is None or not hmac.compare_digest(signed_root, border.root()):
-                raise StorageError(
-                    f"stored Merkle nodes at size {size} disagree with the signed checkpoint; "
-                    "refusing to sign a new one (run an audit)"
-                )
-            envs = [p.envelope for p in pending if isinstance(p, _Prepared)]
-            key_ids = [e.key_id for e in envs] + [e.new_key.key_id for e in envs if e.new_key is not None]
-            key_ids += [self._policy_key_id] if len(envs) < len(pending) else []
-            streams = [e.stream for e in envs] + [
-                (p.agent, p.kind) for p in pending if isinstance(p, PolicyEvent)
-            ]
-            active = tx.load_active_keys([a for a, _ in streams] + [POLICY_AGENT])
-            # Active keys are loaded too: a forced revocation retires a key it does not name.
-            keys = _BatchKeys(
-                keys=tx.load_keys(key_ids + [k for k in active.values() if k is not None]),
-                active=active,
+    def _open_batch(self, tx: WriteTx, pending: Sequence[_Prepared | PolicyEvent]) -> _Batch:
+        state = tx.lock_state()
+        size = state.size
+        border = CompactRange(size, self._frontier_hashes(tx, size))
+        # Never extend a tree whose stored hashes disagree with what the log already
+        # signed: that would sign a checkpoint inconsistent with an earlier one.
+        signed_root = tx.checkpoint_root(size)
+        if signed_root is None or not hmac.compare_digest(signed_root, border.root()):
+            raise StorageError(
+                f"stored Merkle nodes at size {size} disagree with the signed checkpoint; "
+                "refusing to sign a new one (run an audit)"
             )
-            db_heads = tx.load_heads(streams)
-            heads: dict[tuple[str, str], StreamHead] = {}
-            leaf_rows: list[dict[str, Any]] = []
-            body_rows: list[dict[str, Any]] = []
-            node_rows: list[dict[str, Any]] = []
-            built: list[Leaf] = []
-            erased_bodies: list[int] = []
+        envs = [p.envelope for p in pending if isinstance(p, _Prepared)]
+        key_ids = [e.key_id for e in envs] + [e.new_key.key_id for e in envs if e.new_key is not None]
+        key_ids += [self._policy_key_id] if len(envs) < len(pending) else []
+        streams = [e.stream for e in envs] + [
+            (p.agent, p.kind) for p in pending if isinstance(p, PolicyEvent)
+        ]
+        active = tx.load_active_keys([a for a, _ in streams] + [POLICY_AGENT])
+        # Active keys are loaded too: a forced revocation retires a key it does not name.
+        keys = _BatchKeys(
+            keys=tx.load_keys(key_ids + [k for k in active.values() if k is not None]), active=active
+        )
+        return _Batch(
+            size=size,
+            last_ts=state.last_timestamp_us,
+            border=border,
+            keys=keys,
+            db_heads=tx.load_heads(streams),
+        )
 
-            for item in pending:
-                index = size
-                p = item if isinstance(item, _Prepared) else self._sign_policy(item, heads, db_heads)
-                env = p.envelope
-                # Authenticate first: a forged or unauthorized event is refused before any
-                # stream state is consulted. (Heads are not secret: the leaves are public.)
-                decision = authorize(keys, env, index)
-                verify_event_signature(
-                    env, p.sub.signature, decision.signer_public_key, envelope_jcs=p.sub.envelope
-                )
-                self._check_stream(env, heads.get(env.stream) or db_heads.get(env.stream))
-                keys.apply(decision.change, index)
+    def _integrate(self, batch: _Batch, item: _Prepared | PolicyEvent) -> None:
+        index = batch.size
+        p = item if isinstance(item, _Prepared) else self._sign_policy(item, batch.heads, batch.db_heads)
+        env = p.envelope
+        # Authenticate first: a forged or unauthorized event is refused before any
+        # stream state is consulted. (Heads are not secret: the leaves are public.)
+        decision = authorize(batch.keys, env, index)
+        verify_event_signature(env, p.sub.signature, decision.signer_public_key, envelope_jcs=p.sub.envelope)
+        self._check_stream(env, batch.heads.get(env.stream) or batch.db_heads.get(env.stream))
+        batch.keys.apply(decision.change, index)
 
-                ts = max(self.clock(), last_ts + 1)
-                leaf = Leaf.build(index=index, timestamp_us=ts, envelope=env, signature=p.sub.signature)
-                if len(leaf.raw) > self.max_leaf_bytes:
-                    raise LimitExceededError(
-                        f"leaf of {len(leaf.raw)} bytes exceeds the limit of {self.max_leaf_bytes}",
-                        check="leaf.size",
-                    )
-                lh = leaf_hash(leaf.raw)
-                leaf_rows.append(
-                    {
-                        "idx": index,
-                        "leaf_hash": lh,
-                        "agent": env.agent,
-                        "kind": env.kind,
-                        "version": env.version,
-                        "key_id": env.key_id,
-                        "timestamp_us": ts,
-                        "leaf": leaf.raw,
-                    }
-                )
-                body_rows.append({"idx": index, "salt": p.sub.salt, "body": p.sub.body})
-                # Right to be forgotten, in the same transaction as the logged erasure: the
-                # bodies and salts its kind names go, the leaf and every proof stay.
-                erased_bodies.extend(require_kind(env.kind).erases(p.body))
-                # Every perfect subtree this leaf completes becomes a stored, immutable node.
-                node_rows.extend({"level": lv, "idx": i, "hash": h} for lv, i, h in border.append(lh))
-                heads[env.stream] = StreamHead(
-                    agent=env.agent, kind=env.kind, version=env.version, leaf_hash=lh, index=index
-                )
-                built.append(leaf)
-                size += 1
-                last_ts = ts
-
-            root = border.root()
-            key_inserts, key_retirements = keys.final_writes()
-            note = sign_note(checkpoint_text(self.origin, size, root), self.origin, self.log_key.private_key)
-            checkpoint = StoredCheckpoint(size=size, root=root, note=note, signed_at_us=last_ts)
-            tx.write_batch(
-                leaf_rows=leaf_rows,
-                body_rows=body_rows,
-                node_rows=node_rows,
-                heads=heads,
-                key_inserts=key_inserts,
-                key_retirements=key_retirements,
-                new_size=size,
-                last_timestamp_us=last_ts,
-                checkpoint=checkpoint,
-                erase_bodies=erased_bodies,
+        ts = max(self.clock(), batch.last_ts + 1)
+        leaf = Leaf.build(index=index, timestamp_us=ts, envelope=env, signature=p.sub.signature)
+        if len(leaf.raw) > self.max_leaf_bytes:
+            raise LimitExceededError(
+                f"leaf of {len(leaf.raw)} bytes exceeds the limit of {self.max_leaf_bytes}",
+                check="leaf.size",
             )
-        # Committed: acknowledge with proofs checked by the trusted core.
+        lh = leaf_hash(leaf.raw)
+        batch.leaf_rows.append(
+            {
+                "idx": index,
+                "leaf_hash": lh,
+                "agent": env.agent,
+                "kind": env.kind,
+                "version": env.version,
+                "key_id": env.key_id,
+                "timestamp_us": ts,
+                "leaf": leaf.raw,
+            }
+        )
+        batch.body_rows.append({"idx": index, "salt": p.sub.salt, "body": p.sub.body})
+        # Right to be forgotten, in the same transaction as the logged erasure: the
+        # bodies and salts its kind names go, the leaf and every proof stay.
+        batch.erased_bodies.extend(require_kind(env.kind).erases(p.body))
+        # Every perfect subtree this leaf completes becomes a stored, immutable node.
+        batch.node_rows.extend({"level": lv, "idx": i, "hash": h} for lv, i, h in batch.border.append(lh))
+        batch.heads[env.stream] = StreamHead(
+            agent=env.agent, kind=env.kind, version=env.version, leaf_hash=lh, index=index
+        )
+        batch.built.append(leaf)
+        batch.size += 1
+        batch.last_ts = ts
+
+    def _commit(self, tx: WriteTx, batch: _Batch) -> tuple[bytes, bytes]:
+        root = batch.border.root()
+        key_inserts, key_retirements = batch.keys.final_writes()
+        note = sign_note(
+            checkpoint_text(self.origin, batch.size, root), self.origin, self.log_key.private_key
+        )
+        tx.write_batch(
+            leaf_rows=batch.leaf_rows,
+            body_rows=batch.body_rows,
+            node_rows=batch.node_rows,
+            heads=batch.heads,
+            key_inserts=key_inserts,
+            key_retirements=key_retirements,
+            new_size=batch.size,
+            last_timestamp_us=batch.last_ts,
+            checkpoint=StoredCheckpoint(size=batch.size, root=root, note=note, signed_at_us=batch.last_ts),
+            erase_bodies=batch.erased_bodies,
+        )
+        return note, root
+
+    def _receipts(self, batch: _Batch, note: bytes, root: bytes) -> list[Receipt]:
+        """Committed: acknowledge with proofs checked by the trusted core."""
+        size = batch.size
         verify_checkpoint(note, self.verifier_key)
-        proofs = self.prove_inclusion_many([lf.index for lf in built], size)
+        proofs = self.prove_inclusion_many([lf.index for lf in batch.built], size)
         receipts = []
-        for lf, proof in zip(built, proofs, strict=True):
+        for lf, proof in zip(batch.built, proofs, strict=True):
             verify_inclusion(
                 leaf_hash=proof.leaf_hash, index=lf.index, size=size, proof=proof.hashes, root=root
             )
