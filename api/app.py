@@ -30,7 +30,7 @@ from api.ratelimit import RateLimiter
 from api.routes import agents, memory, sharing, transparency
 from api.settings import ApiSettings
 from engram.protocol.errors import EngramError
-from ledger.compose import open_ledger
+from ledger.compose import open_services
 from ledger.config import Settings, normalize_database_url
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
@@ -41,11 +41,11 @@ __all__ = ["create_app"]
 _log = logging.getLogger("engram.api")
 
 
-def _services(settings: ApiSettings, ledger: Ledger) -> Services:
+def _services(settings: ApiSettings, ledger: Ledger, memory_service: MemoryService) -> Services:
     return Services(
         settings=settings,
         ledger=ledger,
-        memory=MemoryService(ledger),
+        memory=memory_service,
         auth=RequestAuthenticator(ledger.store, ledger.origin, window_s=settings.signature_window_s),
         key_limits=RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst),
     )
@@ -70,8 +70,14 @@ async def _witness_loop(ledger: Ledger, interval_s: float) -> None:
             _log.exception("witness round failed")
 
 
-def create_app(settings: ApiSettings, *, ledger: Ledger | None = None) -> FastAPI:
-    """Build the service. ``ledger`` may be given (tests); otherwise it is opened from settings."""
+def create_app(
+    settings: ApiSettings,
+    *,
+    ledger: Ledger | None = None,
+    memory_service: MemoryService | None = None,
+) -> FastAPI:
+    """Build the service. ``ledger`` (and its ``memory_service``) may be given (tests);
+    otherwise both are built from the settings by the composition root (ledger.compose)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -81,7 +87,8 @@ def create_app(settings: ApiSettings, *, ledger: Ledger | None = None) -> FastAP
             env = dict(os.environ, ENGRAM_HOME=str(settings.home))
             if settings.database_url:
                 env["ENGRAM_DATABASE_URL"] = normalize_database_url(settings.database_url)
-            app.state.services = _services(settings, open_ledger(Settings.from_env(env)))
+            opened = open_services(Settings.from_env(env))
+            app.state.services = _services(settings, opened.ledger, opened.memory)
         svc: Services = app.state.services
         task = None
         if svc.ledger.witnesses is not None and settings.witness_interval_s > 0:
@@ -103,7 +110,7 @@ def create_app(settings: ApiSettings, *, ledger: Ledger | None = None) -> FastAP
         ),
     )
     if ledger is not None:
-        app.state.services = _services(settings, ledger)
+        app.state.services = _services(settings, ledger, memory_service or MemoryService(ledger))
     app.add_exception_handler(EngramError, engram_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(StarletteHTTPException, http_error_handler)

@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.bench_log import pg_database
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
-from ledger.compose import create_ledger
+from ledger.compose import create_ledger, memory_service
+from ledger.config import Settings
 from ledger.inprocess import InProcess
-from ledger.memory.service import MemoryService
 from ledger.storage.db import make_engine
 
 WORDS = [
@@ -61,7 +61,7 @@ def bench(label: str, url: str, n_writes: int, n_sessions: int, n_recalls: int) 
         LogKey("bench.example/mem", Ed25519PrivateKey.generate()),
         policy_key=Ed25519PrivateKey.generate(),
     )
-    memory = MemoryService(ledger)
+    memory = memory_service(ledger, Settings.from_env())  # the policy and distiller settings apply
     agent = Agent.generate("bench-agent", log_vkey=ledger.vkey, transport=InProcess(ledger))
     agent.register()
 

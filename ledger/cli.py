@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from engram.protocol.errors import ConfigError, EngramError, MalformedError
-from ledger.compose import init_ledger, open_ledger
+from ledger.compose import init_ledger, open_ledger, open_services
 from ledger.config import Settings
 from ledger.log import ConsistencyProof, InclusionProof, Ledger
 from verifier.note import b64encode
@@ -385,26 +385,8 @@ def event_append(
 
 
 def _memory() -> tuple[Ledger, Any]:
-    from ledger.memory.distill import ChatCompletionsDistiller, Distiller, RuleBasedDistiller
-    from ledger.memory.policy import PolicyConfig
-    from ledger.memory.service import MemoryService
-
-    settings = Settings.from_env()
-    ledger = open_ledger(settings)
-    distiller: Distiller = RuleBasedDistiller()
-    if settings.distiller_url:
-        if not settings.distiller_model:
-            raise ConfigError("ENGRAM_DISTILLER_URL needs ENGRAM_DISTILLER_MODEL")
-        distiller = ChatCompletionsDistiller(
-            url=settings.distiller_url, model=settings.distiller_model, api_key=settings.distiller_api_key
-        )
-    config = PolicyConfig(
-        hot_max_tokens=settings.hot_max_tokens,
-        hot_max_items=settings.hot_max_items,
-        inactive_preference_days=settings.inactive_preference_days,
-        compact_on_session_end=settings.compact_on_session_end,
-    )
-    return ledger, MemoryService(ledger, config=config, distiller=distiller)
+    services = open_services(Settings.from_env())
+    return services.ledger, services.memory
 
 
 def _agent(ledger: Ledger, key_file: Path) -> Any:

@@ -9,6 +9,7 @@ ledgers through these functions.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -18,9 +19,22 @@ from engram.protocol.gate import WriteGate
 from engram.protocol.keyfiles import LogKey
 from ledger.config import Settings
 from ledger.log import AppendRules, Clock, Ledger, system_clock_us
+from ledger.memory.distill import ChatCompletionsDistiller, Distiller, RuleBasedDistiller
+from ledger.memory.policy import PolicyConfig
 from ledger.memory.preconditions import MemoryPreconditions
+from ledger.memory.service import MemoryService
 
-__all__ = ["create_ledger", "init_ledger", "memory_rules", "open_ledger"]
+__all__ = [
+    "Services",
+    "create_ledger",
+    "distiller",
+    "init_ledger",
+    "memory_rules",
+    "memory_service",
+    "open_ledger",
+    "open_services",
+    "policy_config",
+]
 
 
 def memory_rules(gate: WriteGate | None = None) -> AppendRules:
@@ -50,3 +64,40 @@ def create_ledger(
 ) -> Ledger:
     """A new log in ``engine``'s database (tests and benchmarks), with the memory rules."""
     return Ledger.create(engine, log_key, clock=clock, policy_key=policy_key, rules=memory_rules(), **limits)
+
+
+def policy_config(settings: Settings) -> PolicyConfig:
+    """The memory policy the settings name (HOT caps, preference idling, compaction at close)."""
+    return PolicyConfig(
+        hot_max_tokens=settings.hot_max_tokens,
+        hot_max_items=settings.hot_max_items,
+        inactive_preference_days=settings.inactive_preference_days,
+        compact_on_session_end=settings.compact_on_session_end,
+    )
+
+
+def distiller(settings: Settings) -> Distiller:
+    """The OpenAI-compatible chat-completions distiller when ``ENGRAM_DISTILLER_URL`` is set,
+    else the rule-based one."""
+    if settings.distiller_url is None or settings.distiller_model is None:
+        return RuleBasedDistiller()
+    return ChatCompletionsDistiller(
+        url=settings.distiller_url, model=settings.distiller_model, api_key=settings.distiller_api_key
+    )
+
+
+def memory_service(ledger: Ledger, settings: Settings) -> MemoryService:
+    """The memory service over ``ledger`` with the settings' policy and distiller."""
+    return MemoryService(ledger, config=policy_config(settings), distiller=distiller(settings))
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    ledger: Ledger
+    memory: MemoryService
+
+
+def open_services(settings: Settings, *, clock: Clock = system_clock_us) -> Services:
+    """What every command needs: the ledger and its memory service, as the settings say."""
+    ledger = open_ledger(settings, clock=clock)
+    return Services(ledger=ledger, memory=memory_service(ledger, settings))

@@ -1,4 +1,7 @@
-"""Ledger settings, read from the environment by the outermost layer only.
+"""Service settings, read from the environment in one place (the HTTP layer's own settings,
+operator token, limits and the witness interval, are :class:`api.settings.ApiSettings`); the
+composition root (:mod:`ledger.compose`) turns them into a ledger and a memory service.
+tests/unit/test_settings.py pins this table, the README's and the variables read to each other.
 
 =========================  ==========================================  =====================
 variable                   meaning                                     default
@@ -12,7 +15,7 @@ variable                   meaning                                     default
 ``ENGRAM_HOT_MAX_TOKENS``  HOT budget (tokens)                         2000
 ``ENGRAM_HOT_MAX_ITEMS``   HOT cap (items)                             50
 ``ENGRAM_INACTIVE_PREFERENCE_DAYS``  HOT preference -> WARM after      7
-``ENGRAM_COMPACT_ON_SESSION_END``  distill + compact at close (0/1)     1
+``ENGRAM_COMPACT_ON_SESSION_END``  distill + compact at close (1/0)     1
 ``ENGRAM_DISTILLER_URL``   OpenAI-compatible base URL (else rules)     unset
 ``ENGRAM_DISTILLER_MODEL`` model name for that endpoint                unset
 ``ENGRAM_DISTILLER_API_KEY``  bearer token for that endpoint           unset
@@ -56,6 +59,33 @@ def _int_env(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) 
     return value
 
 
+def _bool_env(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name}={raw!r} is not a boolean (use 1 or 0)")
+
+
+def _distiller_env(env: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
+    url = env.get("ENGRAM_DISTILLER_URL") or None
+    model = env.get("ENGRAM_DISTILLER_MODEL") or None
+    api_key = env.get("ENGRAM_DISTILLER_API_KEY") or None
+    if url is None:
+        if model is not None or api_key is not None:
+            raise ConfigError("ENGRAM_DISTILLER_MODEL and ENGRAM_DISTILLER_API_KEY need ENGRAM_DISTILLER_URL")
+        return None, None, None
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"ENGRAM_DISTILLER_URL={url!r} is not an http(s) URL")
+    if model is None:
+        raise ConfigError("ENGRAM_DISTILLER_URL needs ENGRAM_DISTILLER_MODEL (the model name to ask for)")
+    return url, model, api_key
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     home: Path
@@ -78,6 +108,7 @@ class Settings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
         home = Path(env.get("ENGRAM_HOME") or ".engram").expanduser()
+        distiller_url, distiller_model, distiller_api_key = _distiller_env(env)
         url = env.get("ENGRAM_DATABASE_URL") or f"sqlite:///{(home / 'engram.db').resolve()}"
         return cls(
             home=home,
@@ -88,6 +119,13 @@ class Settings:
             max_body_bytes=_int_env(
                 env, "ENGRAM_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, 1, 16 * 1024 * 1024
             ),
+            hot_max_tokens=_int_env(env, "ENGRAM_HOT_MAX_TOKENS", 2000, 1, 1_000_000),
+            hot_max_items=_int_env(env, "ENGRAM_HOT_MAX_ITEMS", 50, 1, 100_000),
+            inactive_preference_days=_int_env(env, "ENGRAM_INACTIVE_PREFERENCE_DAYS", 7, 1, 36_500),
+            compact_on_session_end=_bool_env(env, "ENGRAM_COMPACT_ON_SESSION_END", True),
+            distiller_url=distiller_url,
+            distiller_model=distiller_model,
+            distiller_api_key=distiller_api_key,
             witness_policy=Path(env["ENGRAM_WITNESS_POLICY"]).expanduser()
             if env.get("ENGRAM_WITNESS_POLICY")
             else None,

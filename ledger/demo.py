@@ -28,7 +28,7 @@ from engram.client.scenario import FINDINGS, TOPICS, turns
 from engram.client.sdk import Agent
 from engram.protocol.errors import ConflictError, VerificationError
 from ledger.bundle import create_bundle, pact_claim
-from ledger.compose import init_ledger, open_ledger
+from ledger.compose import init_ledger, memory_service, open_ledger
 from ledger.config import Settings
 from ledger.inprocess import InProcess
 from ledger.log import Ledger, Submission
@@ -95,7 +95,7 @@ def _unique_agent_id(ledger: Ledger, base: str) -> str:
 def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str, object]:
     rng = random.Random(seed)  # noqa: S311 - scenario content, not secrets
     ledger, settings, clock = _open_or_init(settings, console)
-    memory = MemoryService(ledger)
+    memory = memory_service(ledger, settings)
     vkey = ledger.vkey
     transport = InProcess(ledger)
     start_size = ledger.size()

@@ -1,0 +1,119 @@
+"""Every documented setting is read, in one place, and takes effect: the README's configuration
+table, the settings fields and the environment variables the code reads are pinned to each
+other (a documented knob nobody reads, or a variable nobody documents, fails here)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from api.settings import ApiSettings
+from engram.protocol.errors import ConfigError
+from ledger.compose import distiller, policy_config
+from ledger.config import Settings
+from ledger.memory.distill import ChatCompletionsDistiller, RuleBasedDistiller
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Settings field -> the variable that sets it, and a value different from the default.
+LEDGER_FIELDS: dict[str, tuple[str, str]] = {
+    "home": ("ENGRAM_HOME", "/tmp/engram-settings-home"),
+    "database_url": ("ENGRAM_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/x"),
+    "log_key_file": ("ENGRAM_LOG_KEY_FILE", "/tmp/other-log.key"),
+    "policy_key_file": ("ENGRAM_POLICY_KEY_FILE", "/tmp/other-policy.key"),
+    "max_leaf_bytes": ("ENGRAM_MAX_LEAF_BYTES", "4096"),
+    "max_body_bytes": ("ENGRAM_MAX_BODY_BYTES", "1000"),
+    "hot_max_tokens": ("ENGRAM_HOT_MAX_TOKENS", "300"),
+    "hot_max_items": ("ENGRAM_HOT_MAX_ITEMS", "3"),
+    "inactive_preference_days": ("ENGRAM_INACTIVE_PREFERENCE_DAYS", "2"),
+    "compact_on_session_end": ("ENGRAM_COMPACT_ON_SESSION_END", "0"),
+    "distiller_url": ("ENGRAM_DISTILLER_URL", "http://127.0.0.1:9/v1"),
+    "distiller_model": ("ENGRAM_DISTILLER_MODEL", "m"),
+    "distiller_api_key": ("ENGRAM_DISTILLER_API_KEY", "k"),
+    "witness_policy": ("ENGRAM_WITNESS_POLICY", "/tmp/policy.txt"),
+    "witness_timeout_s": ("ENGRAM_WITNESS_TIMEOUT_S", "9"),
+}
+#: Read outside Settings/ApiSettings, by the component named.
+OTHER = {"ENGRAM_VERIFIER_STATE": "verifier/state.py (SDK, buyer, engram-verify)"}
+
+
+def _readme_variables() -> set[str]:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    assert rows, "the configuration table has no rows"
+    return {v for row in rows for v in re.findall(r"`(ENGRAM_[A-Z0-9_]+)`", row.split("|")[1])}
+
+
+def _variables_in_code() -> set[str]:
+    found: set[str] = set()
+    for pkg in ("verifier", "engram", "ledger", "api"):
+        for path in (ROOT / pkg).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if (
+                    isinstance(node, ast.Constant)
+                    and isinstance(node.value, str)
+                    and re.fullmatch(r"ENGRAM_[A-Z0-9_]+", node.value)
+                ):
+                    found.add(node.value)
+    return found | {"ENGRAM_" + name.upper() for name in ApiSettings.model_fields}
+
+
+def test_readme_table_and_code_name_the_same_variables() -> None:
+    documented, read = _readme_variables(), _variables_in_code()
+    assert documented == read, {
+        "documented, never read": documented - read,
+        "read, undocumented": read - documented,
+    }
+
+
+def test_every_settings_field_is_set_by_its_variable() -> None:
+    assert set(Settings.__dataclass_fields__) == set(LEDGER_FIELDS)
+    default = Settings.from_env({})
+    for name, (var, value) in LEDGER_FIELDS.items():
+        env = {var: value}
+        if var.startswith("ENGRAM_DISTILLER_"):  # the distiller needs its URL and model together
+            env = {"ENGRAM_DISTILLER_URL": "http://127.0.0.1:9/v1", "ENGRAM_DISTILLER_MODEL": "m", var: value}
+        assert getattr(Settings.from_env(env), name) != getattr(default, name), var
+    assert {v for v, _ in LEDGER_FIELDS.values()} | set(OTHER) <= _readme_variables()
+
+
+@pytest.mark.parametrize(
+    ("env", "check"),
+    [
+        ({"ENGRAM_HOT_MAX_TOKENS": "many"}, "ENGRAM_HOT_MAX_TOKENS"),
+        ({"ENGRAM_HOT_MAX_ITEMS": "0"}, "ENGRAM_HOT_MAX_ITEMS"),
+        ({"ENGRAM_INACTIVE_PREFERENCE_DAYS": "-1"}, "ENGRAM_INACTIVE_PREFERENCE_DAYS"),
+        ({"ENGRAM_COMPACT_ON_SESSION_END": "maybe"}, "ENGRAM_COMPACT_ON_SESSION_END"),
+        ({"ENGRAM_DISTILLER_URL": "ftp://x", "ENGRAM_DISTILLER_MODEL": "m"}, "ENGRAM_DISTILLER_URL"),
+        ({"ENGRAM_DISTILLER_URL": "http://127.0.0.1:9"}, "ENGRAM_DISTILLER_MODEL"),
+        ({"ENGRAM_DISTILLER_API_KEY": "k"}, "ENGRAM_DISTILLER_URL"),
+    ],
+)
+def test_bad_values_are_refused_naming_the_variable(env: dict[str, str], check: str) -> None:
+    with pytest.raises(ConfigError, match=check):
+        Settings.from_env(env)
+
+
+def test_memory_settings_reach_the_policy_and_the_distiller() -> None:
+    s = Settings.from_env(
+        {
+            "ENGRAM_HOT_MAX_TOKENS": "300",
+            "ENGRAM_HOT_MAX_ITEMS": "3",
+            "ENGRAM_INACTIVE_PREFERENCE_DAYS": "2",
+            "ENGRAM_COMPACT_ON_SESSION_END": "false",
+            "ENGRAM_DISTILLER_URL": "https://llm.example/v1",
+            "ENGRAM_DISTILLER_MODEL": "small-model",
+            "ENGRAM_DISTILLER_API_KEY": "sk-test",
+        }
+    )
+    cfg = policy_config(s)
+    assert (cfg.hot_max_tokens, cfg.hot_max_items, cfg.inactive_preference_days) == (300, 3, 2)
+    assert cfg.compact_on_session_end is False
+    d = distiller(s)
+    assert isinstance(d, ChatCompletionsDistiller)
+    assert (d.url, d.model, d.api_key) == ("https://llm.example/v1", "small-model", "sk-test")
+    assert isinstance(distiller(Settings.from_env({})), RuleBasedDistiller)
