@@ -18,6 +18,8 @@ import os
 import random
 import secrets
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -27,18 +29,20 @@ from rich.table import Table
 from engram.client.scenario import FINDINGS, TOPICS, turns
 from engram.client.sdk import Agent
 from engram.protocol.errors import ConflictError, VerificationError
+from engram.protocol.signer import AgentSigner
 from ledger.bundle import create_bundle, pact_claim
 from ledger.compose import init_ledger, memory_service, open_ledger
 from ledger.config import Settings
 from ledger.inprocess import InProcess
 from ledger.log import Ledger, Submission
 from ledger.memory.service import MemoryService
+from ledger.storage.store import StoredCheckpoint
 from ledger.tiles import export_tiles
 from verifier.bundle import verify_bundle
 from verifier.cli import audit_log
 from verifier.event import Leaf
 from verifier.merkle import verify_consistency, verify_inclusion
-from verifier.note import VerifierKey, verify_checkpoint
+from verifier.note import VerifiedCheckpoint, VerifierKey, verify_checkpoint
 from verifier.token import mint
 
 __all__ = ["run_demo"]
@@ -92,22 +96,91 @@ def _unique_agent_id(ledger: Ledger, base: str) -> str:
     return f"{base}-{secrets.token_hex(2)}"
 
 
+@dataclass(slots=True)
+class _Demo:
+    """What the scenes of the demo share: the ledger and memory service it runs on, the
+    simulated clock (None on a live log), the two agents, and what later scenes report."""
+
+    settings: Settings
+    console: Console
+    rng: random.Random
+    ledger: Ledger
+    memory: MemoryService
+    clock: DemoClock | None
+    start_size: int
+    early_checkpoint: StoredCheckpoint
+    first_ts: int
+    support: Agent | None = None
+    research: Agent | None = None
+    old_signer: AgentSigner | None = None
+    distilled: int = 0
+    refused: int = 0
+    digest_matches: bool = False
+    verified: VerifiedCheckpoint | None = None
+    sample: list[int] = field(default_factory=list)
+    tiles_dir: Path | None = None
+    bundle_path: Path | None = None
+    token_path: Path | None = None
+
+
 def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str, object]:
-    rng = random.Random(seed)  # noqa: S311 - scenario content, not secrets
+    """The scenario, scene by scene (each prints its heading and checks what it shows)."""
     ledger, settings, clock = _open_or_init(settings, console)
-    memory = memory_service(ledger, settings)
-    vkey = ledger.vkey
-    transport = InProcess(ledger)
-    start_size = ledger.size()
-    early_checkpoint = ledger.latest_checkpoint()
-    first_ts = ledger.clock()
+    d = _Demo(
+        settings=settings,
+        console=console,
+        rng=random.Random(seed),  # noqa: S311 - scenario content, not secrets
+        ledger=ledger,
+        memory=memory_service(ledger, settings),
+        clock=clock,
+        start_size=ledger.size(),
+        early_checkpoint=ledger.latest_checkpoint(),
+        first_ts=ledger.clock(),
+    )
+    _register(d)  # 1
+    _work(d)  # 2
+    _refusals(d)  # 3
+    _lifecycle(d)  # 4
+    _check_log(d)  # 5
+    _export(d)  # 6
+    _bundle(d)  # 7
+    _how_to_check(d)
+    assert d.support is not None
+    assert d.research is not None
+    assert d.verified is not None
+    return {
+        "size": d.verified.size,
+        "refused": d.refused,
+        "tiles": str(d.tiles_dir),
+        "agents": [d.support.agent_id, d.research.agent_id],
+        "distilled": d.distilled,
+        "digest_matches": d.digest_matches,
+        "bundle": str(d.bundle_path),
+        "token": str(d.token_path),
+    }
+
+
+def _agents(d: _Demo) -> tuple[Agent, Agent]:
+    assert d.support is not None
+    assert d.research is not None
+    return d.support, d.research
+
+
+def _register(d: _Demo) -> None:
+    ledger, console = d.ledger, d.console
+    vkey, transport = ledger.vkey, InProcess(ledger)
     console.rule("[bold]1. Agents register Ed25519 keys (proof of possession, in the log)")
     support = Agent.generate(_unique_agent_id(ledger, "support-bot"), log_vkey=vkey, transport=transport)
     research = Agent.generate(_unique_agent_id(ledger, "research-bot"), log_vkey=vkey, transport=transport)
     for a in (support, research):
         r = a.register({"description": f"{a.agent_id} demo agent"})
         console.print(f"registered [bold]{a.agent_id}[/] key {a.signer.key_id} at index {r.index}")
+    d.support, d.research = support, research
 
+
+def _work(d: _Demo) -> None:
+    ledger, memory, console, rng = d.ledger, d.memory, d.console, d.rng
+    support, research = _agents(d)
     console.rule("[bold]2. Agents work: sessions are logged, distilled and filed; records go to COLD")
     fulfilled = qualities = distilled = decisions = 0
     old_signer = support.signer
@@ -169,7 +242,14 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
         f"pact outcomes: {fulfilled} of {_SESSIONS} fulfilled, mean quality {qualities / _SESSIONS:.1f}"
     )
     _tier_table(console, memory, support.agent_id)
+    d.distilled, d.old_signer = distilled, old_signer
 
+
+def _refusals(d: _Demo) -> None:
+    ledger, memory, console = d.ledger, d.memory, d.console
+    support, _ = _agents(d)
+    assert d.old_signer is not None
+    old_signer = d.old_signer
     console.rule("[bold]3. What the log refuses (nothing is written)")
     size_before = ledger.size()
     refusals: list[tuple[str, str]] = []
@@ -247,7 +327,12 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
     for label, why in refusals:
         console.print(f"[red]refused[/] {label}: {escape(why)}")
     assert ledger.size() == size_before
+    d.refused = len(refusals)
 
+
+def _lifecycle(d: _Demo) -> None:
+    ledger, memory, console, clock, first_ts = d.ledger, d.memory, d.console, d.clock, d.first_ts
+    support, research = _agents(d)
     console.rule("[bold]4. The memory lifecycle")
     sid = memory.open_session(support, title="follow-up")
     frozen = memory.recall(support.agent_id, "", session=sid, record_access=False)
@@ -302,7 +387,12 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
         f"projection rebuilt from the log: digest {rebuilt[1][:16]}... at size {rebuilt[0]} "
         f"{'matches' if incremental == rebuilt else 'DIFFERS FROM'} the incremental projection"
     )
+    d.digest_matches = incremental == rebuilt
 
+
+def _check_log(d: _Demo) -> None:
+    ledger, console, start_size, early_checkpoint = d.ledger, d.console, d.start_size, d.early_checkpoint
+    vkey = ledger.vkey
     console.rule("[bold]5. Anyone with the log key checks inclusion and consistency")
     log_key = VerifierKey.parse(vkey)
     cp = ledger.latest_checkpoint()
@@ -335,7 +425,13 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
         f"the log at size {verified.size} extends the checkpoint at size {old.size}: "
         f"{len(cons.hashes)}-hash consistency proof verified"
     )
+    d.verified, d.sample = verified, sample
 
+
+def _export(d: _Demo) -> None:
+    ledger, console, settings = d.ledger, d.console, d.settings
+    assert d.verified is not None
+    verified, log_key = d.verified, VerifierKey.parse(ledger.vkey)
     console.rule("[bold]6. Static C2SP tlog-tiles export for auditors and standard tooling")
     tiles_dir = settings.home / f"tiles-{verified.size}"
     if tiles_dir.exists():
@@ -354,7 +450,13 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
             "the offline auditor replayed the whole export: "
             + ("VERIFIED" if audit.failed is None else "FAILED")
         )
+    d.tiles_dir = tiles_dir
 
+
+def _bundle(d: _Demo) -> None:
+    ledger, console, settings = d.ledger, d.console, d.settings
+    support, _ = _agents(d)
+    log_key = VerifierKey.parse(ledger.vkey)
     console.rule("[bold]7. A buyer's bundle: the pact claim, provably complete")
     claim = pact_claim(ledger, support.agent_id)
     # The agent lets buyer-1 see its pact outcomes only, for a week.
@@ -378,7 +480,13 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
         )
     console.print(f"bundle written to {bundle_path}: every record included, none left out, checked offline")
     console.print(f"share token for buyer-1 (pact outcomes only, 7 days) written to {token_path}")
+    d.bundle_path, d.token_path = bundle_path, token_path
 
+
+def _how_to_check(d: _Demo) -> None:
+    console, settings, vkey = d.console, d.settings, d.ledger.vkey
+    support, _ = _agents(d)
+    sample, old, tiles_dir, bundle_path = d.sample, d.early_checkpoint, d.tiles_dir, d.bundle_path
     console.rule("[bold]How to check it yourself")
     home = settings.home
     console.print(f"  ENGRAM_HOME={home} engram log key                        # the log's verifier key")
@@ -402,16 +510,6 @@ def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str
         f"  engram-verify bundle {bundle_path} --log-key {vkey} --audience buyer-1   # the buyer's check"
     )
     console.print("[bold green]demo complete[/]")
-    return {
-        "size": verified.size,
-        "refused": len(refusals),
-        "tiles": str(tiles_dir),
-        "agents": [support.agent_id, research.agent_id],
-        "distilled": distilled,
-        "digest_matches": incremental == rebuilt,
-        "bundle": str(bundle_path),
-        "token": str(token_path),
-    }
 
 
 def _tier_table(console: Console, memory: MemoryService, agent: str) -> None:
