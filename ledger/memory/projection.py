@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -25,6 +24,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from engram.protocol.errors import StorageError
 from engram.protocol.gate import normalize_text
 from ledger.memory.state import Item, LoggedEvent, Session, digest, evolve
+from ledger.memory.terms import content_terms
 from ledger.storage.db import WRITE_OPTION
 from ledger.storage.schema import bodies, leaves, mem_cursor, mem_items, mem_sessions
 from ledger.storage.store import SqlStore
@@ -186,9 +186,10 @@ class SqlState:
 
 
 def _fts_terms(query: str) -> list[str]:
-    # Word characters only (any script): no quote, operator or parenthesis can reach the
-    # FTS5 MATCH expression or to_tsquery.
-    return sorted({t for t in re.findall(r"\w+", query.casefold()) if len(t) >= 2})[:32]
+    # Content words only (stop words neither match nor filter), word characters only (any
+    # script): no quote, operator or parenthesis can reach the FTS5 MATCH expression or
+    # to_tsquery.
+    return content_terms(query)
 
 
 _FTS_SQLITE = text(

@@ -7,9 +7,10 @@
   ``score = sum(1 / (k + rank))`` with k = 60, over three rankings:
   1. structured envelope match: the query names the item's category, one of its tags,
      its session, or one of its provenance references;
-  2. full-text rank (SQLite FTS5 bm25 / PostgreSQL ts_rank);
-  3. time decay: most recently active first.
-  An item must match the query by (1) or (2) to be returned, unless the query is empty.
+  2. full-text rank over the query's content words (SQLite FTS5 bm25 / PostgreSQL ts_rank);
+  3. only when the query asks about recency ("latest", "now", ...): newest first.
+  Relevance first: an item must match the query by (1) or (2) to be returned (an empty
+  query lists newest first); otherwise time only breaks ties, and uses never count.
 * Each result carries its log index, age in days and the command that proves it.
 
 :func:`render` produces a ``<memory-context>`` block that marks the memories as recalled
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 from engram.protocol.schemas import CATEGORIES
 from ledger.memory.state import Item, ref_key, tokens
+from ledger.memory.terms import STOP_WORDS, asks_for_recency
 
 __all__ = ["RRF_K", "RecallResult", "Recalled", "fuse", "render", "render_hot"]
 
@@ -92,10 +94,9 @@ def to_recalled(
 
 
 def envelope_matches(item: Item, query: str) -> int:
-    """How many structured facets of the item the query names."""
-    q = query.casefold()
-    words = set(re.findall(r"[#]?[a-z0-9][a-z0-9_.-]*", q))
-    bare = {w.lstrip("#") for w in words}
+    """How many structured facets of the item the query names (stop words never count)."""
+    words = set(re.findall(r"[#]?[a-z0-9][a-z0-9_.-]*", query.casefold()))
+    bare = {w.lstrip("#") for w in words} - STOP_WORDS
     score = 0
     if item.category.casefold() in bare or (
         item.category in CATEGORIES and item.category.casefold() + "s" in bare
@@ -109,23 +110,31 @@ def envelope_matches(item: Item, query: str) -> int:
 
 
 def fuse(candidates: Sequence[Item], fulltext_refs: Sequence[str], query: str) -> list[tuple[Item, float]]:
-    """Reciprocal rank fusion of envelope match, full-text rank and time decay."""
+    """Relevance first: reciprocal rank fusion of envelope match and full-text rank.
+
+    Only items that really match (a facet the query names, or a content word) are
+    returned. Time is a tie-breaker (newer first), and a ranking of its own only when the
+    query asks about recency ("latest", "now", "last time"); it is the item's creation
+    time, so recalling an item (a use) never moves it up the relevance ranking. An empty
+    query lists the candidates newest first.
+    """
     by_ref = {c.ref: c for c in candidates}
     env = sorted(
         ((envelope_matches(c, query), c) for c in candidates),
-        key=lambda mc: (-mc[0], -mc[1].last_activity_us, ref_key(mc[1].ref)),
+        key=lambda mc: (-mc[0], -mc[1].created_us, ref_key(mc[1].ref)),
     )
     env_rank = {c.ref: r for r, (m, c) in enumerate((mc for mc in env if mc[0] > 0), start=1)}
     fts_rank = {ref: r for r, ref in enumerate((r for r in fulltext_refs if r in by_ref), start=1)}
-    time_order = sorted(candidates, key=lambda c: (-c.last_activity_us, ref_key(c.ref)))
-    time_rank = {c.ref: r for r, c in enumerate(time_order, start=1)}
-    out = []
-    for c in candidates:
-        if query.strip() and c.ref not in env_rank and c.ref not in fts_rank:
-            continue
-        score = sum(1 / (RRF_K + rank[c.ref]) for rank in (env_rank, fts_rank, time_rank) if c.ref in rank)
-        out.append((c, score))
-    out.sort(key=lambda cs: (-cs[1], ref_key(cs[0].ref)))
+    if not query.strip():
+        newest = sorted(candidates, key=lambda c: (-c.created_us, ref_key(c.ref)))
+        return [(c, 1 / (RRF_K + r)) for r, c in enumerate(newest, start=1)]
+    matched = [c for c in candidates if c.ref in env_rank or c.ref in fts_rank]
+    rankings = [env_rank, fts_rank]
+    if asks_for_recency(query):
+        newest = sorted(matched, key=lambda c: (-c.created_us, ref_key(c.ref)))
+        rankings.append({c.ref: r for r, c in enumerate(newest, start=1)})
+    out = [(c, sum(1 / (RRF_K + rank[c.ref]) for rank in rankings if c.ref in rank)) for c in matched]
+    out.sort(key=lambda cs: (-cs[1], -cs[0].created_us, ref_key(cs[0].ref)))
     return out
 
 

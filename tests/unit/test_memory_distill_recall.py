@@ -191,8 +191,8 @@ def test_rank_fusion_rewards_agreement_between_rankings() -> None:
     fused = fuse(items, ["2.0", "3.0"], "billing")
     assert [i.ref for i, _ in fused] == ["2.0", "3.0"]  # 4.0 matches neither: not returned
     scores = dict((i.ref, s) for i, s in fused)
-    assert scores["2.0"] == pytest.approx(1 / 61 + 1 / 61 + 1 / 63)
-    # An empty query returns everything by time decay alone.
+    assert scores["2.0"] == pytest.approx(1 / 61 + 1 / 61)  # time is not a ranking (issue 11)
+    # An empty query lists everything newest first.
     assert [i.ref for i, _ in fuse(items, [], "")] == ["4.0", "3.0", "2.0", "1.0"]
 
 
