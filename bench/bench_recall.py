@@ -1,0 +1,432 @@
+"""Long-horizon recall benchmark: prints figures and ratios; asserts no timings.
+
+    python bench/bench_recall.py            # full run (SQLite)
+    python bench/bench_recall.py --smoke    # CI smoke run
+
+A deterministic generator writes multi-session conversations between pairs of speakers over
+about six months, with planted facts (pets, trips, health, classes, gifts, races, food
+preferences, and jobs that change: "latest"-type questions), filler and distractor turns that
+share the questions' words. Each planted fact gets a paraphrased question whose evidence is the
+turn that states it. Two modes, as in issue 11:
+
+* perfect distillation: every session's facts (and its distractor observations) written as
+  memories with provenance to their turns; Engram's recall vs BM25 over the same memories;
+* end to end: the turns logged as session turns, sessions closed (the configured distiller),
+  then recall; vs BM25 over the raw turns.
+
+Figures: evidence hit@5/10/20 (an evidence memory or turn among the first k), the same for
+questions about the first third of the conversation and for "latest"-type questions, and
+Engram's recall latency p50/p99. BM25 is ``bm25s`` when installed (``pip install
+'engram[bench]'``), else a built-in Okapi BM25 (k1 = 1.5, b = 0.75); the output says which.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engram.client.sdk import Agent
+from engram.protocol.keyfiles import LogKey
+from ledger.compose import create_ledger, memory_service
+from ledger.config import Settings
+from ledger.inprocess import InProcess
+from ledger.memory.service import MemoryService
+from ledger.storage.db import make_engine
+
+DAY_US = 86_400_000_000
+PEOPLE = ["Caroline", "Melanie", "Jonas", "Gina", "Tomas", "Aiko", "Priya", "Samir", "Odile", "Rafael"]
+ANIMALS = ["greyhound", "tabby cat", "parrot", "rabbit", "beagle", "tortoise"]
+PET_NAMES = ["Biscuit", "Pepper", "Mango", "Clover", "Ziggy", "Nutmeg", "Olive", "Waffles"]
+PLACES = ["Lisbon", "Kyoto", "Reykjavik", "Oaxaca", "Tbilisi", "Hobart", "Valparaiso", "Tromso"]
+MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August"]
+REASONS = ["a cousin's wedding", "a pottery workshop", "a marathon", "a job interview"]
+METRICS = [("blood pressure", "heart"), ("cholesterol", "diet"), ("blood sugar", "diabetes risk")]
+HOBBIES = ["salsa", "ceramics", "bouldering", "cello", "woodworking", "Italian"]
+GIFTS = ["a hand-knitted scarf", "a vintage camera", "a bonsai tree", "a signed novel", "a telescope"]
+OCCASIONS = ["her birthday", "his graduation", "the housewarming", "their anniversary"]
+FOODS = ["ramen", "tacos", "paella", "dumplings", "falafel", "risotto"]
+JOBS = [
+    ("baker", "a bakery in the old town"),
+    ("pilot", "a regional airline"),
+    ("nurse", "the children's hospital"),
+    ("architect", "a small design studio"),
+    ("teacher", "the primary school"),
+]
+FILLER = [
+    "How was your weekend?",
+    "Work has been really busy lately, lots of meetings.",
+    "I went for a long walk in the park this morning.",
+    "Did you watch the game last night?",
+    "The weather has been so nice this week.",
+    "I'm trying to sleep earlier, it's hard.",
+    "We should grab coffee sometime soon.",
+    "My phone keeps running out of battery.",
+    "I finally cleaned the kitchen, it took forever.",
+    "Thanks for listening, that really helps.",
+    "Haha, that's so true!",
+    "I'll keep you posted!",
+]
+DISTRACTORS = [
+    "I saw a {animal} at the shelter yesterday, so cute.",
+    "Someday I want to travel to {place}, maybe in {month}.",
+    "My neighbour talks about her {metric} all the time.",
+    "There's a {hobby} class flyer at the library.",
+    "I almost bought {gift} online but it was too expensive.",
+    "The new {food} place downtown had a long line.",
+    "My cousin thinks about becoming a {job}.",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    speaker: str
+    said: str  # the turn, first person, as spoken
+    fact: str  # the same fact, third person, as a perfect distiller would write it
+    question: str  # a paraphrase: shares few words with the turn
+    kind: str
+    key: str  # facts with the same key change over time ("latest"-type questions)
+
+
+def _pick(rng: random.Random, xs: Sequence[str]) -> str:
+    return xs[rng.randrange(len(xs))]
+
+
+def planted_fact(rng: random.Random, a: str, b: str, n: int) -> Fact:
+    kind = _pick(rng, ["pet", "trip", "health", "class", "gift", "race", "food", "job"])
+    if kind == "pet":
+        animal, name = _pick(rng, ANIMALS), _pick(rng, PET_NAMES)
+        return Fact(a, f"Guess what, I adopted a {animal} and named it {name}!",
+                    f"{a} adopted a {animal} named {name}.",
+                    f"What did {a} call the {animal} she brought home?", kind, f"pet{n}")  # fmt: skip
+    if kind == "trip":
+        place, month, reason = _pick(rng, PLACES), _pick(rng, MONTHS), _pick(rng, REASONS)
+        return Fact(a, f"I'm flying to {place} in {month} for {reason}.",
+                    f"{a} is travelling to {place} in {month} for {reason}.",
+                    f"Which city is {a} visiting for {reason}?", kind, f"trip{n}")  # fmt: skip
+    if kind == "health":
+        metric, topic = _pick(rng, [m[0] for m in METRICS]), "health"
+        return Fact(a, f"At my check-up the doctor said my {metric} is a real concern.",
+                    f"{a}'s doctor flagged {a}'s {metric} as a {topic} concern at a check-up.",
+                    f"What did the physician warn {a} about?", kind, f"health{n}")  # fmt: skip
+    if kind == "class":
+        hobby = _pick(rng, HOBBIES)
+        return Fact(a, f"I signed up for {hobby} lessons at the community center!",
+                    f"{a} started {hobby} lessons at the community center.",
+                    f"What course did {a} enrol in?", kind, f"class{n}")  # fmt: skip
+    if kind == "gift":
+        gift, occasion = _pick(rng, GIFTS), _pick(rng, OCCASIONS)
+        return Fact(a, f"I gave {b} {gift} for {occasion}.",
+                    f"{a} gave {b} {gift} for {occasion}.",
+                    f"What present did {b} receive from {a}?", kind, f"gift{n}")  # fmt: skip
+    if kind == "race":
+        km, month = rng.choice([5, 10, 21, 42]), _pick(rng, MONTHS)
+        return Fact(a, f"I registered for a {km} km run in {month}.",
+                    f"{a} registered for a {km} km race in {month}.",
+                    f"How long is the race {a} entered?", kind, f"race{n}")  # fmt: skip
+    if kind == "food":
+        f1, f2 = rng.sample(FOODS, 2)
+        return Fact(a, f"Honestly I like {f1} way more than {f2}.",
+                    f"{a} prefers {f1} to {f2}.",
+                    f"Which dish does {a} enjoy most?", kind, f"food{n}")  # fmt: skip
+    job, where = JOBS[rng.randrange(len(JOBS))]
+    return Fact(a, f"Big news: I started working as a {job} at {where}.",
+                f"{a} works as a {job} at {where}.",
+                f"What is {a}'s latest occupation?", "job", f"job-{a}")  # fmt: skip
+
+
+@dataclass(slots=True)
+class Turn:
+    speaker: str
+    text: str
+    session: int
+    fact: Fact | None = None
+    index: int = -1  # its log index, once logged
+
+
+@dataclass(slots=True)
+class Conversation:
+    agent: str
+    a: str
+    b: str
+    sessions: list[list[Turn]] = field(default_factory=list)
+    day_of: list[int] = field(default_factory=list)
+
+
+def generate(rng: random.Random, *, pairs: int, sessions: int, turns: int) -> list[Conversation]:
+    out = []
+    for p in range(pairs):
+        a, b = rng.sample(PEOPLE, 2)
+        conv = Conversation(agent=f"pair-{p}", a=a, b=b)
+        day = 0
+        for s in range(sessions):
+            day += rng.randint(2, 9)
+            conv.day_of.append(day)
+            planted = [
+                planted_fact(rng, *(rng.sample([a, b], 2)), n=s * 10 + k) for k in range(rng.randint(1, 2))
+            ]
+            session: list[Turn] = []
+            for t in range(turns):
+                speaker = a if t % 2 == 0 else b
+                if rng.random() < 0.25:
+                    text = _pick(rng, DISTRACTORS).format(
+                        animal=_pick(rng, ANIMALS), place=_pick(rng, PLACES), month=_pick(rng, MONTHS),
+                        metric=_pick(rng, [m[0] for m in METRICS]), hobby=_pick(rng, HOBBIES),
+                        gift=_pick(rng, GIFTS), food=_pick(rng, FOODS), job=_pick(rng, [j[0] for j in JOBS]),
+                    )  # fmt: skip
+                else:
+                    text = _pick(rng, FILLER)
+                session.append(Turn(speaker, text, s))
+            for f in planted:
+                pos = rng.randrange(len(session) + 1)
+                session.insert(pos, Turn(f.speaker, f.said, s, fact=f))
+            conv.sessions.append(session)
+        out.append(conv)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    agent: str
+    text: str
+    evidence: frozenset[int]  # log indices of the turns that hold the answer
+    early: bool
+    latest: bool
+
+
+def questions(convs: Sequence[Conversation]) -> list[Question]:
+    out = []
+    for c in convs:
+        by_key: dict[str, list[Turn]] = {}
+        for s in c.sessions:
+            for t in s:
+                if t.fact is not None:
+                    by_key.setdefault(t.fact.key, []).append(t)
+        third = len(c.sessions) / 3
+        for ts in by_key.values():
+            last = ts[-1]
+            assert last.fact is not None
+            out.append(
+                Question(
+                    agent=c.agent,
+                    text=last.fact.question,
+                    evidence=frozenset({last.index}),
+                    early=last.session < third,
+                    latest=last.fact.kind == "job",
+                )
+            )
+    return out
+
+
+class Clock:
+    def __init__(self, start: int) -> None:
+        self.now = start
+
+    def __call__(self) -> int:
+        self.now += 1000
+        return self.now
+
+
+# -- baselines ----------------------------------------------------------------------------
+
+
+def _tokens(text: str) -> list[str]:
+    return re.findall(r"\w+", text.casefold())
+
+
+class Okapi:
+    """Okapi BM25 (k1 = 1.5, b = 0.75) over a small corpus."""
+
+    name = "built-in Okapi BM25"
+
+    def __init__(self, docs: Sequence[str]) -> None:
+        self.docs = [Counter(_tokens(d)) for d in docs]
+        self.lens = [sum(d.values()) for d in self.docs]
+        self.avg = sum(self.lens) / max(1, len(self.lens))
+        df: Counter[str] = Counter()
+        for d in self.docs:
+            df.update(d.keys())
+        n = len(self.docs)
+        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+
+    def top(self, query: str, k: int) -> list[int]:
+        q = _tokens(query)
+        scores = []
+        for i, d in enumerate(self.docs):
+            s = 0.0
+            for t in q:
+                tf = d.get(t, 0)
+                if tf:
+                    s += self.idf[t] * tf * 2.5 / (tf + 1.5 * (0.25 + 0.75 * self.lens[i] / self.avg))
+            if s > 0:
+                scores.append((-s, i))
+        return [i for _, i in sorted(scores)[:k]]
+
+
+def bm25(docs: Sequence[str]) -> tuple[str, Callable[[str, int], list[int]]]:
+    try:
+        import bm25s  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        o = Okapi(docs)
+        return o.name, o.top
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(list(docs), stopwords="en", show_progress=False), show_progress=False)
+
+    def top(query: str, k: int) -> list[int]:
+        ids, _ = retriever.retrieve(
+            bm25s.tokenize([query], stopwords="en", show_progress=False),
+            k=min(k, len(docs)),
+            show_progress=False,
+        )
+        return [int(i) for i in ids[0]]
+
+    return "bm25s", top
+
+
+# -- runs ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Score:
+    hits: dict[int, int] = field(default_factory=lambda: {5: 0, 10: 0, 20: 0})
+    early: dict[int, int] = field(default_factory=lambda: {10: 0})
+    latest: dict[int, int] = field(default_factory=lambda: {10: 0})
+    n: int = 0
+    n_early: int = 0
+    n_latest: int = 0
+
+    def add(self, q: Question, found_at: int | None) -> None:
+        self.n += 1
+        self.n_early += q.early
+        self.n_latest += q.latest
+        for k in self.hits:
+            self.hits[k] += found_at is not None and found_at < k
+        self.early[10] += q.early and found_at is not None and found_at < 10
+        self.latest[10] += q.latest and found_at is not None and found_at < 10
+
+    def line(self, label: str) -> str:
+        pct = lambda a, b: f"{100 * a / b:5.1f}%" if b else "   n/a"  # noqa: E731
+        return (
+            f"  {label:<34} hit@5 {pct(self.hits[5], self.n)}  hit@10 {pct(self.hits[10], self.n)}  "
+            f"hit@20 {pct(self.hits[20], self.n)}  early@10 {pct(self.early[10], self.n_early)}  "
+            f"latest@10 {pct(self.latest[10], self.n_latest)}"
+        )
+
+
+def _ledger(tmp: Path, clock: Clock) -> tuple[MemoryService, Callable[[str], Agent]]:
+    ledger = create_ledger(
+        make_engine(f"sqlite:///{tmp / 'recall.db'}"),
+        LogKey("bench.example/recall", Ed25519PrivateKey.generate()),
+        clock=clock,
+        policy_key=Ed25519PrivateKey.generate(),
+    )
+    memory = memory_service(ledger, Settings.from_env())
+
+    def agent(name: str) -> Agent:
+        a = Agent.generate(
+            name, log_vkey=ledger.vkey, transport=InProcess(ledger), clock=clock, state_dir=None
+        )
+        a.register()
+        return a
+
+    return memory, agent
+
+
+def run(convs: list[Conversation], *, mode: str, tmp: Path) -> None:
+    start = 1_780_000_000_000_000
+    clock = Clock(start)
+    memory, make_agent = _ledger(tmp, clock)
+    docs: dict[str, list[tuple[str, frozenset[int]]]] = {}  # per agent: baseline documents + their turns
+    for c in convs:
+        agent = make_agent(c.agent)
+        docs[c.agent] = []
+        for s, session in enumerate(c.sessions):
+            clock.now = max(clock.now, start + c.day_of[s] * DAY_US)
+            sid = memory.open_session(agent, title=f"chat {s}")
+            for t in session:
+                t.index = memory.turn(
+                    agent, sid, "user" if t.speaker == c.a else "assistant", f"{t.speaker}: {t.text}"
+                ).index
+                if mode == "end-to-end":
+                    docs[c.agent].append((f"{t.speaker}: {t.text}", frozenset({t.index})))
+            if mode == "perfect":
+                for t in session:
+                    text = t.fact.fact if t.fact else f"{t.speaker} said: {t.text}"
+                    if t.fact is None and t.text in FILLER:
+                        continue  # a perfect distiller keeps facts and observations, not small talk
+                    memory.write(
+                        agent, category="CONTEXT", content=text, tier="WARM",
+                        provenance=[{"source_type": "turn", "source_ref": str(t.index)}],
+                    )  # fmt: skip
+                    docs[c.agent].append((text, frozenset({t.index})))
+            else:
+                memory.close_session(agent, sid)
+    qs = questions(convs)
+    engram, baseline = Score(), Score()
+    latencies = []
+    name = ""
+    retrievers = {a: bm25([d for d, _ in ds]) for a, ds in docs.items() if ds}
+    for q in qs:
+        t0 = time.perf_counter()
+        res = memory.recall(q.agent, q.text, include_cold=True, limit=20, record_access=False)
+        latencies.append(time.perf_counter() - t0)
+        found = None
+        for rank, r in enumerate(res.ranked):
+            item = memory.projection.item(q.agent, r.ref)
+            sources = {
+                int(p["source_ref"])
+                for p in (item.provenance if item else [])
+                if p["source_type"] in ("turn", "log")
+            }
+            if sources & q.evidence or r.index in q.evidence:
+                found = rank
+                break
+        engram.add(q, found)
+        name, top = retrievers[q.agent]
+        ids = top(q.text, 20)
+        hit = next((rank for rank, i in enumerate(ids) if docs[q.agent][i][1] & q.evidence), None)
+        baseline.add(q, hit)
+    lat = sorted(latencies)
+    p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))]
+    items = sum(len(ds) for ds in docs.values())
+    print(f" {mode}: {len(qs)} questions over {items} {'memories' if mode == 'perfect' else 'turns'}")
+    print(engram.line("Engram recall"))
+    print(baseline.line(f"{name} ({'memories' if mode == 'perfect' else 'raw turns'})"))
+    ratio = engram.hits[10] / baseline.hits[10] if baseline.hits[10] else float("inf")
+    print(f"  recall@10 ratio Engram / BM25: {ratio:.2f}x;  Engram recall latency p50 "
+          f"{statistics.median(lat) * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms")  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--smoke", action="store_true", help="a tiny run for CI")
+    ap.add_argument("--seed", type=int, default=11)
+    args = ap.parse_args()
+    pairs, sessions, turns = (2, 6, 8) if args.smoke else (6, 30, 18)
+    print(
+        f"Engram recall benchmark{' (smoke)' if args.smoke else ''}: {pairs} conversations x {sessions} sessions x ~{turns} turns, seed {args.seed}"
+    )
+    for mode in ("perfect", "end-to-end"):
+        with tempfile.TemporaryDirectory() as d:
+            run(
+                generate(random.Random(args.seed), pairs=pairs, sessions=sessions, turns=turns),
+                mode=mode,
+                tmp=Path(d),
+            )
+
+
+if __name__ == "__main__":
+    main()
