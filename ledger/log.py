@@ -54,7 +54,7 @@ from engram.protocol.keyfiles import (
     load_log_key,
     write_private_file,
 )
-from engram.protocol.kinds import gated_texts, require_kind, validate_body
+from engram.protocol.kinds import gated_texts, require_kind, validate_body, verbatim_texts
 from engram.protocol.signer import AgentSigner
 from engram.protocol.wire import ConsistencyProof, InclusionProof, Receipt, Submission
 from ledger.config import Settings
@@ -390,6 +390,7 @@ class Ledger:
         body = verify_body(envelope, sub.salt, sub.body, max_bytes=self.max_body_bytes)
         validate_body(envelope.kind, body)
         self.rules.gate.check_stored(gated_texts(envelope.kind, body))
+        self.rules.gate.check_no_secrets(verbatim_texts(envelope.kind, body))
         return _Prepared(sub=sub, envelope=envelope, body=body)
 
     def event_signer(self, sub: Submission) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engram.protocol.gate import WriteGate
+from engram.protocol.gate import WriteGate, redact_secrets
 from engram.protocol.kinds import validate_body
 from engram.protocol.schemas import parse_ref
 
@@ -28,7 +28,7 @@ __all__ = [
 def opened_body(session: str, title: str | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"session": session}
     if title:
-        body["title"] = title
+        body["title"] = redact_secrets(title)[0]
     validate_body("session.opened", body)
     return body
 
@@ -36,7 +36,14 @@ def opened_body(session: str, title: str | None = None) -> dict[str, Any]:
 def turn_body(
     session: str, turn: int, role: str, content: str, tool: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {"session": session, "turn": turn, "role": role, "content": content}
+    """A ``session.turn`` body: the turn in full, except secrets, which are redacted before
+    signing (the log is permanent; a pasted API key must not land in it)."""
+    body: dict[str, Any] = {
+        "session": session,
+        "turn": turn,
+        "role": role,
+        "content": redact_secrets(content)[0],
+    }
     if tool is not None:
         body["tool"] = dict(tool)
     validate_body("session.turn", body)
@@ -46,7 +53,7 @@ def turn_body(
 def closed_body(session: str, summary: str | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"session": session}
     if summary:
-        body["summary"] = summary
+        body["summary"] = redact_secrets(summary)[0]
     validate_body("session.closed", body)
     return body
 

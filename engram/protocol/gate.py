@@ -222,6 +222,14 @@ class WriteGate:
         """Ledger side, before storing a signed body: scan, and refuse unredacted secrets."""
         for text in texts:
             self.scan(text)
+            self.check_no_secrets([text])
+
+    @staticmethod
+    def check_no_secrets(texts: Iterable[str]) -> None:
+        """Ledger side, for texts kept verbatim (session turns, titles, summaries): not
+        scanned for directives (a transcript may quote anything), but a secret never
+        enters the permanent log; the signer redacts it first (:func:`redact_secrets`)."""
+        for text in texts:
             for name, pattern in SECRET_PATTERNS:
                 if pattern.search(text):
                     raise GateRejection("secret", f"the text carries a {name}; redact it before signing")

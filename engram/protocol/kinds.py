@@ -33,6 +33,7 @@ __all__ = [
     "kinds_where",
     "require_kind",
     "validate_body",
+    "verbatim_texts",
 ]
 
 REGISTRY_VERSION = 2
@@ -82,6 +83,9 @@ class KindSpec:
     signer: Signer = "agent"
     #: The texts of a body that become recalled memory, and so pass the write gate.
     gated: Callable[[Mapping[str, Any]], list[str]] = _no_texts
+    #: Texts kept verbatim (turns, titles, summaries): never scanned for directives, but
+    #: refused if they carry an unredacted secret.
+    verbatim: Callable[[Mapping[str, Any]], list[str]] = _no_texts
     items: Items = None
     #: The log indices whose bodies an accepted event erases, in the same transaction
     #: (right to be forgotten: the leaves and every proof stay).
@@ -112,18 +116,21 @@ _SPECS = (
         group="session",
         description="a working session starts",
         schema=schemas.session_opened,
+        verbatim=_members("title"),
     ),
     KindSpec(
         name="session.turn",
         group="session",
         description="a message or tool call, full fidelity",
         schema=schemas.session_turn,
+        verbatim=_members("content"),
     ),
     KindSpec(
         name="session.closed",
         group="session",
         description="a working session ends",
         schema=schemas.session_closed,
+        verbatim=_members("summary"),
     ),
     KindSpec(
         name="memory.written",
@@ -261,6 +268,12 @@ def validate_body(kind: str, body: object) -> Mapping[str, Any]:
     spec.schema(b)
     b.done()
     return b.body
+
+
+def verbatim_texts(kind: str, body: Mapping[str, Any]) -> list[str]:
+    """The texts of a body kept verbatim, which must carry no unredacted secret."""
+    spec = KINDS.get(kind)
+    return [] if spec is None else spec.verbatim(body)
 
 
 def gated_texts(kind: str, body: Mapping[str, Any]) -> list[str]:
