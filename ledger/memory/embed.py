@@ -1,0 +1,157 @@
+"""Embedders: text -> unit vectors for recall's semantic ranking (derived data, never signed).
+
+Vectors are a projection of the log like the memory tables: computed from item text,
+stored beside the projection, tagged with :attr:`Embedder.model_id` so a model change is
+seen and re-embedded, and never part of a signed body or a digest an auditor compares.
+
+* :class:`WordLlamaEmbedder` (default): the 256-dimension static embedding that the
+  ``wordllama`` wheel ships (weights and tokenizer inside the wheel, so it works offline on
+  a fresh machine). Its own loader looks for the tokenizer under ``tokenizer/`` while the
+  wheel installs it under ``tokenizers/`` and then tries to download it; we load the two
+  files directly instead (and do not import ``wordllama.inference``, which reconfigures the
+  root logger on import). Encoding is the model's: token vectors, mean-pooled over the
+  attention mask, L2-normalised.
+
+Every embedder returns float32 arrays of shape ``(len(texts), dim)`` whose rows have unit
+norm (a text with no known token gets the zero vector, which matches nothing).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from engram.protocol.errors import EngramError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors = npt.NDArray[np.float32]
+else:
+    Vectors = Any
+
+__all__ = ["Embedder", "EmbedderError", "Vectors", "WordLlamaEmbedder", "unit_rows"]
+
+#: Longest text embedded (characters); longer texts are embedded by their first part.
+MAX_EMBED_CHARS = 8000
+
+
+class EmbedderError(EngramError):
+    """The embedder failed or answered outside its contract; recall degrades without it."""
+
+
+class Embedder(Protocol):
+    """Text -> unit vectors. ``model_id`` names model, version and dimension."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors: ...
+
+
+def unit_rows(m: Vectors) -> Vectors:
+    """``m`` with every row scaled to unit norm (zero rows stay zero)."""
+    import numpy as np
+
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    np.maximum(norms, 1e-12, out=norms)
+    out: Vectors = (m / norms).astype(np.float32, copy=False)
+    return out
+
+
+_WL_CONFIG = "l2_supercat"
+_WL_DIM = 256
+
+
+@dataclass(slots=True)
+class WordLlamaEmbedder:
+    """The ``wordllama`` l2_supercat 256-d static embedding, loaded from the installed wheel."""
+
+    batch_size: int = 256
+    _model: tuple[Any, Any] | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    @property
+    def model_id(self) -> str:
+        return f"wordllama/{_WL_CONFIG}@{_version()}:{_WL_DIM}"
+
+    @property
+    def dim(self) -> int:
+        return _WL_DIM
+
+    def _load(self) -> tuple[Any, Any]:
+        with self._lock:
+            if self._model is None:
+                self._model = _load_wordllama()
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
+
+        table, tokenizer = self._load()
+        out = np.zeros((len(texts), _WL_DIM), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            chunk = [t[:MAX_EMBED_CHARS] for t in texts[start : start + self.batch_size]]
+            enc = tokenizer.encode_batch(chunk, is_pretokenized=False, add_special_tokens=False)
+            width = max((len(e.ids) for e in enc), default=0)
+            if width == 0:
+                continue
+            ids = np.zeros((len(enc), width), dtype=np.int64)
+            mask = np.zeros((len(enc), width), dtype=np.float32)
+            for row, e in enumerate(enc):
+                ids[row, : len(e.ids)] = e.ids
+                mask[row, : len(e.ids)] = 1.0
+            np.clip(ids, 0, table.shape[0] - 1, out=ids)
+            summed = (table[ids] * mask[:, :, None]).sum(axis=1)
+            counts = np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
+            out[start : start + len(chunk)] = unit_rows(summed / counts)
+        return out
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("wordllama")
+    except PackageNotFoundError:
+        return "missing"
+
+
+def _load_wordllama() -> tuple[Any, Any]:
+    try:
+        import numpy as np
+        import wordllama
+        from safetensors import safe_open
+        from tokenizers import Tokenizer
+    except ImportError as e:  # pragma: no cover - a server install always has it
+        raise EmbedderError(
+            f"the wordllama embedder is not installed ({e}); pip install 'engram[server]'"
+        ) from e
+    pkg = Path(wordllama.__file__).parent
+    weights = pkg / "weights" / f"{_WL_CONFIG}_{_WL_DIM}.safetensors"
+    tok_file = next(
+        (
+            p
+            for p in (
+                pkg / "tokenizers" / f"{_WL_CONFIG}_tokenizer_config.json",
+                pkg / "tokenizer" / f"{_WL_CONFIG}_tokenizer_config.json",
+            )
+            if p.is_file()
+        ),
+        None,
+    )
+    if not weights.is_file() or tok_file is None:
+        raise EmbedderError(f"the wordllama wheel at {pkg} lacks its weights or tokenizer file")
+    tokenizer = Tokenizer.from_file(str(tok_file))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    with safe_open(str(weights), framework="np", device="cpu") as f:
+        table = np.ascontiguousarray(f.get_tensor("embedding.weight").astype(np.float32))
+    return table, tokenizer
