@@ -18,6 +18,7 @@ norm (a text with no known token gets the zero vector, which matches nothing).
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -125,16 +126,19 @@ def _version() -> str:
 
 
 def _load_wordllama() -> tuple[Any, Any]:
+    # The package is located, not imported: importing it configures the root logger.
+    spec = importlib.util.find_spec("wordllama")
     try:
         import numpy as np
-        import wordllama
         from safetensors import safe_open
         from tokenizers import Tokenizer
-    except ImportError as e:  # pragma: no cover - a server install always has it
+    except ImportError as e:  # pragma: no cover - a server install always has them
         raise EmbedderError(
             f"the wordllama embedder is not installed ({e}); pip install 'engram[server]'"
         ) from e
-    pkg = Path(wordllama.__file__).parent
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbedderError("the wordllama embedder is not installed; pip install 'engram[server]'")
+    pkg = Path(next(iter(spec.submodule_search_locations)))
     weights = pkg / "weights" / f"{_WL_CONFIG}_{_WL_DIM}.safetensors"
     tok_file = next(
         (
