@@ -132,6 +132,10 @@ class WriteOut(BaseModel):
 class RecallIn(Strict):
     query: str = Field(default="", max_length=1000)
     include_cold: bool = False
+    include_archived: bool = Field(
+        default=False,
+        description="rank archived (decayed) memories at full weight instead of below live ones",
+    )
     budget_tokens: int | None = Field(default=None, ge=1, le=100_000)
     session: str | None = Field(default=None, pattern=SESSION)
     limit: int = Field(default=10, ge=1, le=100)
@@ -148,6 +152,9 @@ class RecalledOut(BaseModel):
     age_days: float
     score: float
     verify: str
+    status: str = Field(description="active, or archived (a decayed memory recalled because it matches)")
+    session: str | None
+    provenance: list[dict[str, str]]
 
 
 class RecallOut(BaseModel):
@@ -159,6 +166,7 @@ class RecallOut(BaseModel):
     ranked: list[RecalledOut]
     hot_tokens: int
     total_tokens: int
+    notes: list[str] = Field(description="what degraded this recall (e.g. the embedder was down)")
     context: str = Field(description="the <memory-context> block to place in a prompt")
 
 

@@ -537,6 +537,13 @@ def memory_recall(
     agent: Annotated[str, typer.Option(help="Agent id.")],
     query: Annotated[str, typer.Argument(help="What to recall.")] = "",
     include_cold: Annotated[bool, typer.Option("--include-cold", help="Search COLD too.")] = False,
+    include_archived: Annotated[
+        bool,
+        typer.Option(
+            "--include-archived", help="Rank archived (decayed) memories at full weight, not below live ones."
+        ),
+    ] = False,
+    limit: Annotated[int, typer.Option(help="Most results after HOT (1-100).", min=1, max=100)] = 10,
     budget_tokens: Annotated[int | None, typer.Option(help="Token budget for the whole block.")] = None,
     session: Annotated[str | None, typer.Option(help="Use this session's frozen HOT block.")] = None,
     as_json: Annotated[
@@ -544,12 +551,15 @@ def memory_recall(
     ] = False,
     no_record: Annotated[bool, typer.Option("--no-record", help="Do not log this recall as access.")] = False,
 ) -> None:
-    """HOT first, then WARM (and COLD) ranked by rank fusion; prints a <memory-context> block."""
+    """HOT first, then memories and raw session turns (records) ranked by rank fusion of
+    facets, full text and embedding similarity; prints a <memory-context> block."""
     _, mem = _memory()
     res = mem.recall(
         agent,
         query,
         include_cold=include_cold,
+        include_archived=include_archived,
+        limit=limit,
         budget_tokens=budget_tokens,
         session=session,
         record_access=not no_record,

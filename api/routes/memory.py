@@ -115,13 +115,15 @@ def write_record(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: Kno
 
 @router.post("/v1/agents/{agent}/recall", responses=_PROBLEMS)
 async def recall(agent: AgentPath, req: RecallIn, access: SelfDep, svc: ServicesDep) -> RecallOut:
-    """Recall for a prompt (signed by the agent): HOT first, then WARM (and COLD on
-    request) ranked; each result names its log index. Use is recorded (``memory.accessed``)."""
+    """Recall for a prompt (signed by the agent): HOT first, then WARM memories (COLD on
+    request), archived memories that match, and raw session turns (tier ``RECORD``) ranked;
+    each result names its log index. Use is recorded (``memory.accessed``, asynchronously)."""
     result = await run_in_threadpool(
         svc.memory.recall,
         access.agent,
         req.query,
         include_cold=req.include_cold,
+        include_archived=req.include_archived,
         budget_tokens=req.budget_tokens,
         session=req.session,
         limit=req.limit,
@@ -135,6 +137,7 @@ async def recall(agent: AgentPath, req: RecallIn, access: SelfDep, svc: Services
         ranked=[convert.recalled(r) for r in result.ranked],
         hot_tokens=result.hot_tokens,
         total_tokens=result.total_tokens,
+        notes=list(result.notes),
         context=result.render(),
     )
 

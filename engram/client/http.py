@@ -467,11 +467,14 @@ class RemoteMemory:
         query: str,
         *,
         include_cold: bool = False,
+        include_archived: bool = False,
         budget_tokens: int | None = None,
         session: str | None = None,
         limit: int = 10,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {"query": query, "include_cold": include_cold, "limit": limit}
+        if include_archived:
+            body["include_archived"] = True
         if budget_tokens is not None:
             body["budget_tokens"] = budget_tokens
         if session is not None:

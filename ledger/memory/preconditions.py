@@ -21,6 +21,7 @@ from typing import Any
 from engram.protocol.errors import RejectedEventError
 from engram.protocol.gate import WriteGate
 from ledger.memory.projection import Projection
+from ledger.memory.state import RECORD
 from ledger.storage.store import SqlStore
 from verifier.event import Envelope, Leaf
 from verifier.jcs import parse_strict
@@ -75,6 +76,10 @@ def _live_item(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
     if it is None:
         raise RejectedEventError(
             f"{env.kind} names item {body['item']}, which does not exist", check="memory.missing_item"
+        )
+    if it.tier == RECORD:
+        raise RejectedEventError(
+            f"item {it.ref} is a session-turn record, not a memory", check="memory.item_state"
         )
     restorable = env.kind == "memory.decay_exempted" and it.status == "archived"
     if it.status != "active" and not restorable:

@@ -23,10 +23,11 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from engram.protocol.errors import StorageError
 from engram.protocol.gate import normalize_text
-from ledger.memory.state import Item, LoggedEvent, Session, digest, evolve
+from ledger.memory.state import RECORD, Item, LoggedEvent, Session, digest, evolve
 from ledger.memory.terms import content_terms
+from ledger.memory.vectors import BUMP_GENERATION, DELETE_VECTOR
 from ledger.storage.db import WRITE_OPTION
-from ledger.storage.schema import bodies, leaves, mem_cursor, mem_items, mem_sessions
+from ledger.storage.schema import bodies, leaves, mem_cursor, mem_items, mem_sessions, mem_vectors
 from ledger.storage.store import SqlStore
 from verifier.event import Leaf
 from verifier.jcs import parse_strict
@@ -124,6 +125,12 @@ class SqlState:
         return None if r is None else item_from_row(r)
 
     def put_item(self, item: Item) -> None:
+        # Derived data forgets erased text too: the vector goes, and readers' caches reload.
+        if (
+            item.status == "erased"
+            and self.conn.execute(DELETE_VECTOR, {"agent": item.agent, "refs": [item.ref]}).rowcount
+        ):
+            self.conn.execute(BUMP_GENERATION)
         row = _item_row(item)
         stmt = self._upsert(mem_items).values(row)
         self.conn.execute(
@@ -300,7 +307,12 @@ class Projection:
                 conn.execute(stmt)
                 conn.execute(delete(mem_items))
                 conn.execute(delete(mem_sessions))
-                conn.execute(update(mem_cursor).where(mem_cursor.c.id == 1).values(applied_size=0))
+                conn.execute(delete(mem_vectors))
+                conn.execute(
+                    update(mem_cursor)
+                    .where(mem_cursor.c.id == 1)
+                    .values(applied_size=0, embedded_size=0, vec_generation=mem_cursor.c.vec_generation + 1)
+                )
             return 0
 
         self._retrying(reset)
@@ -329,10 +341,13 @@ class Projection:
         after: tuple[int, int] | None = None,
         limit: int | None = None,
     ) -> list[Item]:
-        """Items in log order; ``after`` (index, position) and ``limit`` page through them."""
+        """Items in log order; ``after`` (index, position) and ``limit`` page through them.
+        Without ``tiers``: every tier but the records tier (:data:`RECORD`)."""
         cond = [mem_items.c.agent == agent]
         if tiers is not None:
             cond.append(mem_items.c.tier.in_(list(tiers)))
+        else:  # the memory tiers (and tombstones); session-turn records only when asked for
+            cond.append(mem_items.c.tier != RECORD)
         if status is not None:
             cond.append(mem_items.c.status == status)
         if source_kinds is not None:
@@ -383,3 +398,110 @@ class Projection:
                 sql = _FTS_POSTGRES
             params: dict[str, Any] = {"q": match, "a": agent, "lim": limit, "tiers": list(tiers)}
             return [r[0] for r in conn.execute(sql, params)]
+
+    # -- recall's candidate queries (each bounded; recall never loads every item) ---------
+
+    def search_fulltext(
+        self, agent: str, query: str, *, tiers: Sequence[str], statuses: Sequence[str], limit: int
+    ) -> list[Item]:
+        """Items matching any content word of ``query``, best first (FTS5 bm25 / ts_rank)."""
+        terms = _fts_terms(query)
+        if not terms:
+            return []
+        params: dict[str, Any] = {
+            "a": agent,
+            "lim": limit,
+            "tiers": list(tiers),
+            "statuses": list(statuses),
+        }
+        with self.engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                params["q"] = " OR ".join(f'"{t}"' for t in terms)  # quoted: no FTS5 syntax from users
+                sql = _SEARCH_SQLITE
+            else:
+                params["q"] = " | ".join(terms)  # word characters only: safe for to_tsquery
+                sql = _SEARCH_POSTGRES
+            return [item_from_row(r) for r in conn.execute(sql, params)]
+
+    def items_by_refs(
+        self, agent: str, refs: Sequence[str], *, tiers: Sequence[str], statuses: Sequence[str]
+    ) -> dict[str, Item]:
+        """The items among ``refs`` that are in ``tiers`` with one of ``statuses``."""
+        if not refs:
+            return {}
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                _BY_REFS,
+                {"a": agent, "refs": list(refs), "tiers": list(tiers), "statuses": list(statuses)},
+            )
+            return {r.ref: item_from_row(r) for r in rows}
+
+    def search_facets(
+        self,
+        agent: str,
+        *,
+        categories: Sequence[str],
+        words: Sequence[str],
+        tiers: Sequence[str],
+        statuses: Sequence[str],
+        limit: int,
+    ) -> list[Item]:
+        """Items whose category, session or a provenance reference the query names, newest
+        first. Categories and sessions use indexes; provenance references are looked for only
+        for words that look like references (a digit, or a ``-``/``_``/``.`` inside)."""
+        refs_like = [w for w in words if len(w) >= 2 and any(c.isdigit() or c in "-_." for c in w)]
+        if not categories and not words:
+            return []
+        conds = []
+        params: dict[str, Any] = {"a": agent, "lim": limit, "tiers": list(tiers), "statuses": list(statuses)}
+        if categories:
+            conds.append("category IN :cats")
+            params["cats"] = list(categories)
+        if words:
+            conds.append("session IN :words")
+            params["words"] = list(words)
+        for n, w in enumerate(refs_like[:8]):
+            conds.append(f"provenance LIKE :p{n} ESCAPE '!'")
+            escaped = w.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+            params[f"p{n}"] = '%"source_ref": "' + escaped + '"%'
+        where = " OR ".join(conds)  # constant fragments only; every value is a bound parameter
+        sql = text(_FACETS.format(where=where)).bindparams(
+            *(bindparam(k, expanding=True) for k in ("tiers", "statuses", "cats", "words") if k in params)
+        )
+        with self.engine.connect() as conn:
+            return [item_from_row(r) for r in conn.execute(sql, params)]
+
+    def newest(self, agent: str, *, tiers: Sequence[str], statuses: Sequence[str], limit: int) -> list[Item]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                _NEWEST, {"a": agent, "tiers": list(tiers), "statuses": list(statuses), "lim": limit}
+            )
+            return [item_from_row(r) for r in rows]
+
+
+_SEARCH_SQLITE = text(
+    "SELECT i.* FROM mem_fts JOIN mem_items i ON i.rowid = mem_fts.rowid "
+    "WHERE mem_fts MATCH :q AND i.agent = :a AND i.status IN :statuses AND i.tier IN :tiers "
+    "ORDER BY bm25(mem_fts), i.idx, i.pos LIMIT :lim"
+).bindparams(bindparam("tiers", expanding=True), bindparam("statuses", expanding=True))
+_SEARCH_POSTGRES = text(
+    "SELECT * FROM mem_items WHERE agent = :a AND status IN :statuses AND tier IN :tiers "
+    "AND to_tsvector('english'::regconfig, content || ' ' || tags) @@ to_tsquery('english', :q) "
+    "ORDER BY ts_rank(to_tsvector('english'::regconfig, content || ' ' || tags), to_tsquery('english', :q)) DESC, "
+    "idx, pos LIMIT :lim"
+).bindparams(bindparam("tiers", expanding=True), bindparam("statuses", expanding=True))
+_BY_REFS = text(
+    "SELECT * FROM mem_items WHERE agent = :a AND ref IN :refs AND tier IN :tiers AND status IN :statuses"
+).bindparams(
+    bindparam("refs", expanding=True),
+    bindparam("tiers", expanding=True),
+    bindparam("statuses", expanding=True),
+)
+_FACETS = (
+    "SELECT * FROM mem_items WHERE agent = :a AND tier IN :tiers AND status IN :statuses AND ({where}) "
+    "ORDER BY created_us DESC, idx DESC, pos DESC LIMIT :lim"
+)
+_NEWEST = text(
+    "SELECT * FROM mem_items WHERE agent = :a AND tier IN :tiers AND status IN :statuses "
+    "ORDER BY created_us DESC, idx DESC, pos DESC LIMIT :lim"
+).bindparams(bindparam("tiers", expanding=True), bindparam("statuses", expanding=True))

@@ -1,37 +1,64 @@
-"""Recall: HOT first within its budget, then WARM (and COLD when asked) by rank fusion.
+"""Recall: HOT first within its budget, then memories and raw records by rank fusion.
 
 * HOT is not searched: it is the agent's standing context. Inside a session it is the
   snapshot taken when the session opened, so its bytes do not change mid-session and
   prompt caches hold.
-* WARM (and COLD with ``include_cold``) candidates are ranked by reciprocal rank fusion,
-  ``score = sum(1 / (k + rank))`` with k = 60, over three rankings:
-  1. structured envelope match: the query names the item's category, one of its tags,
-     its session, or one of its provenance references;
+* WARM (and COLD with ``include_cold``) memories, and the **records tier** (the agent's
+  logged session turns, verbatim), are ranked by reciprocal rank fusion,
+  ``score = sum(1 / (k + rank))`` with k = 60, over up to four rankings, each computed in
+  the database or the vector index and bounded (recall never loads every item):
+  1. structured envelope match: the query names the item's category, one of its tags (a
+     distilled memory is tagged with its subject), its session, or one of its provenance
+     references; among equal matches, content relevance orders, never time;
   2. full-text rank over the query's content words (SQLite FTS5 bm25 / PostgreSQL ts_rank);
-  3. only when the query asks about recency ("latest", "now", ...): newest first.
-  Relevance first: an item must match the query by (1) or (2) to be returned (an empty
-  query lists newest first); otherwise time only breaks ties, and uses never count.
+  3. embedding similarity (the configured :class:`~ledger.memory.embed.Embedder`);
+  4. only when the query asks about recency ("latest", "now", ...): newest first.
+  Relevance first: an item must match the query by (1), (2), or a similarity of at least
+  :data:`MIN_SIMILARITY` in (3) to be returned (an empty query lists newest first);
+  otherwise time only breaks ties, and uses never count.
+* Decay never hides evidence: archived memories stay candidates, ranked at
+  :data:`ARCHIVED_WEIGHT` of their score (``include_archived``: at full score), and marked.
+* A record is left out when a returned memory cites its turn (the memory covers it).
 * Each result carries its log index, age in days and the command that proves it.
 
-:func:`render` produces a ``<memory-context>`` block that marks the memories as recalled
-data, not instructions, with markup in memory text neutralised.
+:func:`render` produces a ``<memory-context>`` block that marks memories, archived memories
+and raw records apart, as recalled data, not instructions, with markup in their text
+neutralised.
 """
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from engram.protocol.schemas import CATEGORIES
-from ledger.memory.state import Item, ref_key, tokens
+from ledger.memory.state import RECORD, Item, ref_key, tokens
 from ledger.memory.terms import STOP_WORDS, asks_for_recency
 
-__all__ = ["RRF_K", "RecallResult", "Recalled", "fuse", "render", "render_hot"]
+__all__ = [
+    "ARCHIVED_WEIGHT",
+    "MIN_SIMILARITY",
+    "RRF_K",
+    "RecallResult",
+    "Recalled",
+    "fuse",
+    "fuse_signals",
+    "render",
+    "render_hot",
+]
 
 RRF_K = 60
 DAY_US = 86_400_000_000
+#: An archived memory competes at this share of its fused score (1.0 with include_archived).
+ARCHIVED_WEIGHT = 0.5
+#: A record (raw turn) competes at this share of its fused score.
+RECORD_WEIGHT = 0.7
+#: Weight of the embedding ranking in the fusion (the envelope and full-text rankings: 1).
+VECTOR_WEIGHT = 1.0
+#: Cosine similarity from which an embedding neighbour counts as a match on its own.
+MIN_SIMILARITY = 0.25
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +73,14 @@ class Recalled:
     age_days: float
     score: float
     verify: str
+    status: str = "active"
+    session: str | None = None
+    provenance: tuple[dict[str, str], ...] = ()
+
+    @property
+    def is_record(self) -> bool:
+        """A raw session turn from the records tier, not a distilled memory."""
+        return self.tier == RECORD
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,6 +94,8 @@ class RecallResult:
     ranked: tuple[Recalled, ...]
     hot_tokens: int
     total_tokens: int
+    #: What degraded this recall (e.g. the embedder was down), said in the block too.
+    notes: tuple[str, ...] = ()
 
     def render(self) -> str:
         return render(self)
@@ -78,6 +115,10 @@ def to_recalled(
     created_us: int,
     now_us: int,
     score: float,
+    *,
+    status: str = "active",
+    session: str | None = None,
+    provenance: Sequence[Mapping[str, str]] = (),
 ) -> Recalled:
     return Recalled(
         ref=ref,
@@ -90,6 +131,27 @@ def to_recalled(
         age_days=round(max(0, now_us - created_us) / DAY_US, 1),
         score=round(score, 6),
         verify=f"engram log prove --index {item_index}",
+        status=status,
+        session=session,
+        provenance=tuple(dict(p) for p in provenance),
+    )
+
+
+def recalled_item(it: Item, now_us: int, score: float) -> Recalled:
+    return to_recalled(
+        it.index,
+        it.ref,
+        it.tier,
+        it.category,
+        it.content,
+        it.tags,
+        it.confidence,
+        it.created_us,
+        now_us,
+        score,
+        status=it.status,
+        session=it.session,
+        provenance=it.provenance,
     )
 
 
@@ -109,33 +171,77 @@ def envelope_matches(item: Item, query: str) -> int:
     return score
 
 
-def fuse(candidates: Sequence[Item], fulltext_refs: Sequence[str], query: str) -> list[tuple[Item, float]]:
-    """Relevance first: reciprocal rank fusion of envelope match and full-text rank.
+def fuse_signals(
+    query: str,
+    *,
+    fulltext: Sequence[Item],
+    similar: Sequence[tuple[Item, float]] = (),
+    facets: Sequence[Item] = (),
+) -> list[tuple[Item, float]]:
+    """Relevance first: reciprocal rank fusion of envelope match, full-text rank and
+    embedding similarity over the candidates the three signals brought (best first each).
 
-    Only items that really match (a facet the query names, or a content word) are
-    returned. Time is a tie-breaker (newer first), and a ranking of its own only when the
-    query asks about recency ("latest", "now", "last time"); it is the item's creation
-    time, so recalling an item (a use) never moves it up the relevance ranking. An empty
-    query lists the candidates newest first.
+    Only items that really match are returned: a facet the query names, a content word, or
+    an embedding similarity of at least :data:`MIN_SIMILARITY`. Time is a tie-breaker (newer
+    first), and a ranking of its own only when the query asks about recency ("latest",
+    "now", "last time"); it is the item's creation time, so recalling an item (a use) never
+    moves it up the relevance ranking.
     """
-    by_ref = {c.ref: c for c in candidates}
+    cands: dict[str, Item] = {}
+    for it in [*fulltext, *(i for i, _ in similar), *facets]:
+        cands.setdefault(it.ref, it)
+    fts_rank = {it.ref: r for r, it in enumerate(fulltext, start=1)}
+    vec_rank = {it.ref: r for r, (it, _) in enumerate(similar, start=1)}
+    vec_match = {it.ref for it, sim in similar if sim >= MIN_SIMILARITY}
+    content_rank = {ref: min(fts_rank.get(ref, 1 << 30), vec_rank.get(ref, 1 << 30)) for ref in cands}
     env = sorted(
-        ((envelope_matches(c, query), c) for c in candidates),
-        key=lambda mc: (-mc[0], -mc[1].created_us, ref_key(mc[1].ref)),
+        ((envelope_matches(c, query), c) for c in cands.values()),
+        key=lambda mc: (-mc[0], content_rank[mc[1].ref], -mc[1].created_us, ref_key(mc[1].ref)),
     )
     env_rank = {c.ref: r for r, (m, c) in enumerate((mc for mc in env if mc[0] > 0), start=1)}
-    fts_rank = {ref: r for r, ref in enumerate((r for r in fulltext_refs if r in by_ref), start=1)}
+    matched = [c for c in cands.values() if c.ref in env_rank or c.ref in fts_rank or c.ref in vec_match]
+    rankings = [(env_rank, 1.0), (fts_rank, 1.0), (vec_rank, VECTOR_WEIGHT)]
+    if asks_for_recency(query):
+        newest = sorted(matched, key=lambda c: (-c.created_us, ref_key(c.ref)))
+        rankings.append(({c.ref: r for r, c in enumerate(newest, start=1)}, 1.0))
+    out = [(c, sum(w / (RRF_K + rank[c.ref]) for rank, w in rankings if c.ref in rank)) for c in matched]
+    out.sort(key=lambda cs: (-cs[1], -cs[0].created_us, ref_key(cs[0].ref)))
+    return out
+
+
+def fuse(candidates: Sequence[Item], fulltext_refs: Sequence[str], query: str) -> list[tuple[Item, float]]:
+    """:func:`fuse_signals` over a known candidate set and the full-text order of its refs
+    (no embeddings). An empty query lists the candidates newest first."""
     if not query.strip():
         newest = sorted(candidates, key=lambda c: (-c.created_us, ref_key(c.ref)))
         return [(c, 1 / (RRF_K + r)) for r, c in enumerate(newest, start=1)]
-    matched = [c for c in candidates if c.ref in env_rank or c.ref in fts_rank]
-    rankings = [env_rank, fts_rank]
-    if asks_for_recency(query):
-        newest = sorted(matched, key=lambda c: (-c.created_us, ref_key(c.ref)))
-        rankings.append({c.ref: r for r, c in enumerate(newest, start=1)})
-    out = [(c, sum(1 / (RRF_K + rank[c.ref]) for rank in rankings if c.ref in rank)) for c in matched]
-    out.sort(key=lambda cs: (-cs[1], -cs[0].created_us, ref_key(cs[0].ref)))
-    return out
+    by_ref = {c.ref: c for c in candidates}
+    fts = [by_ref[r] for r in fulltext_refs if r in by_ref]
+    named = [c for c in candidates if envelope_matches(c, query) > 0]
+    return fuse_signals(query, fulltext=fts, facets=named)
+
+
+def merge_pools(
+    memories: Sequence[tuple[Item, float]],
+    records: Sequence[tuple[Item, float]],
+    *,
+    include_archived: bool,
+) -> list[tuple[Item, float]]:
+    """One ranking of memories and records: archived memories and records weighted (see the
+    module doc); a record whose turn a memory in the list cites is left out."""
+    weighted = [
+        (it, score * (ARCHIVED_WEIGHT if it.status == "archived" and not include_archived else 1.0))
+        for it, score in memories
+    ]
+    cited = {
+        p["source_ref"]
+        for it, _ in weighted
+        for p in it.provenance
+        if p.get("source_type") in ("turn", "log")
+    }
+    weighted += [(it, score * RECORD_WEIGHT) for it, score in records if str(it.index) not in cited]
+    weighted.sort(key=lambda cs: (-cs[1], -cs[0].created_us, ref_key(cs[0].ref)))
+    return weighted
 
 
 _LINE_BREAKS = re.compile("\r\n|[\r\n\u2028\u2029\x85\x0b\x0c]")
@@ -145,6 +251,10 @@ def _line(r: Recalled) -> str:
     # Memory text cannot open or close tags, and cannot start lines of its own (a fake
     # "## COLD" heading or entry): markup is escaped and line breaks are shown as ⏎.
     text = _LINE_BREAKS.sub(" \u23ce ", html.escape(r.content, quote=False))
+    if r.is_record:
+        role = r.tags[0] if r.tags else "turn"
+        where = f" | session {html.escape(r.session)}" if r.session else ""
+        return f"- [turn | {role}{where} | log {r.index} | {r.age_days} d] {text}"
     tags = f" #{' #'.join(r.tags)}" if r.tags else ""
     return f"- [{r.category} | ref {r.ref} | log {r.index} | {r.age_days} d]{tags} {text}"
 
@@ -165,14 +275,24 @@ def render_hot(result: RecallResult) -> str:
 
 def render(result: RecallResult) -> str:
     lines = [render_hot(result).rstrip("\n")]
-    warm = [r for r in result.ranked if r.tier == "WARM"]
-    cold = [r for r in result.ranked if r.tier == "COLD"]
-    if warm:
-        lines.append("## WARM (recalled for this query)")
-        lines += [_line(r) for r in warm]
-    if cold:
-        lines.append("## COLD (permanent record)")
-        lines += [_line(r) for r in cold]
+    live = [r for r in result.ranked if r.status == "active"]
+    sections = (
+        ("## WARM (memories recalled for this query)", [r for r in live if r.tier == "WARM"]),
+        ("## COLD (permanent record)", [r for r in live if r.tier == "COLD"]),
+        (
+            "## ARCHIVED (decayed memories, recalled because they match)",
+            [r for r in result.ranked if r.status == "archived"],
+        ),
+        (
+            "## RECORDS (raw session turns from the log, verbatim: what was said, not a distilled memory)",
+            [r for r in live if r.is_record],
+        ),
+    )
+    for heading, rows in sections:
+        if rows:
+            lines.append(heading)
+            lines += [_line(r) for r in rows]
+    lines += [f"(note: {html.escape(n)})" for n in result.notes]
     lines.append(f"(as of log size {result.as_of_size})")
     lines.append("</memory-context>")
     return "\n".join(lines) + "\n"

@@ -24,26 +24,39 @@ from engram.protocol.bodies import (
     turn_body,
     written_body,
 )
-from engram.protocol.errors import ConflictError, ForbiddenError, RejectedEventError
+from engram.protocol.errors import ConflictError, EngramError, ForbiddenError, RejectedEventError
 from engram.protocol.kinds import validate_body
 from engram.protocol.records import RECORD_KINDS
+from engram.protocol.schemas import CATEGORIES
 from ledger.log import Ledger, PolicyEvent, Receipt, Submission
+from ledger.memory.access import AccessLog, Use
 from ledger.memory.distill import Distiller, RuleBasedDistiller, Turn
+from ledger.memory.embed import Embedder
 from ledger.memory.policy import Decision, PolicyConfig, decide_session_end, decide_sweep
 from ledger.memory.projection import Projection, SqlState
 from ledger.memory.recall import (
     Recalled,
     RecallResult,
     envelope_matches,
-    fuse,
+    fuse_signals,
     hot_within_budget,
+    merge_pools,
+    recalled_item,
     to_recalled,
 )
-from ledger.memory.state import Item
+from ledger.memory.state import RECORD, Item
+from ledger.memory.terms import content_terms
+from ledger.memory.vectors import VectorIndex
 from verifier.event import Envelope, Leaf
 from verifier.jcs import canonical_bytes, parse_strict
 
 __all__ = ["CloseResult", "MemoryService"]
+
+#: Longest recall query (characters), as the HTTP API bounds it.
+MAX_QUERY_CHARS = 1000
+MAX_RECALL_LIMIT = 100
+#: Candidates each signal brings per pool (full text, vectors, facets), at least 4 x limit.
+CANDIDATES = 100
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,18 +76,39 @@ class MemoryService:
         *,
         config: PolicyConfig | None = None,
         distiller: Distiller | None = None,
+        embedder: Embedder | None = None,
+        access_log: str = "async",
     ) -> None:
+        """``embedder``: the semantic ranking's model (None: recall ranks without vectors).
+        ``access_log``: ``"async"`` (uses are appended by a background writer, off the
+        reader's path), ``"sync"`` (each recall appends its use before it returns) or
+        ``"off"``."""
+        if access_log not in ("async", "sync", "off"):
+            raise ValueError(f"access_log must be async, sync or off, not {access_log!r}")
         self.ledger = ledger
         self.config = config or PolicyConfig()
         self.distiller: Distiller = distiller or RuleBasedDistiller()
         self.gate = ledger.gate  # one gate for the log and the memory service (ledger.compose)
         self.projection = Projection(ledger.store)
+        self.vectors = None if embedder is None else VectorIndex(ledger.store.engine, embedder)
+        self.access_mode = access_log
+        self.access = AccessLog(
+            lambda agent, body: self._append_policy_retrying(agent, "memory.accessed", body)
+        )
 
     # -- consistency with the log ----------------------------------------------------
 
     def sync(self, min_size: int | None = None) -> int:
-        """Bring the projection to at least ``min_size`` (default: the latest checkpoint)."""
-        return self.projection.sync(min_size)
+        """Bring the projection to at least ``min_size`` (default: the latest checkpoint),
+        then embed what it added (an embedder failure never fails the caller)."""
+        applied = self.projection.sync(min_size)
+        if self.vectors is not None:
+            self.vectors.embed_pending()
+        return applied
+
+    def flush_access(self) -> None:
+        """Wait until every use recorded so far is in the log (see ledger.memory.access)."""
+        self.access.flush()
 
     # -- sessions (agent-signed) -----------------------------------------------------
 
@@ -136,6 +170,7 @@ class MemoryService:
 
     def finish_session(self, agent_id: str, session: str) -> tuple[Receipt | None, int, list[Receipt]]:
         """Distill a closed session (unless done) and apply the session-end rules."""
+        self.flush_access()
         s = self.projection.session(agent_id, session)
         if s is None or s.status != "closed":
             raise RejectedEventError(f"session {session} of {agent_id} is not closed", check="memory.session")
@@ -328,6 +363,7 @@ class MemoryService:
 
     def plan(self, agent_id: str, now_us: int) -> list[Decision]:
         """The decisions a sweep at ``now_us`` would take (nothing is appended)."""
+        self.flush_access()
         self.sync()
         with self.projection.engine.connect() as conn:
             return decide_sweep(SqlState(conn), self.projection.items(agent_id), now_us, self.config)
@@ -338,6 +374,7 @@ class MemoryService:
         "Now" is the ledger's clock, the same clock that stamps the entries: a decision
         whose window has not ended by its entry's server time has no effect on replay.
         """
+        self.flush_access()
         return self._decide_and_append(
             agent_id,
             lambda state: decide_sweep(
@@ -353,18 +390,28 @@ class MemoryService:
         query: str,
         *,
         include_cold: bool = False,
+        include_archived: bool = False,
         budget_tokens: int | None = None,
         session: str | None = None,
         now_us: int | None = None,
         limit: int = 10,
         record_access: bool = True,
     ) -> RecallResult:
+        """HOT (the session's frozen snapshot inside a session), then up to ``limit`` memories
+        and raw records ranked for ``query`` within ``budget_tokens`` (ledger.memory.recall)."""
+        if len(query) > MAX_QUERY_CHARS:
+            raise RejectedEventError(
+                f"a recall query is at most {MAX_QUERY_CHARS} characters", check="request.query"
+            )
+        if not 1 <= limit <= MAX_RECALL_LIMIT:
+            raise RejectedEventError(f"limit must be 1-{MAX_RECALL_LIMIT}", check="request.limit")
         applied = self.sync()
         now = self.ledger.clock() if now_us is None else now_us
         budget = self.config.hot_max_tokens * 2 if budget_tokens is None else budget_tokens
         snap = self.projection.session(agent_id, session) if session else None
         if session and snap is None:
             raise RejectedEventError(f"no session {session} for {agent_id}", check="memory.session")
+        hot_items = self.projection.items(agent_id, tiers=["HOT"])
         if snap is not None:
             hot_src = [
                 to_recalled(
@@ -382,33 +429,16 @@ class MemoryService:
                 for h in snap.hot_snapshot
             ]
         else:
-            hot_src = [
-                to_recalled(
-                    i.index, i.ref, "HOT", i.category, i.content, i.tags, i.confidence, i.created_us, now, 0.0
-                )
-                for i in self.projection.items(agent_id, tiers=["HOT"])
-            ]
+            hot_src = [recalled_item(i, now, 0.0) for i in hot_items]
         hot, used = hot_within_budget(
             hot_src, min(budget, self.config.hot_max_tokens), self.config.hot_max_items
         )
-        tiers = ["WARM", "COLD"] if include_cold else ["WARM"]
-        candidates: list[Item] = self.projection.items(agent_id, tiers=tiers)
-        fts = self.projection.fulltext(agent_id, query, tiers, limit=200)
+        notes: list[str] = []
+        ranked_items = self._rank(agent_id, query, include_cold, include_archived, limit, notes)
         ranked: list[Recalled] = []
         total = used
-        for it, score in fuse(candidates, fts, query):
-            r = to_recalled(
-                it.index,
-                it.ref,
-                it.tier,
-                it.category,
-                it.content,
-                it.tags,
-                it.confidence,
-                it.created_us,
-                now,
-                score,
-            )
+        for it, score in ranked_items:
+            r = recalled_item(it, now, score)
             cost = len(r.content) // 4 + 1
             if len(ranked) >= limit:
                 break
@@ -426,27 +456,99 @@ class MemoryService:
             ranked=tuple(ranked),
             hot_tokens=used,
             total_tokens=total,
+            notes=tuple(notes),
         )
-        # HOT is injected, not searched: a HOT item counts as used only when the query is
-        # about it (envelope or full-text match), else idle preferences would never age.
-        hot_hits = (
-            set(self.projection.fulltext(agent_id, query, ["HOT"], limit=200)) if query.strip() else set()
+        if record_access and self.access_mode != "off":
+            refs = [
+                *self._used_hot(agent_id, query, hot, hot_items),
+                *(r.ref for r in ranked if not r.is_record),
+            ]
+            if refs:
+                use = Use(agent=agent_id, refs=tuple(refs[:100]), query=query, session=session)
+                if self.access_mode == "sync":
+                    self.access.record(use)
+                    self.access.flush()
+                else:
+                    self.access.record(use)
+        return result
+
+    def _rank(
+        self,
+        agent_id: str,
+        query: str,
+        include_cold: bool,
+        include_archived: bool,
+        limit: int,
+        notes: list[str],
+    ) -> list[tuple[Item, float]]:
+        """Memories and records for ``query``, best first (ledger.memory.recall's fusion over
+        candidates each signal brings from the database or the vector index)."""
+        tiers = ["WARM", "COLD"] if include_cold else ["WARM"]
+        statuses = ["active", "archived"]
+        if not query.strip():
+            return [
+                (it, 1 / (60 + r))
+                for r, it in enumerate(
+                    self.projection.newest(agent_id, tiers=tiers, statuses=["active"], limit=limit), start=1
+                )
+            ]
+        n = max(CANDIDATES, 4 * limit)
+        words = content_terms(query)
+        categories = [c for c in CATEGORIES if c.casefold() in words or c.casefold() + "s" in words]
+        mem_similar: list[tuple[Item, float]] = []
+        rec_similar: list[tuple[Item, float]] = []
+        if self.vectors is not None:
+            try:
+                mem_hits, rec_hits = self.vectors.search(agent_id, query, n)
+            except EngramError as e:
+                notes.append(f"semantic ranking unavailable ({e}); ranked by words and facets only")
+            else:
+                mems = self.projection.items_by_refs(
+                    agent_id, [h.ref for h in mem_hits], tiers=tiers, statuses=statuses
+                )
+                recs = self.projection.items_by_refs(
+                    agent_id, [h.ref for h in rec_hits], tiers=[RECORD], statuses=["active"]
+                )
+                mem_similar = [(mems[h.ref], h.similarity) for h in mem_hits if h.ref in mems]
+                rec_similar = [(recs[h.ref], h.similarity) for h in rec_hits if h.ref in recs]
+            if self.vectors.last_error is not None:
+                notes.append(f"some items are not embedded yet ({self.vectors.last_error})")
+        memories = fuse_signals(
+            query,
+            fulltext=self.projection.search_fulltext(
+                agent_id, query, tiers=tiers, statuses=statuses, limit=n
+            ),
+            similar=mem_similar,
+            facets=self.projection.search_facets(
+                agent_id, categories=categories, words=words, tiers=tiers, statuses=statuses, limit=n
+            ),
         )
-        hot_items = {i.ref: i for i in self.projection.items(agent_id, tiers=["HOT"])}
-        used_hot = [
+        records = fuse_signals(
+            query,
+            fulltext=self.projection.search_fulltext(
+                agent_id, query, tiers=[RECORD], statuses=["active"], limit=n
+            ),
+            similar=rec_similar,
+            facets=self.projection.search_facets(
+                agent_id, categories=[], words=words, tiers=[RECORD], statuses=["active"], limit=n
+            ),
+        )
+        return merge_pools(memories, records, include_archived=include_archived)
+
+    def _used_hot(
+        self, agent_id: str, query: str, hot: Sequence[Recalled], hot_items: Sequence[Item]
+    ) -> list[str]:
+        """HOT is injected, not searched: a HOT item counts as used only when the query is
+        about it (envelope or full-text match), else idle preferences would never age."""
+        if not query.strip() or not hot:
+            return []
+        hits = set(self.projection.fulltext(agent_id, query, ["HOT"], limit=200))
+        by_ref = {i.ref: i for i in hot_items}
+        return [
             r.ref
             for r in hot
-            if r.ref in hot_hits or (r.ref in hot_items and envelope_matches(hot_items[r.ref], query) > 0)
+            if r.ref in hits or (r.ref in by_ref and envelope_matches(by_ref[r.ref], query) > 0)
         ]
-        refs = [*used_hot, *(r.ref for r in ranked)]
-        if record_access and refs:
-            body: dict[str, Any] = {"items": refs[:100]}
-            if query.strip():
-                body["query"] = query[:1000]
-            if session:
-                body["session"] = session
-            self._append_policy_retrying(agent_id, "memory.accessed", body)
-        return result
 
     def _append_policy_retrying(self, agent_id: str, kind: str, body: Mapping[str, Any]) -> Receipt:
         for attempt in range(8):
@@ -473,10 +575,14 @@ class MemoryService:
     # -- rebuild -------------------------------------------------------------------------
 
     def rebuild(self) -> tuple[int, str]:
-        """Drop the projection and replay the whole log; return (size, digest)."""
+        """Drop the projection (and its vectors) and replay the whole log; return (size, digest)."""
+        self.flush_access()
         self.projection.rebuild()
+        if self.vectors is not None:
+            self.vectors.embed_pending()
         return self.projection.digest()
 
     def digest(self) -> tuple[int, str]:
+        self.flush_access()
         self.sync()
         return self.projection.digest()

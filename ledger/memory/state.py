@@ -12,6 +12,11 @@ Items are referenced as ``"<log index>.<n>"``: ``n`` is 0 for events that carry 
 and the entry's position for ``memory.distilled``. Every item is thus traceable to the
 signed log entry it came from.
 
+Every ``session.turn`` also projects one item of the **records tier** (:data:`RECORD`): the
+turn's text as logged (secrets were redacted before signing), searchable by recall as a
+raw record. Records never move between tiers, decay, or take part in dedup; erasing the
+turn's entry tombstones its record like any item.
+
 Decisions that depend on time or configuration (tier changes, archiving) are *events* the
 policy emits (ledger.memory.policy); ``evolve`` only applies them, re-checking their
 preconditions in log order so that a stale or concurrent decision has no effect instead of
@@ -32,6 +37,7 @@ from verifier.jcs import canonical_bytes
 
 __all__ = [
     "EVOLVE",
+    "RECORD",
     "RECORD_KINDS",
     "InMemoryState",
     "Item",
@@ -43,6 +49,10 @@ __all__ = [
     "ref_key",
     "tokens",
 ]
+
+
+#: The tier of session-turn records (searchable raw turns; never a memory tier).
+RECORD = "RECORD"
 
 
 def tokens(text: str) -> int:
@@ -235,6 +245,25 @@ def _session_turn(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> 
     s.last_index = ev.index
     s.turns += 1
     state.put_session(s)
+    state.put_item(
+        Item(
+            agent=ev.agent,
+            ref=f"{ev.index}.0",
+            index=ev.index,
+            source_kind=ev.kind,
+            tier=RECORD,
+            status="active",
+            category="CONTEXT",
+            content=b["content"],
+            tags=[b["role"]],
+            created_us=ev.timestamp_us,
+            provenance=[
+                {"source_type": "turn", "source_ref": str(ev.index)},
+                {"source_type": "session", "source_ref": b["session"]},
+            ],
+            session=b["session"],
+        )
+    )
 
 
 def _session_closed(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
@@ -261,7 +290,7 @@ def _memory_distilled(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any])
 
 def _memory_superseded(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
     old = state.item(ev.agent, b["item"])
-    if old is None or old.status != "active":
+    if old is None or old.status != "active" or old.tier == RECORD:
         return
     new = Item(
         agent=ev.agent,
@@ -288,7 +317,7 @@ def _memory_superseded(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]
 
 def _memory_decay_exempted(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
     it = state.item(ev.agent, b["item"])
-    if it is None:
+    if it is None or it.tier == RECORD:
         return
     it.decay_exempt = True
     if it.status == "archived":

@@ -50,6 +50,7 @@ __all__ = [
     "mem_cursor",
     "mem_items",
     "mem_sessions",
+    "mem_vectors",
     "metadata",
     "nodes",
     "stream_heads",
@@ -172,6 +173,12 @@ mem_cursor = Table(
     metadata,
     Column("id", SmallInteger, primary_key=True, autoincrement=False),
     Column("applied_size", BigInteger, nullable=False),
+    #: Bumped whenever vector rows are deleted (rebuild, erasure, a model change): readers'
+    #: caches reload. Items of entries below ``embedded_size`` have vectors of
+    #: ``embedded_model`` (or failed to embed and are listed nowhere: see Projection.embed).
+    Column("vec_generation", BigInteger, nullable=False, server_default=text("0")),
+    Column("embedded_size", BigInteger, nullable=False, server_default=text("0")),
+    Column("embedded_model", String(160), nullable=True),
     CheckConstraint("id = 1", name="single_row"),
 )
 
@@ -204,6 +211,27 @@ mem_items = Table(
     PrimaryKeyConstraint("agent", "ref"),
     Index(None, "agent", "tier", "status"),
     Index(None, "agent", "tier", "norm_hash"),
+    Index(None, "agent", "category", "created_us"),
+    Index(None, "agent", "session"),
+    Index(None, "idx"),
+)
+
+#: Embedding vectors of items (derived, never signed): float32 little-endian, unit norm,
+#: tagged with the model that made them and the item text's norm_hash they were made from
+#: (a row whose hash no longer matches its item is stale and ignored). ``seq`` is the
+#: projection size when the row was written: readers load new rows incrementally.
+mem_vectors = Table(
+    "mem_vectors",
+    metadata,
+    Column("agent", String(64), nullable=False),
+    Column("ref", String(32), nullable=False),
+    Column("record", Boolean, nullable=False),
+    Column("model", String(160), nullable=False),
+    Column("norm_hash", String(64), nullable=False),
+    Column("vec", LargeBinary, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    PrimaryKeyConstraint("agent", "ref"),
+    Index(None, "agent", "model", "seq"),
 )
 
 mem_sessions = Table(

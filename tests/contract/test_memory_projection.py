@@ -6,11 +6,14 @@ import itertools
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import Engine, text
 
 from engram.client.sdk import Agent
 from engram.protocol.errors import KeyStateError, LimitExceededError, RejectedEventError
@@ -20,6 +23,7 @@ from engram.protocol.signer import AgentSigner
 from ledger.compose import create_ledger, memory_rules
 from ledger.inprocess import InProcess
 from ledger.log import Ledger, PolicyEvent
+from ledger.memory.embed import WordLlamaEmbedder
 from ledger.memory.service import MemoryService
 from ledger.memory.state import InMemoryState, LoggedEvent, digest, evolve
 from ledger.storage.db import make_engine
@@ -113,6 +117,8 @@ def test_recall_reads_its_writes_and_ranks(memory: MemoryService, make_agent: Ca
     res = memory.recall("alice", "billing", include_cold=True)
     assert {r.tier for r in res.ranked} == {"WARM", "COLD"}
     assert all(r.verify == f"engram log prove --index {r.index}" for r in (*res.hot, *res.ranked))
+    memory.flush_access()  # uses are appended off the reader's path
+    memory.sync()
     used = memory.projection.item("alice", res.ranked[0].ref)
     assert used.access_count >= 1 and used.last_access_us is not None  # recall usage is logged
     tiny = memory.recall("alice", "billing", include_cold=True, budget_tokens=5, record_access=False)
@@ -281,6 +287,7 @@ ops = st.lists(
         st.tuples(st.just("session"), st.lists(st.sampled_from(TURNS), min_size=0, max_size=4)),
         st.tuples(st.just("supersede"), st.integers(0, 50)),
         st.tuples(st.just("exempt"), st.integers(0, 50)),
+        st.tuples(st.just("erase"), st.integers(0, 50)),
         st.tuples(st.just("record"), st.sampled_from(["pact.outcome", "commitment", "boundary.event"])),
         st.tuples(st.just("compact"), st.integers(0, 60)),
         st.tuples(st.just("recall"), st.sampled_from(["billing", "deploys friday", ""])),
@@ -300,6 +307,9 @@ def _run(memory: MemoryService, agent: Agent, clock: StepClock, program: list) -
     for op in program:
         kind = op[0]
         active = [i.ref for i in memory.projection.items(agent.agent_id)]
+        written = [
+            i.index for i in memory.projection.items(agent.agent_id) if i.source_kind == "memory.written"
+        ]
         if kind == "write":
             memory.write(agent, category=op[2], content=op[1], tier=op[3])
         elif kind == "session":
@@ -311,6 +321,9 @@ def _run(memory: MemoryService, agent: Agent, clock: StepClock, program: list) -
             memory.supersede(agent, active[op[1] % len(active)], content=f"corrected {op[1]}", reason="fix")
         elif kind == "exempt" and active:
             memory.exempt(agent, active[op[1] % len(active)], reason="keep")
+        elif kind == "erase" and written:
+            # Erasing a memory.distilled entry changes a rebuild today (issue 12): written only.
+            memory.erase(agent, written[op[1] % len(written)], reason="right to be forgotten")
         elif kind == "record":
             memory.record(agent, op[1], RECORDS[op[1]])
         elif kind == "compact":
@@ -318,6 +331,29 @@ def _run(memory: MemoryService, agent: Agent, clock: StepClock, program: list) -
             memory.compact(agent.agent_id)
         elif kind == "recall":
             memory.recall(agent.agent_id, op[1], include_cold=True)
+
+
+EMBEDDER = WordLlamaEmbedder()
+
+
+def vector_rows(engine: Engine) -> dict[tuple[str, str], tuple[bool, str, str, bytes]]:
+    """Every stored vector with what it was made from, and a check that each live item with
+    text has one (vectors cover the projection)."""
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT agent, ref, record, model, norm_hash, vec FROM mem_vectors")).all()
+        live = conn.execute(
+            text("SELECT agent, ref, norm_hash FROM mem_items WHERE status != 'erased' AND content != ''")
+        ).all()
+    out = {(r.agent, r.ref): (bool(r.record), r.model, r.norm_hash, bytes(r.vec)) for r in rows}
+    assert {(r.agent, r.ref): r.norm_hash for r in live} == {k: v[2] for k, v in out.items()}
+    return out
+
+
+def assert_same_vectors(got: dict[Any, Any], want: dict[Any, Any]) -> None:
+    assert got.keys() == want.keys()
+    for k, (record, model, norm_hash, vec) in want.items():
+        assert got[k][:3] == (record, model, norm_hash)
+        assert np.allclose(np.frombuffer(got[k][3], "<f4"), np.frombuffer(vec, "<f4"), atol=1e-6)
 
 
 @pytest.mark.slow
@@ -347,13 +383,15 @@ def test_incremental_projection_equals_rebuild(
                 clock=clock,
                 policy_key=Ed25519PrivateKey.generate(),
             )
-            memory = MemoryService(ledger)
+            memory = MemoryService(ledger, embedder=EMBEDDER)
             agent = Agent.generate("alice", log_vkey=ledger.vkey, transport=InProcess(ledger), clock=clock)
             agent.register()
             _run(memory, agent, clock, program)
             incremental = memory.digest()
+            vectors = vector_rows(engine)
             assert pure_replay_digest(ledger) == incremental
             assert memory.rebuild() == incremental
+            assert_same_vectors(vector_rows(engine), vectors)  # derived vectors rebuild the same
         finally:
             engine.dispose()
 
@@ -419,6 +457,7 @@ def test_policy_signed_events_in_agent_streams_verify_offline(
     memory.turn(alice, sid, "user", "I prefer email. Turns out DNS was the root cause.")
     memory.close_session(alice, sid)
     memory.recall("alice", "dns")
+    memory.flush_access()
     kinds = set()
     for _, raw in memory.ledger.store.leaves_iter(0, memory.ledger.size()):
         leaf = Leaf.from_bytes(raw)
@@ -638,8 +677,12 @@ def test_recall_accounting(memory: MemoryService, make_agent: Callable[..., Agen
     res = memory.recall("alice", "billing", budget_tokens=60)
     got = [r.ref for r in res.ranked]
     assert f"{short.index}.0" in got and f"{long.index}.0" not in got  # the long one is skipped, not a stop
+    memory.flush_access()
+    memory.sync()
     assert memory.projection.item("alice", f"{pref.index}.0").access_count == 0  # HOT not asked about
     memory.recall("alice", "french replies")
+    memory.flush_access()
+    memory.sync()
     assert memory.projection.item("alice", f"{pref.index}.0").access_count == 1
     assert [r.content for r in memory.recall("alice", "café", record_access=False).ranked] == [
         "café opens at nine"

@@ -317,5 +317,5 @@ GRANT SELECT, INSERT ON leaves, nodes, checkpoints TO "{role}";
 GRANT SELECT, INSERT, UPDATE ON log_state, stream_heads, agent_keys TO "{role}";
 GRANT SELECT, INSERT, UPDATE, DELETE ON bodies TO "{role}";
 GRANT SELECT ON alembic_version TO "{role}";
-GRANT SELECT, INSERT, UPDATE, DELETE ON mem_items, mem_sessions, mem_cursor TO "{role}";
+GRANT SELECT, INSERT, UPDATE, DELETE ON mem_items, mem_sessions, mem_cursor, mem_vectors TO "{role}";
 """

@@ -1,0 +1,112 @@
+"""Access logging off the reader's path: recalls enqueue uses, a writer appends them in batches.
+
+Every recall that returns items records a ``memory.accessed`` policy entry (uses count for
+decay and promotion, never for relevance). Appending one per recall made each reader wait
+for a signature, a transaction and an fsync. Here a recall only enqueues; one background
+thread per service drains the queue, merges what was queued for the same agent (up to the
+schema's 100 items per entry) and appends the entries, still signed by the ledger's policy
+key and still one durable log entry per use record.
+
+Uses are advisory data: if the process dies before the queue drains, the uses of the last
+moments are lost, which only makes decay slightly more eager; nothing acknowledged to a
+writer is. Anything that decides on uses (compaction, planning, session end) calls
+:meth:`AccessLog.flush` first, so a decision never misses a use recorded before it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import queue
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engram.protocol.schemas import MAX_ACCESSED
+
+__all__ = ["AccessLog", "Use"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Use:
+    agent: str
+    refs: tuple[str, ...]
+    query: str
+    session: str | None
+
+
+class AccessLog:
+    """Queues uses and appends them as ``memory.accessed`` entries in a background thread."""
+
+    def __init__(self, append: Callable[[str, Mapping[str, Any]], object]) -> None:
+        self._append = append
+        self._queue: queue.Queue[Use | threading.Event] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self.failures = 0
+
+    def record(self, use: Use) -> None:
+        self._ensure_thread()
+        self._queue.put(use)
+
+    def flush(self, timeout: float | None = 60.0) -> None:
+        """Return once every use queued before this call is appended (or failed)."""
+        if self._thread is None:
+            return
+        done = threading.Event()
+        self._queue.put(done)
+        done.wait(timeout)
+
+    def _ensure_thread(self) -> None:
+        with self._start_lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="engram-access-log", daemon=True)
+                self._thread.start()
+                atexit.register(self.flush, 10.0)
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            batch: list[Use | threading.Event] = [first]
+            while True:  # take what is already queued: one entry per agent and query batch
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            uses = [u for u in batch if isinstance(u, Use)]
+            for body_agent, body in _bodies(uses):
+                try:
+                    self._append(body_agent, body)
+                except Exception:  # an advisory record must never kill the writer thread
+                    self.failures += 1
+                    log.exception("could not record a memory use for %s", body_agent)
+            for ev in batch:
+                if isinstance(ev, threading.Event):
+                    ev.set()
+
+
+def _bodies(uses: list[Use]) -> list[tuple[str, dict[str, Any]]]:
+    """Merge queued uses: consecutive uses of one agent in one session share an entry (the
+    query kept is the first one's), up to the schema's item limit."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for u in uses:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and last[0] == u.agent
+            and last[1].get("session") == u.session
+            and len(last[1]["items"]) + len(u.refs) <= MAX_ACCESSED
+        ):
+            items = last[1]["items"]
+            items += [r for r in u.refs if r not in items]
+            continue
+        body: dict[str, Any] = {"items": list(dict.fromkeys(u.refs))[:MAX_ACCESSED]}
+        if u.query.strip():
+            body["query"] = u.query[:1000]
+        if u.session:
+            body["session"] = u.session
+        out.append((u.agent, body))
+    return out
