@@ -20,6 +20,7 @@ from engram.protocol.keyfiles import LogKey
 from ledger.config import Settings
 from ledger.log import AppendRules, Clock, Ledger, system_clock_us
 from ledger.memory.distill import ChatCompletionsDistiller, Distiller, RuleBasedDistiller
+from ledger.memory.embed import Embedder, OpenAIEmbedder, WordLlamaEmbedder
 from ledger.memory.policy import PolicyConfig
 from ledger.memory.preconditions import MemoryPreconditions
 from ledger.memory.service import MemoryService
@@ -28,6 +29,7 @@ __all__ = [
     "Services",
     "create_ledger",
     "distiller",
+    "embedder",
     "init_ledger",
     "memory_rules",
     "memory_service",
@@ -86,9 +88,29 @@ def distiller(settings: Settings) -> Distiller:
     )
 
 
+_WORDLLAMA = WordLlamaEmbedder()  # one loaded model per process, shared by every service
+
+
+def embedder(settings: Settings) -> Embedder | None:
+    """Recall's embedder: an OpenAI-compatible endpoint when ``ENGRAM_EMBEDDER_URL`` is set,
+    none with ``ENGRAM_EMBEDDER=off``, else the offline wordllama model."""
+    if settings.embedder_url is not None and settings.embedder_model and settings.embedder_dim:
+        return OpenAIEmbedder(
+            url=settings.embedder_url,
+            model=settings.embedder_model,
+            dimensions=settings.embedder_dim,
+            api_key=settings.embedder_api_key,
+        )
+    if settings.embedder == "off":
+        return None
+    return _WORDLLAMA
+
+
 def memory_service(ledger: Ledger, settings: Settings) -> MemoryService:
-    """The memory service over ``ledger`` with the settings' policy and distiller."""
-    return MemoryService(ledger, config=policy_config(settings), distiller=distiller(settings))
+    """The memory service over ``ledger`` with the settings' policy, distiller and embedder."""
+    return MemoryService(
+        ledger, config=policy_config(settings), distiller=distiller(settings), embedder=embedder(settings)
+    )
 
 
 @dataclass(frozen=True, slots=True)

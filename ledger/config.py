@@ -19,6 +19,11 @@ variable                   meaning                                     default
 ``ENGRAM_DISTILLER_URL``   OpenAI-compatible base URL (else rules)     unset
 ``ENGRAM_DISTILLER_MODEL`` model name for that endpoint                unset
 ``ENGRAM_DISTILLER_API_KEY``  bearer token for that endpoint           unset
+``ENGRAM_EMBEDDER``        recall's embedder: wordllama or off         ``wordllama``
+``ENGRAM_EMBEDDER_URL``    OpenAI-compatible base URL (embeddings)     unset
+``ENGRAM_EMBEDDER_MODEL``  model name for that endpoint                unset
+``ENGRAM_EMBEDDER_API_KEY``  bearer token for that endpoint            unset
+``ENGRAM_EMBEDDER_DIM``    that model's vector dimension               unset
 ``ENGRAM_WITNESS_POLICY``  tlog-policy file: witnesses (with URLs) the  unset (no witnesses)
                            log submits checkpoints to
 ``ENGRAM_WITNESS_TIMEOUT_S``  per-witness request timeout (seconds)    5
@@ -86,6 +91,27 @@ def _distiller_env(env: Mapping[str, str]) -> tuple[str | None, str | None, str 
     return url, model, api_key
 
 
+def _embedder_env(env: Mapping[str, str]) -> tuple[str, str | None, str | None, str | None, int | None]:
+    kind = (env.get("ENGRAM_EMBEDDER") or "wordllama").strip().lower()
+    if kind not in ("wordllama", "off"):
+        raise ConfigError(f"ENGRAM_EMBEDDER={kind!r} is not wordllama or off")
+    url = env.get("ENGRAM_EMBEDDER_URL") or None
+    model = env.get("ENGRAM_EMBEDDER_MODEL") or None
+    api_key = env.get("ENGRAM_EMBEDDER_API_KEY") or None
+    dim = _int_env(env, "ENGRAM_EMBEDDER_DIM", 0, 1, 8192) if env.get("ENGRAM_EMBEDDER_DIM") else None
+    if url is None:
+        if model is not None or api_key is not None or dim is not None:
+            raise ConfigError(
+                "ENGRAM_EMBEDDER_MODEL, ENGRAM_EMBEDDER_API_KEY and ENGRAM_EMBEDDER_DIM need ENGRAM_EMBEDDER_URL"
+            )
+        return kind, None, None, None, None
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"ENGRAM_EMBEDDER_URL={url!r} is not an http(s) URL")
+    if model is None or dim is None:
+        raise ConfigError("ENGRAM_EMBEDDER_URL needs ENGRAM_EMBEDDER_MODEL and ENGRAM_EMBEDDER_DIM")
+    return kind, url, model, api_key, dim
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     home: Path
@@ -101,6 +127,11 @@ class Settings:
     distiller_url: str | None = None
     distiller_model: str | None = None
     distiller_api_key: str | None = None
+    embedder: str = "wordllama"
+    embedder_url: str | None = None
+    embedder_model: str | None = None
+    embedder_api_key: str | None = None
+    embedder_dim: int | None = None
     witness_policy: Path | None = None
     witness_timeout_s: int = 5
 
@@ -109,6 +140,7 @@ class Settings:
         env = os.environ if env is None else env
         home = Path(env.get("ENGRAM_HOME") or ".engram").expanduser()
         distiller_url, distiller_model, distiller_api_key = _distiller_env(env)
+        embedder, embedder_url, embedder_model, embedder_api_key, embedder_dim = _embedder_env(env)
         url = env.get("ENGRAM_DATABASE_URL") or f"sqlite:///{(home / 'engram.db').resolve()}"
         return cls(
             home=home,
@@ -126,6 +158,11 @@ class Settings:
             distiller_url=distiller_url,
             distiller_model=distiller_model,
             distiller_api_key=distiller_api_key,
+            embedder=embedder,
+            embedder_url=embedder_url,
+            embedder_model=embedder_model,
+            embedder_api_key=embedder_api_key,
+            embedder_dim=embedder_dim,
             witness_policy=Path(env["ENGRAM_WITNESS_POLICY"]).expanduser()
             if env.get("ENGRAM_WITNESS_POLICY")
             else None,

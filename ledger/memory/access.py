@@ -19,6 +19,7 @@ import atexit
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,9 @@ from engram.protocol.schemas import MAX_ACCESSED
 __all__ = ["AccessLog", "Use"]
 
 log = logging.getLogger(__name__)
+
+#: How long the writer waits for more uses before appending what it has (seconds).
+LINGER_S = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +75,16 @@ class AccessLog:
         while True:
             first = self._queue.get()
             batch: list[Use | threading.Event] = [first]
-            while True:  # take what is already queued: one entry per agent and query batch
+            # Linger briefly to gather uses that follow (a burst of recalls becomes a few
+            # entries), unless someone is waiting on a flush.
+            deadline = time.monotonic() + (0.0 if isinstance(first, threading.Event) else LINGER_S)
+            while True:
                 try:
-                    batch.append(self._queue.get_nowait())
+                    batch.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
                 except queue.Empty:
                     break
+                if isinstance(batch[-1], threading.Event):
+                    deadline = 0.0
             uses = [u for u in batch if isinstance(u, Use)]
             for body_agent, body in _bodies(uses):
                 try:

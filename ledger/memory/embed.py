@@ -4,6 +4,9 @@ Vectors are a projection of the log like the memory tables: computed from item t
 stored beside the projection, tagged with :attr:`Embedder.model_id` so a model change is
 seen and re-embedded, and never part of a signed body or a digest an auditor compares.
 
+* :class:`OpenAIEmbedder`: an OpenAI-compatible ``/embeddings`` endpoint, its reply
+  validated strictly (one vector per input, by index, of the configured dimension, finite
+  numbers); any deviation is an :class:`EmbedderError`, never a half result.
 * :class:`WordLlamaEmbedder` (default): the 256-dimension static embedding that the
   ``wordllama`` wheel ships (weights and tokenizer inside the wheel, so it works offline on
   a fresh machine). Its own loader looks for the tokenizer under ``tokenizer/`` while the
@@ -35,7 +38,7 @@ if TYPE_CHECKING:
 else:
     Vectors = Any
 
-__all__ = ["Embedder", "EmbedderError", "Vectors", "WordLlamaEmbedder", "unit_rows"]
+__all__ = ["Embedder", "EmbedderError", "OpenAIEmbedder", "Vectors", "WordLlamaEmbedder", "unit_rows"]
 
 #: Longest text embedded (characters); longer texts are embedded by their first part.
 MAX_EMBED_CHARS = 8000
@@ -159,3 +162,80 @@ def _load_wordllama() -> tuple[Any, Any]:
     with safe_open(str(weights), framework="np", device="cpu") as f:
         table = np.ascontiguousarray(f.get_tensor("embedding.weight").astype(np.float32))
     return table, tokenizer
+
+
+@dataclass(slots=True)
+class OpenAIEmbedder:
+    """An OpenAI-compatible ``POST {url}/embeddings`` endpoint (configured like the distiller)."""
+
+    url: str
+    model: str
+    dimensions: int
+    api_key: str | None = None
+    timeout_s: float = 10.0
+    batch_size: int = 128
+    max_reply_bytes: int = 64 * 1024 * 1024
+
+    @property
+    def model_id(self) -> str:
+        return f"openai:{self.model}:{self.dimensions}"
+
+    @property
+    def dim(self) -> int:
+        return self.dimensions
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            chunk = [t[:MAX_EMBED_CHARS] for t in texts[start : start + self.batch_size]]
+            out[start : start + len(chunk)] = self._call(chunk)
+        return out
+
+    def _call(self, chunk: Sequence[str]) -> Vectors:
+        import json
+        import math
+        import urllib.error
+        import urllib.request
+
+        import numpy as np
+
+        if not self.url.startswith(("http://", "https://")):
+            raise EmbedderError(f"embedder URL must be http(s): {self.url}")
+        req = urllib.request.Request(  # noqa: S310 - the operator configures the URL (http/https only)
+            self.url.rstrip("/") + "/embeddings",
+            data=json.dumps({"model": self.model, "input": list(chunk)}).encode(),
+            headers={
+                "Content-Type": "application/json",
+                **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}),
+            },
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - checked above
+                data: bytes = resp.read(self.max_reply_bytes + 1)
+        except (urllib.error.URLError, TimeoutError, OSError) as e:
+            raise EmbedderError(f"embeddings request failed: {e}") from e
+        if len(data) > self.max_reply_bytes:
+            raise EmbedderError("embeddings reply is too large")
+        try:
+            reply = json.loads(data)
+            items = reply["data"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise EmbedderError(f"embeddings reply is not JSON with a data list: {e}") from e
+        if not isinstance(items, list) or len(items) != len(chunk):
+            raise EmbedderError(f"embeddings reply must hold exactly {len(chunk)} vectors")
+        rows: dict[int, list[float]] = {}
+        for item in items:
+            if not isinstance(item, dict) or type(item.get("index")) is not int:
+                raise EmbedderError("each embedding must be an object with an integer index")
+            vec = item.get("embedding")
+            if not isinstance(vec, list) or len(vec) != self.dimensions:
+                raise EmbedderError(f"each embedding must be a list of {self.dimensions} numbers")
+            if not all(type(x) in (int, float) and math.isfinite(x) for x in vec):
+                raise EmbedderError("embeddings must hold finite numbers only")
+            rows[item["index"]] = vec
+        if sorted(rows) != list(range(len(chunk))):
+            raise EmbedderError("embedding indices must be 0..n-1, each once")
+        return unit_rows(np.array([rows[i] for i in range(len(chunk))], dtype=np.float32))

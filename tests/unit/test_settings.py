@@ -33,6 +33,11 @@ LEDGER_FIELDS: dict[str, tuple[str, str]] = {
     "distiller_url": ("ENGRAM_DISTILLER_URL", "http://127.0.0.1:9/v1"),
     "distiller_model": ("ENGRAM_DISTILLER_MODEL", "m"),
     "distiller_api_key": ("ENGRAM_DISTILLER_API_KEY", "k"),
+    "embedder": ("ENGRAM_EMBEDDER", "off"),
+    "embedder_url": ("ENGRAM_EMBEDDER_URL", "http://127.0.0.1:9/v1"),
+    "embedder_model": ("ENGRAM_EMBEDDER_MODEL", "e5"),
+    "embedder_api_key": ("ENGRAM_EMBEDDER_API_KEY", "k"),
+    "embedder_dim": ("ENGRAM_EMBEDDER_DIM", "384"),
     "witness_policy": ("ENGRAM_WITNESS_POLICY", "/tmp/policy.txt"),
     "witness_timeout_s": ("ENGRAM_WITNESS_TIMEOUT_S", "9"),
 }
@@ -77,6 +82,13 @@ def test_every_settings_field_is_set_by_its_variable() -> None:
         env = {var: value}
         if var.startswith("ENGRAM_DISTILLER_"):  # the distiller needs its URL and model together
             env = {"ENGRAM_DISTILLER_URL": "http://127.0.0.1:9/v1", "ENGRAM_DISTILLER_MODEL": "m", var: value}
+        if var.startswith("ENGRAM_EMBEDDER_"):  # the endpoint needs its URL, model and dimension together
+            env = {
+                "ENGRAM_EMBEDDER_URL": "http://127.0.0.1:8/v1",
+                "ENGRAM_EMBEDDER_MODEL": "m",
+                "ENGRAM_EMBEDDER_DIM": "8",
+                var: value,
+            }
         assert getattr(Settings.from_env(env), name) != getattr(default, name), var
     assert {v for v, _ in LEDGER_FIELDS.values()} | set(OTHER) <= _readme_variables()
 
@@ -91,6 +103,21 @@ def test_every_settings_field_is_set_by_its_variable() -> None:
         ({"ENGRAM_DISTILLER_URL": "ftp://x", "ENGRAM_DISTILLER_MODEL": "m"}, "ENGRAM_DISTILLER_URL"),
         ({"ENGRAM_DISTILLER_URL": "http://127.0.0.1:9"}, "ENGRAM_DISTILLER_MODEL"),
         ({"ENGRAM_DISTILLER_API_KEY": "k"}, "ENGRAM_DISTILLER_URL"),
+        ({"ENGRAM_EMBEDDER": "bert"}, "ENGRAM_EMBEDDER"),
+        (
+            {"ENGRAM_EMBEDDER_URL": "ftp://x", "ENGRAM_EMBEDDER_MODEL": "m", "ENGRAM_EMBEDDER_DIM": "8"},
+            "ENGRAM_EMBEDDER_URL",
+        ),
+        ({"ENGRAM_EMBEDDER_URL": "http://127.0.0.1:9", "ENGRAM_EMBEDDER_MODEL": "m"}, "ENGRAM_EMBEDDER_DIM"),
+        (
+            {
+                "ENGRAM_EMBEDDER_URL": "http://127.0.0.1:9",
+                "ENGRAM_EMBEDDER_MODEL": "m",
+                "ENGRAM_EMBEDDER_DIM": "0",
+            },
+            "ENGRAM_EMBEDDER_DIM",
+        ),
+        ({"ENGRAM_EMBEDDER_DIM": "8"}, "ENGRAM_EMBEDDER_URL"),
     ],
 )
 def test_bad_values_are_refused_naming_the_variable(env: dict[str, str], check: str) -> None:
