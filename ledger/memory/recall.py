@@ -18,7 +18,7 @@
   otherwise time only breaks ties, and uses never count.
 * Decay never hides evidence: archived memories stay candidates, ranked at
   :data:`ARCHIVED_WEIGHT` of their score (``include_archived``: at full score), and marked.
-* A record is left out when a returned memory cites its turn (the memory covers it).
+* A record is left out when a memory ranked above it cites its turn (the memory covers it).
 * Each result carries its log index, age in days and the command that proves it.
 
 :func:`render` produces a ``<memory-context>`` block that marks memories, archived memories
@@ -52,7 +52,7 @@ __all__ = [
 RRF_K = 60
 DAY_US = 86_400_000_000
 #: An archived memory competes at this share of its fused score (1.0 with include_archived).
-ARCHIVED_WEIGHT = 0.5
+ARCHIVED_WEIGHT = 0.8
 #: A record (raw turn) competes at this share of its fused score.
 RECORD_WEIGHT = 0.7
 #: Weight of the embedding ranking in the fusion (the envelope and full-text rankings: 1).
@@ -228,18 +228,23 @@ def merge_pools(
     include_archived: bool,
 ) -> list[tuple[Item, float]]:
     """One ranking of memories and records: archived memories and records weighted (see the
-    module doc); a record whose turn a memory in the list cites is left out."""
+    module doc); a record whose turn a memory ranked above it cites is left out."""
     weighted = [
         (it, score * (ARCHIVED_WEIGHT if it.status == "archived" and not include_archived else 1.0))
         for it, score in memories
     ]
-    cited = {
-        p["source_ref"]
-        for it, _ in weighted
-        for p in it.provenance
-        if p.get("source_type") in ("turn", "log")
-    }
-    weighted += [(it, score * RECORD_WEIGHT) for it, score in records if str(it.index) not in cited]
+    # A turn's best citing memory score: the record is left out only below a memory that
+    # cites it (an archived memory far down the list does not hide the turn it came from).
+    cited: dict[str, float] = {}
+    for it, score in weighted:
+        for p in it.provenance:
+            if p.get("source_type") in ("turn", "log"):
+                cited[p["source_ref"]] = max(cited.get(p["source_ref"], 0.0), score)
+    weighted += [
+        (it, score * RECORD_WEIGHT)
+        for it, score in records
+        if cited.get(str(it.index), -1.0) < score * RECORD_WEIGHT
+    ]
     weighted.sort(key=lambda cs: (-cs[1], -cs[0].created_us, ref_key(cs[0].ref)))
     return weighted
 
