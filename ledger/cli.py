@@ -5,6 +5,7 @@ Exit codes: 0 success, 1 a typed Engram error (message on stderr), 2 usage error
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -636,13 +637,84 @@ def memory_compact(
 
 @memory_app.command("rebuild")
 def memory_rebuild() -> None:
-    """Drop the memory projections and replay the whole log; prints the projection digest."""
+    """Drop the memory projections and replay the whole log (re-embedding every item, with a
+    progress bar); prints the projection digest."""
     _, mem = _memory()
     before = mem.digest()
-    size, digest = mem.rebuild()
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("re-embedding (log entries)", total=None)
+
+        def tick(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        size, digest = mem.rebuild(progress=tick)
     out.print(f"replayed {size} entries; projection digest {digest}")
     out.print(
         "matches the incremental projection" if before == (size, digest) else f"incremental was {before[1]}"
+    )
+
+
+@memory_app.command("distill-report")
+def memory_distill_report(
+    agent: Annotated[str | None, typer.Option(help="One agent (default: every agent).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Rows and totals as JSON.")] = False,
+) -> None:
+    """What the distiller kept and cost, from the figures each memory.distilled entry recorded:
+    turns kept and dropped, memories, input and output tokens, latency."""
+    from rich.table import Table
+
+    from ledger.memory.report import summarize
+
+    _, mem = _memory()
+    rows = mem.distill_report(agent)
+    totals = summarize(rows)
+    if as_json:
+        out.print_json(
+            json.dumps({"sessions": [dataclasses.asdict(r) for r in rows], "totals": totals}, sort_keys=True)
+        )
+        return
+    table = Table(title="distilled sessions")
+    for col in (
+        "agent",
+        "index",
+        "session",
+        "distiller",
+        "turns",
+        "kept",
+        "dropped",
+        "memories",
+        "tokens in/out",
+        "ms",
+    ):
+        table.add_column(col)
+    for r in rows:
+        st = r.stats
+        table.add_row(
+            escape(r.agent),
+            str(r.index),
+            escape(r.session or "(erased)"),
+            escape(r.distiller or "-"),
+            *((str(st["turns"]), str(st["turns_kept"]), str(st["turns_dropped"])) if st else ("-", "-", "-")),
+            str(r.entries),
+            f"{st['input_tokens']}/{st['output_tokens']}{'' if st['tokens'] == 'reported' else ' (est.)'}"
+            if st
+            else "-",
+            f"{st['latency_us'] / 1000:.1f}" if st else "-",
+        )
+    out.print(table)
+    out.print(
+        f"{totals['sessions']} sessions ({totals['without_stats']} without figures, {totals['empty_sessions']} "
+        f"yielded nothing): kept {totals['turns_kept']} of {totals['turns']} turns ({100 * totals['kept_share']:.1f}%), "
+        f"{totals['entries']} memories ({totals['entries_per_turn']:.2f} per turn), tokens in "
+        f"{totals['input_tokens']} / out {totals['output_tokens']}, latency p50 {totals['latency_ms_p50']} ms, "
+        f"p95 {totals['latency_ms_p95']} ms"
     )
 
 

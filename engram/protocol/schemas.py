@@ -244,6 +244,7 @@ def memory_distilled(b: BodyReader) -> None:
         or not all(isinstance(dist[k], str) and _NAME.fullmatch(dist[k]) for k in ("name", "version"))
     ):
         raise b._fail("distiller", "must be {name, version}")
+    _distill_stats(b)
     entries = b.get("entries", True)
     if not isinstance(entries, list) or len(entries) > MAX_DISTILLED_ENTRIES:
         raise b._fail(
@@ -253,6 +254,37 @@ def memory_distilled(b: BodyReader) -> None:
         eb = BodyReader(f"memory.distilled.entries[{i}]", e)
         _memory_fields(eb)
         eb.done()
+
+
+#: The members of a ``memory.distilled`` body's optional ``stats`` (the distiller's
+#: instrumentation): integer counts, and whether the token counts were reported by the
+#: model's endpoint or estimated.
+DISTILL_STATS = (
+    "turns",
+    "turns_kept",
+    "turns_dropped",
+    "input_tokens",
+    "output_tokens",
+    "latency_us",
+)
+
+
+def _distill_stats(b: BodyReader) -> None:
+    stats = b.get("stats", False)
+    if stats is None:
+        return
+    if (
+        not isinstance(stats, Mapping)
+        or set(stats) != {*DISTILL_STATS, "tokens"}
+        or not all(type(stats[k]) is int and 0 <= stats[k] <= 2**53 - 1 for k in DISTILL_STATS)
+        or stats["tokens"] not in ("reported", "estimated")
+        or stats["turns_kept"] + stats["turns_dropped"] != stats["turns"]
+    ):
+        raise b._fail(
+            "stats",
+            "must be {turns, turns_kept, turns_dropped, input_tokens, output_tokens, latency_us: "
+            "non-negative integers with kept + dropped = turns; tokens: reported or estimated}",
+        )
 
 
 def memory_tier_changed(b: BodyReader) -> None:

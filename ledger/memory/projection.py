@@ -375,10 +375,11 @@ class Projection:
             return SqlState(conn).agent_sessions(agent)
 
     def agents(self) -> list[str]:
+        """Every agent with a memory item or a session."""
         with self.engine.connect() as conn:
-            return [
-                r[0] for r in conn.execute(select(mem_items.c.agent).distinct().order_by(mem_items.c.agent))
-            ]
+            names = {r[0] for r in conn.execute(select(mem_items.c.agent).distinct())}
+            names |= {r[0] for r in conn.execute(select(mem_sessions.c.agent).distinct())}
+        return sorted(names)
 
     def count(self) -> int:
         with self.engine.connect() as conn:

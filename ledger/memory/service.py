@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Collection, Mapping, Sequence
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +31,7 @@ from engram.protocol.records import RECORD_KINDS
 from engram.protocol.schemas import CATEGORIES
 from ledger.log import Ledger, PolicyEvent, Receipt, Submission
 from ledger.memory.access import AccessLog, Use
-from ledger.memory.distill import Distiller, RuleBasedDistiller, Turn
+from ledger.memory.distill import Distiller, RuleBasedDistiller, Turn, distill_stats, run_distiller
 from ledger.memory.embed import Embedder
 from ledger.memory.policy import Decision, PolicyConfig, decide_session_end, decide_sweep
 from ledger.memory.projection import Projection, SqlState
@@ -44,6 +45,7 @@ from ledger.memory.recall import (
     recalled_item,
     to_recalled,
 )
+from ledger.memory.report import DistillRow, distill_rows
 from ledger.memory.state import RECORD, Item
 from ledger.memory.terms import content_terms
 from ledger.memory.vectors import VectorIndex
@@ -194,7 +196,15 @@ class MemoryService:
                 continue
             b = parse_strict(sb[1], max_bytes=1 << 24)
             if b.get("session") == session:
-                turns.append(Turn(index=idx, turn=b["turn"], role=b["role"], content=b["content"]))
+                turns.append(
+                    Turn(
+                        index=idx,
+                        turn=b["turn"],
+                        role=b["role"],
+                        content=b["content"],
+                        timestamp_us=leaf.timestamp_us,
+                    )
+                )
         return turns
 
     def distill(self, agent_id: str, session: str) -> tuple[Receipt, int]:
@@ -202,7 +212,9 @@ class MemoryService:
 
         Entries the write gate refuses, or that only copy a turn, are dropped (the rest of
         the session's memories still count); entries that would push the body over the size
-        limit are dropped from the end.
+        limit are dropped from the end. The body's ``stats`` record what it cost and kept:
+        turns kept (cited by an entry) and dropped, input and output tokens (as the model's
+        endpoint reported them, else estimated), and the distiller's latency.
         """
         s = self.projection.session(agent_id, session)
         if s is None:
@@ -217,8 +229,11 @@ class MemoryService:
             "distiller": {"name": self.distiller.name, "version": self.distiller.version},
             "entries": [],
         }
-        budget = self.ledger.max_body_bytes - len(canonical_bytes(body)) - 16
-        for e in self.distiller.distill(session, turns):
+        started = time.perf_counter_ns()
+        proposed, usage = run_distiller(self.distiller, session, turns)
+        latency_us = (time.perf_counter_ns() - started) // 1000
+        budget = self.ledger.max_body_bytes - len(canonical_bytes(body)) - 256  # 256: the stats
+        for e in proposed:
             try:
                 text, _ = self.gate.prepare(e["content"])
                 entry = {**e, "content": text}
@@ -231,8 +246,19 @@ class MemoryService:
                 break
             budget -= cost
             body["entries"].append(entry)
+        body["stats"] = distill_stats(turns, body["entries"], latency_us, usage)
         receipt = self._append_policy_retrying(agent_id, "memory.distilled", body)
         return receipt, len(body["entries"])
+
+    def distill_report(self, agent_id: str | None = None) -> list[DistillRow]:
+        """One row per ``memory.distilled`` entry (of one agent, or of every agent), with the
+        figures its body recorded (ledger.memory.report)."""
+        self.sync()
+        agents = [agent_id] if agent_id is not None else self.projection.agents()
+        rows: list[DistillRow] = []
+        for a in agents:
+            rows += distill_rows(a, self.ledger.stream_bodies(a, "memory.distilled"))
+        return rows
 
     # -- memories (agent-signed) -----------------------------------------------------
 
@@ -574,12 +600,13 @@ class MemoryService:
 
     # -- rebuild -------------------------------------------------------------------------
 
-    def rebuild(self) -> tuple[int, str]:
-        """Drop the projection (and its vectors) and replay the whole log; return (size, digest)."""
+    def rebuild(self, progress: Callable[[int, int], None] | None = None) -> tuple[int, str]:
+        """Drop the projection (and its vectors) and replay the whole log, then re-embed
+        (``progress(entries embedded, entries)`` as it goes); return (size, digest)."""
         self.flush_access()
         self.projection.rebuild()
         if self.vectors is not None:
-            self.vectors.embed_pending()
+            self.vectors.embed_pending(progress)
         return self.projection.digest()
 
     def digest(self) -> tuple[int, str]:

@@ -93,8 +93,38 @@ def test_an_empty_distillation_is_recorded(memory: MemoryService, make_agent: Ca
     result = memory.close_session(alice, sid)
     assert result.entries == 0 and result.distilled is not None
     body = parse_strict(memory.ledger.store.body(result.distilled.index)[1], max_bytes=1 << 20)
-    assert body["entries"] == [] and body["distiller"] == {"name": "engram.rules", "version": "1"}
+    assert body["entries"] == [] and body["distiller"] == {"name": "engram.rules", "version": "2"}
     assert body["input"]["start"] < body["input"]["end"]
+    assert body["stats"]["turns"] == 1 and body["stats"]["turns_dropped"] == 1
+
+
+def test_each_distillation_records_what_it_kept_and_cost(
+    memory: MemoryService, make_agent: Callable[..., Agent]
+) -> None:
+    """Issue 11: memory.distilled carries turns kept/dropped, tokens and latency, and the
+    report sums them (sessions without figures are counted apart)."""
+    alice = make_agent("alice")
+    sid = memory.open_session(alice)
+    memory.turn(alice, sid, "user", "Ana: Hi! How are you?")
+    memory.turn(alice, sid, "assistant", "Ben: I adopted a greyhound called Pepper last week.")
+    memory.turn(alice, sid, "user", "Ana: My sister moved to Porto for a nursing job.")
+    memory.turn(alice, sid, "assistant", "Ben: Haha, that's great!")
+    result = memory.close_session(alice, sid)
+    body = parse_strict(memory.ledger.store.body(result.distilled.index)[1], max_bytes=1 << 20)
+    stats = body["stats"]
+    assert {k: stats[k] for k in ("turns", "turns_kept", "turns_dropped", "tokens")} == {
+        "turns": 4,
+        "turns_kept": 2,
+        "turns_dropped": 2,
+        "tokens": "estimated",
+    }
+    assert stats["input_tokens"] > stats["output_tokens"] > 0 and stats["latency_us"] >= 0
+    [row] = memory.distill_report("alice")
+    assert row.session == sid and row.entries == 2 and row.stats == stats
+    from ledger.memory.report import summarize
+
+    totals = summarize(memory.distill_report())
+    assert totals["turns"] == 4 and totals["kept_share"] == 0.5 and totals["entries_per_turn"] == 0.5
 
 
 def test_recall_reads_its_writes_and_ranks(memory: MemoryService, make_agent: Callable[..., Agent]) -> None:

@@ -243,6 +243,19 @@ def test_memory_lifecycle_through_the_cli(tmp_path: Path, cli_db: str | None) ->
         )
     closed = run(home, "session", "close", "--key-file", key, "--session", sid, db_url=cli_db).stdout
     assert "distilled 3 memories" in closed
+    report = json.loads(
+        run(home, "memory", "distill-report", "--agent", "bob", "--json", db_url=cli_db).stdout
+    )
+    [row] = report["sessions"]
+    assert row["session"] == sid and row["entries"] == 3 and row["distiller"] == "engram.rules/2"
+    assert (
+        row["stats"]["turns"] == 2
+        and row["stats"]["turns_kept"] == 2
+        and row["stats"]["tokens"] == "estimated"
+    )
+    assert report["totals"]["kept_share"] == 1.0 and report["totals"]["entries"] == 3
+    table = run(home, "memory", "distill-report", db_url=cli_db).stdout
+    assert "kept 2 of 2 turns (100.0%), 3 memories" in " ".join(table.split())
     run(
         home,
         "memory",
@@ -273,10 +286,13 @@ def test_memory_lifecycle_through_the_cli(tmp_path: Path, cli_db: str | None) ->
     assert [r["tier"] for r in shown["hot"]] == ["HOT"]
     assert {r["content"] for r in shown["ranked"]} >= {
         "Staging restarts nightly",
-        "Learned: Turns out the root cause was a stale cache key.",
+        "Learned: The assistant said that turns out the root cause was a stale cache key.",
     }
     block = run(home, "memory", "recall", "--agent", "bob", "ie11", "--include-cold", db_url=cli_db).stdout
-    assert block.startswith("<memory-context") and "Decision: We decided to drop IE11 support." in block
+    assert (
+        block.startswith("<memory-context")
+        and "Decision: The user said that we decided to drop IE11 support." in block
+    )
     item = json.loads(
         run(home, "memory", "show", "--agent", "bob", "--ref", shown["hot"][0]["ref"], db_url=cli_db).stdout
     )

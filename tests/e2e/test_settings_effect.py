@@ -81,6 +81,7 @@ class _FakeChat(BaseHTTPRequestHandler):
         entries = [
             {
                 "category": "PREFERENCE",
+                "subject": "the customer",
                 "content": FAKE_MEMORY,
                 "tags": ["style"],
                 "confidence": 90,
