@@ -38,6 +38,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -45,11 +46,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
-from ledger.compose import create_ledger, memory_service
+from ledger.compose import create_ledger, memory_rules, memory_service
 from ledger.config import Settings
 from ledger.inprocess import InProcess
+from ledger.log import Ledger
 from ledger.memory.service import MemoryService
 from ledger.storage.db import make_engine
+from ledger.storage.store import SqlStore
 
 DAY_US = 86_400_000_000
 PEOPLE = ["Caroline", "Melanie", "Jonas", "Gina", "Tomas", "Aiko", "Priya", "Samir", "Odile", "Rafael"]
@@ -360,13 +363,21 @@ class Score:
         )
 
 
+_BENCH_LOG_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+_BENCH_POLICY_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
+
+
 def _ledger(tmp: Path, clock: Clock) -> tuple[MemoryService, Callable[[str], Agent]]:
-    ledger = create_ledger(
-        make_engine(f"sqlite:///{tmp / 'recall.db'}"),
-        LogKey("bench.example/recall", Ed25519PrivateKey.generate()),
-        clock=clock,
-        policy_key=Ed25519PrivateKey.generate(),
-    )
+    engine = make_engine(f"sqlite:///{tmp / 'recall.db'}")
+    log_key = LogKey("bench.example/recall", _BENCH_LOG_KEY)
+    if (tmp / "recall.db").stat().st_size if (tmp / "recall.db").exists() else 0:
+        # --db: a database an earlier scale run built (the keys are the benchmark's own).
+        ledger = Ledger(
+            SqlStore(engine), log_key, clock=clock, policy_key=_BENCH_POLICY_KEY, rules=memory_rules()
+        )
+        clock.now = max(clock.now, ledger.store.latest_checkpoint().signed_at_us)
+    else:
+        ledger = create_ledger(engine, log_key, clock=clock, policy_key=_BENCH_POLICY_KEY)
     memory = memory_service(ledger, Settings.from_env())
 
     def agent(name: str) -> Agent:
@@ -377,6 +388,20 @@ def _ledger(tmp: Path, clock: Clock) -> tuple[MemoryService, Callable[[str], Age
         return a
 
     return memory, agent
+
+
+def _found(memory: MemoryService, q: Question, ranked: Sequence[Any]) -> int | None:
+    """The rank of the first result that is an evidence turn or a memory citing one."""
+    for rank, r in enumerate(ranked):
+        item = memory.projection.item(q.agent, r.ref)
+        sources = {
+            int(p["source_ref"])
+            for p in (item.provenance if item else [])
+            if p["source_type"] in ("turn", "log")
+        }
+        if sources & q.evidence or r.index in q.evidence:
+            return rank
+    return None
 
 
 def run(convs: list[Conversation], *, mode: str, tmp: Path) -> None:
@@ -419,6 +444,7 @@ def run(convs: list[Conversation], *, mode: str, tmp: Path) -> None:
         print(f" month-later: compact 35 days after the last session archived {archived} of {total} memories")
     qs = questions(convs)
     engram, baseline, dense, fused = Score(), Score(), Score(), Score()
+    probe = {"memories": Score(), "records": Score()}
     latencies = []
     name = ""
     retrievers = {a: bm25([d for d, _ in ds]) for a, ds in docs.items() if ds}
@@ -427,18 +453,16 @@ def run(convs: list[Conversation], *, mode: str, tmp: Path) -> None:
         t0 = time.perf_counter()
         res = memory.recall(q.agent, q.text, include_cold=True, limit=20, record_access=False)
         latencies.append(time.perf_counter() - t0)
-        found = None
-        for rank, r in enumerate(res.ranked):
-            item = memory.projection.item(q.agent, r.ref)
-            sources = {
-                int(p["source_ref"])
-                for p in (item.provenance if item else [])
-                if p["source_type"] in ("turn", "log")
-            }
-            if sources & q.evidence or r.index in q.evidence:
-                found = rank
-                break
+        found = _found(memory, q, res.ranked)
         engram.add(q, found)
+        if mode == "end-to-end":
+            # Recall-fidelity probe: Engram's ranking over the distilled memories alone, and
+            # over the raw turns alone, for the same question.
+            for source, score in probe.items():
+                res = memory.recall(
+                    q.agent, q.text, include_cold=True, limit=20, record_access=False, sources=source
+                )
+                score.add(q, _found(memory, q, res.ranked))
         name, top = retrievers[q.agent]
         for score, ranker in (
             (baseline, top),
@@ -451,23 +475,116 @@ def run(convs: list[Conversation], *, mode: str, tmp: Path) -> None:
     lat = sorted(latencies)
     p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))]
     items = sum(len(ds) for ds in docs.values())
-    print(f" {mode}: {len(qs)} questions over {items} {'memories' if mode == 'perfect' else 'turns'}")
+    print(f" {mode}: {len(qs)} questions over {items} {'turns' if mode == 'end-to-end' else 'memories'}")
     print(engram.line("Engram recall"))
     what = "raw turns" if mode == "end-to-end" else "memories"
     print(baseline.line(f"{name} ({what})"))
     print(dense.line(f"embedding, 256-d ({what})"))
     print(fused.line(f"RRF of both ({what})"))
+    if mode == "end-to-end":
+        from ledger.memory.report import summarize
+
+        t = summarize(memory.distill_report())
+        print(f"  distiller: kept {t['turns_kept']} of {t['turns']} turns ({100 * t['kept_share']:.1f}%), "
+              f"{t['entries']} memories, {t['empty_sessions']} of {t['sessions']} sessions yielded nothing, "
+              f"latency p50 {t['latency_ms_p50']} ms")  # fmt: skip
+        print(probe["memories"].line("probe: distilled memories alone"))
+        print(probe["records"].line("probe: raw turns alone"))
+        m, r = probe["memories"].hits[10], probe["records"].hits[10]
+        print(
+            f"  recall-fidelity probe: memories alone find {m / r if r else float('inf'):.2f}x of what the raw turns do (hit@10)"
+        )
     best = max(baseline.hits[10], dense.hits[10], fused.hits[10])
     ratio = engram.hits[10] / best if best else float("inf")
     print(f"  recall@10 ratio Engram / best baseline: {ratio:.2f}x;  Engram recall latency p50 "
           f"{statistics.median(lat) * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms")  # fmt: skip
 
 
+class BulkDistiller:
+    """The scale mode's distiller: each session yields ``per_session`` generated memories
+    (the quickest way through the real write path: one policy entry files 50 memories)."""
+
+    name = "bench.bulk"
+    version = "1"
+
+    def __init__(self, rng: random.Random, per_session: int) -> None:
+        self.rng = rng
+        self.per_session = per_session
+        self.made = 0
+
+    def distill(self, session: str, turns: Sequence[object]) -> list[dict[str, object]]:
+        out: list[dict[str, object]] = []
+        for _ in range(self.per_session):
+            f = planted_fact(self.rng, *self.rng.sample(PEOPLE, 2), n=self.made)
+            self.made += 1
+            text = f"{f.fact} Noted on day {self.made // 50} (#{self.made})."
+            src = [{"source_type": "session", "source_ref": session}]
+            out.append(
+                {"category": "CONTEXT", "content": text, "tags": [], "confidence": 70, "provenance": src}
+            )
+        return out
+
+
+def scale(n: int, *, queries: int, tmp: Path) -> None:
+    """Recall latency for one agent holding ``n`` memories (issue 11: p99 <= 50 ms at 10^5)."""
+    from ledger.memory.policy import PolicyConfig
+
+    rng = random.Random(5)
+    clock = Clock(1_780_000_000_000_000)
+    memory, make_agent = _ledger(tmp, clock)
+    bulk = BulkDistiller(rng, 50)
+    memory = MemoryService(
+        memory.ledger,
+        config=PolicyConfig(),
+        distiller=bulk,
+        embedder=memory.vectors.embedder if memory.vectors else None,
+    )
+    existing = len(memory.projection.items("scale", tiers=["WARM", "COLD"]))
+    agent = make_agent("scale") if not existing else None
+    t0 = time.perf_counter()
+    while agent is not None and bulk.made < n:
+        sid = memory.open_session(agent, title=None)
+        memory.close_session(agent, sid)
+        clock.now += DAY_US // 24
+    load = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    memory.sync()
+    embed = time.perf_counter() - t0
+    items = len(memory.projection.items("scale", tiers=["WARM", "COLD"]))
+    print(f" scale: {items:,} memories for one agent written in {load:.0f} s ({n / load:,.0f}/s), "
+          f"embedded in {embed:.1f} s")  # fmt: skip
+    qs = [planted_fact(rng, *rng.sample(PEOPLE, 2), n=i).question for i in range(queries)]
+    for label, kw in (("recall", {}), ("recall, access logged", {"record_access": True})):
+        memory.recall("scale", qs[0], include_cold=True, record_access=False)  # warm the caches
+        lat = []
+        for q in qs:
+            s = time.perf_counter()
+            memory.recall("scale", q, include_cold=True, limit=10, **{"record_access": False, **kw})
+            lat.append(time.perf_counter() - s)
+        lat.sort()
+        p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))]
+        print(f"  {label:<22} over {items:,} memories: p50 {statistics.median(lat) * 1000:.1f} ms, "
+              f"p99 {p99 * 1000:.1f} ms (target p99 <= 50 ms: {p99 * 1000 / 50:.2f}x of it)")  # fmt: skip
+    memory.flush_access()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--smoke", action="store_true", help="a tiny run for CI")
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--scale", type=int, metavar="N", help="only the latency run: one agent with N memories")
+    ap.add_argument(
+        "--db", type=Path, help="--scale: keep the database in this folder and reuse it when run again"
+    )
     args = ap.parse_args()
+    if args.scale:
+        if args.db:
+            args.db.mkdir(parents=True, exist_ok=True)
+            scale(args.scale, queries=200, tmp=args.db)
+            return
+        with tempfile.TemporaryDirectory() as d:
+            scale(args.scale, queries=200, tmp=Path(d))
+        return
     pairs, sessions, turns = (2, 6, 8) if args.smoke else (6, 30, 18)
     print(
         f"Engram recall benchmark{' (smoke)' if args.smoke else ''}: {pairs} conversations x {sessions} sessions x ~{turns} turns, seed {args.seed}"

@@ -21,6 +21,7 @@ norm (a text with no known token gets the zero vector, which matches nothing).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import threading
 from collections.abc import Sequence
@@ -119,7 +120,10 @@ class WordLlamaEmbedder:
         return out
 
 
+@functools.cache
 def _version() -> str:
+    # Cached: recall asks for the model id on every query, and reading the installed
+    # package's metadata costs about 1.5 ms.
     from importlib.metadata import PackageNotFoundError, version
 
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -95,8 +96,13 @@ class MemoryService:
         self.vectors = None if embedder is None else VectorIndex(ledger.store.engine, embedder)
         self.access_mode = access_log
         self.access = AccessLog(
-            lambda agent, body: self._append_policy_retrying(agent, "memory.accessed", body)
+            lambda agent, bodies: self._append_policy_retrying(agent, "memory.accessed", *bodies)
         )
+        #: Log indices of this service's own access records appended but not yet applied to
+        #: the projection: recall does not queue behind the writer applying them (uses never
+        #: change what recall returns).
+        self._unapplied_uses: set[int] = set()
+        self._uses_lock = threading.Lock()
 
     # -- consistency with the log ----------------------------------------------------
 
@@ -104,6 +110,21 @@ class MemoryService:
         """Bring the projection to at least ``min_size`` (default: the latest checkpoint),
         then embed what it added (an embedder failure never fails the caller)."""
         applied = self.projection.sync(min_size)
+        if self.vectors is not None:
+            self.vectors.embed_pending()
+        return applied
+
+    def _sync_for_recall(self) -> int:
+        """:meth:`sync`, except when the only entries the projection lacks are this service's
+        own access records, which the access writer is applying at that moment: then recall
+        reads as of the applied size instead of waiting for the writer's transaction."""
+        target = self.ledger.store.latest_checkpoint().size
+        applied = self.projection.applied_size()
+        if applied < target:
+            with self._uses_lock:
+                own = all(i in self._unapplied_uses for i in range(applied, target))
+            if not own:
+                return self.sync(target)
         if self.vectors is not None:
             self.vectors.embed_pending()
         return applied
@@ -422,16 +443,23 @@ class MemoryService:
         now_us: int | None = None,
         limit: int = 10,
         record_access: bool = True,
+        sources: str = "all",
     ) -> RecallResult:
         """HOT (the session's frozen snapshot inside a session), then up to ``limit`` memories
-        and raw records ranked for ``query`` within ``budget_tokens`` (ledger.memory.recall)."""
+        and raw records ranked for ``query`` within ``budget_tokens`` (ledger.memory.recall).
+
+        ``sources``: ``"all"`` (memories and records in one ranking), ``"memories"`` (distilled
+        memories only) or ``"records"`` (logged turns only), e.g. to compare what distillation
+        keeps with what was said."""
+        if sources not in ("all", "memories", "records"):
+            raise RejectedEventError("sources must be all, memories or records", check="request.sources")
         if len(query) > MAX_QUERY_CHARS:
             raise RejectedEventError(
                 f"a recall query is at most {MAX_QUERY_CHARS} characters", check="request.query"
             )
         if not 1 <= limit <= MAX_RECALL_LIMIT:
             raise RejectedEventError(f"limit must be 1-{MAX_RECALL_LIMIT}", check="request.limit")
-        applied = self.sync()
+        applied = self._sync_for_recall()
         now = self.ledger.clock() if now_us is None else now_us
         budget = self.config.hot_max_tokens * 2 if budget_tokens is None else budget_tokens
         snap = self.projection.session(agent_id, session) if session else None
@@ -460,7 +488,7 @@ class MemoryService:
             hot_src, min(budget, self.config.hot_max_tokens), self.config.hot_max_items
         )
         notes: list[str] = []
-        ranked_items = self._rank(agent_id, query, include_cold, include_archived, limit, notes)
+        ranked_items = self._rank(agent_id, query, include_cold, include_archived, limit, notes, sources)
         ranked: list[Recalled] = []
         total = used
         for it, score in ranked_items:
@@ -506,6 +534,7 @@ class MemoryService:
         include_archived: bool,
         limit: int,
         notes: list[str],
+        sources: str = "all",
     ) -> list[tuple[Item, float]]:
         """Memories and records for ``query``, best first (ledger.memory.recall's fusion over
         candidates each signal brings from the database or the vector index)."""
@@ -559,6 +588,10 @@ class MemoryService:
                 agent_id, categories=[], words=words, tiers=[RECORD], statuses=["active"], limit=n
             ),
         )
+        if sources == "memories":
+            records = []
+        elif sources == "records":
+            memories = []
         return merge_pools(memories, records, include_archived=include_archived)
 
     def _used_hot(
@@ -576,11 +609,13 @@ class MemoryService:
             if r.ref in hits or (r.ref in by_ref and envelope_matches(by_ref[r.ref], query) > 0)
         ]
 
-    def _append_policy_retrying(self, agent_id: str, kind: str, body: Mapping[str, Any]) -> Receipt:
+    def _append_policy_retrying(self, agent_id: str, kind: str, *bodies: Mapping[str, Any]) -> Receipt:
+        """Append policy entries of one stream in one batch, retrying stream conflicts; the
+        projection is synced past them. Returns the last receipt."""
         for attempt in range(8):
             head = self.ledger.stream_head(agent_id, kind)
             try:
-                receipt = self.ledger.append(
+                receipts = self.ledger.append(
                     [
                         PolicyEvent(
                             agent=agent_id,
@@ -588,14 +623,25 @@ class MemoryService:
                             body=body,
                             expect_head=None if head is None else head.index,
                         )
+                        for body in bodies
                     ]
-                )[0]
+                )
             except ConflictError:
                 if attempt == 7:
                     raise
                 continue
-            self.sync(receipt.index + 1)
-            return receipt
+            if kind != "memory.accessed":
+                self.sync(receipts[-1].index + 1)
+                return receipts[-1]
+            own = {r.index for r in receipts}
+            with self._uses_lock:
+                self._unapplied_uses |= own
+            try:
+                self.sync(receipts[-1].index + 1)
+            finally:
+                with self._uses_lock:
+                    self._unapplied_uses -= own
+            return receipts[-1]
         raise AssertionError("unreachable")  # pragma: no cover
 
     # -- rebuild -------------------------------------------------------------------------

@@ -133,6 +133,10 @@ class MemoryState(Protocol):
 
     def put_item(self, item: Item) -> None: ...
 
+    def record_uses(self, agent: str, refs: Iterable[str], at_us: int) -> None:
+        """Count one use of each existing item among ``refs`` (distinct), last used ``at_us``."""
+        ...
+
     def session(self, agent: str, session: str) -> Session | None: ...
 
     def put_session(self, session: Session) -> None: ...
@@ -342,12 +346,7 @@ def _memory_archived(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) 
 
 
 def _memory_accessed(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
-    for ref in b["items"]:
-        it = state.item(ev.agent, ref)
-        if it is not None:
-            it.access_count += 1
-            it.last_access_us = ev.timestamp_us
-            state.put_item(it)
+    state.record_uses(ev.agent, dict.fromkeys(b["items"]), ev.timestamp_us)
 
 
 def _memory_erased(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
@@ -476,6 +475,14 @@ class InMemoryState:
 
     def put_item(self, item: Item) -> None:
         self.items[(item.agent, item.ref)] = _clone(item)
+
+    def record_uses(self, agent: str, refs: Iterable[str], at_us: int) -> None:
+        for ref in refs:
+            it = self.item(agent, ref)
+            if it is not None:
+                it.access_count += 1
+                it.last_access_us = at_us
+                self.put_item(it)
 
     def session(self, agent: str, session: str) -> Session | None:
         s = self.sessions.get((agent, session))

@@ -227,9 +227,9 @@ def test_access_logging_is_off_the_readers_path(
     gate = threading.Event()
     original = memory.access._append
 
-    def slow(agent: str, body: dict[str, object]) -> object:
+    def slow(agent: str, bodies: list[dict[str, object]]) -> object:
         gate.wait(10)
-        return original(agent, body)
+        return original(agent, bodies)
 
     memory.access._append = slow
     res = memory.recall("ada", "Italian lessons")
