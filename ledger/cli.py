@@ -529,8 +529,11 @@ def memory_erase(
 ) -> None:
     """Erase a body and its salt (right to be forgotten); the leaf and all proofs stay valid."""
     ledger, mem = _memory()
-    r = mem.erase(_agent(ledger, key_file), index, reason=reason)
-    out.print(f"body of entry {index} erased; the erasure is entry {r.index}")
+    agent = _agent(ledger, key_file)
+    plan = mem.erasure_plan(agent.agent_id, index)
+    r = mem.erase(agent, index, reason=reason)
+    also = f" and of entries {', '.join(map(str, plan.also))}" if plan.also else ""
+    out.print(f"body of entry {index}{also} erased ({len(plan.refs)} items); the erasure is entry {r.index}")
 
 
 @memory_app.command("recall")

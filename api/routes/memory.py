@@ -147,13 +147,14 @@ def tier_view(
     agent: AgentPath,
     access: ReaderDep,
     svc: ServicesDep,
-    tier: Annotated[Literal["HOT", "WARM", "COLD"] | None, Query()] = None,
+    tier: Annotated[Literal["HOT", "WARM", "COLD", "RECORD"] | None, Query()] = None,
     status: Annotated[Literal["active", "superseded", "archived", "erased", "all"], Query()] = "active",
     after: Annotated[str | None, Query(pattern=REF, description="page after this item reference")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> ItemsOut:
     """One agent's memory items by tier, in log order, a page at a time (signed by the
     agent, or by a share token's audience: then only items of the kinds the token allows).
+    ``tier=RECORD`` lists the session-turn records (what an erasure plan needs).
     ``next`` is the ``after`` of the following page, or null at the end."""
     size = svc.memory.sync()
     items = svc.memory.projection.items(

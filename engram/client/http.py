@@ -39,6 +39,7 @@ from engram.protocol.bodies import (
     written_body,
 )
 from engram.protocol.claims import parse_task_claim
+from engram.protocol.erasure import plan_erasure
 from engram.protocol.errors import (
     AuthError,
     ConflictError,
@@ -448,12 +449,12 @@ class RemoteMemory:
         return self.agent.append("memory.decay_exempted", exempt_body(ref, reason=reason))
 
     def erase(self, index: int, *, reason: str) -> Receipt:
-        refs = [
-            it["ref"] for it in self.items(status="all") if it["index"] == index and it["status"] != "erased"
-        ]
-        if not refs:
-            raise RejectedEventError(f"entry {index} holds no memory to erase", check="memory.missing_item")
-        return self.agent.append("memory.erased", erased_body(index, refs, reason=reason))
+        """Erase entry ``index`` and what it fed (the same plan the service computes:
+        engram.protocol.erasure), from the agent's items and session-turn records."""
+        items = [*self.items(status="all"), *self.items(tier="RECORD", status="all")]
+        plan = plan_erasure(index, [_ItemView.of(it) for it in items])
+        body = erased_body(index, plan.refs, reason=reason, also=plan.also, sessions=plan.sessions)
+        return self.agent.append("memory.erased", body)
 
     def record(self, kind: str, body: Mapping[str, Any]) -> Receipt:
         if kind not in _RECORDS:
@@ -528,6 +529,33 @@ class RemoteMemory:
         """Log ``share.revoked`` for the token's root revocation id (attenuations die with it)."""
         ids = revocation_ids(token, agent_keys=[self.agent.signer.public_key])
         return self.agent.append("share.revoked", {"token_id": ids[0]})
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _ItemView:
+    """The fields of an HTTP item the erasure plan reads."""
+
+    ref: str
+    index: int
+    status: str
+    source_kind: str
+    provenance: list[dict[str, str]]
+    session: str | None
+    superseded_by: str | None
+    supersedes: str | None
+
+    @classmethod
+    def of(cls, it: Mapping[str, Any]) -> _ItemView:
+        return cls(
+            ref=it["ref"],
+            index=it["index"],
+            status=it["status"],
+            source_kind=it["source_kind"],
+            provenance=list(it.get("provenance") or []),
+            session=it.get("session"),
+            superseded_by=it.get("superseded_by"),
+            supersedes=it.get("supersedes"),
+        )
 
 
 def _next_page(page: Mapping[str, Any], after: str | None) -> str | None:

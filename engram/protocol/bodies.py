@@ -108,7 +108,18 @@ def exempt_body(ref: str, *, reason: str) -> dict[str, Any]:
     return body
 
 
-def erased_body(index: int, refs: Sequence[str], *, reason: str) -> dict[str, Any]:
-    body = {"index": index, "refs": list(refs), "reason": reason}
+def erased_body(
+    index: int,
+    refs: Sequence[str],
+    *,
+    reason: str,
+    also: Sequence[int] = (),
+    sessions: Sequence[str] = (),
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"index": index, "refs": list(refs), "reason": reason}
+    if also:
+        body["also"] = sorted(also)
+    if sessions:
+        body["sessions"] = sorted(sessions)
     validate_body("memory.erased", body)
     return body

@@ -71,7 +71,7 @@ def _erases_nothing(body: Mapping[str, Any]) -> tuple[int, ...]:
 
 
 def _erases_index(body: Mapping[str, Any]) -> tuple[int, ...]:
-    return (int(body["index"]),)
+    return (int(body["index"]), *(int(i) for i in body.get("also") or ()))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -332,18 +332,40 @@ def memory_accessed(b: BodyReader) -> None:
     b.text("session", max_len=64, pattern=_SESSION, required=False)
 
 
+#: An erasure names at most this many items and erases at most this many further entries.
+MAX_ERASED_REFS = 1000
+MAX_ERASED_ALSO = 256
+
+
 def memory_erased(b: BodyReader) -> None:
+    """The entry ``index`` and the entries in ``also`` lose their bodies; ``refs`` are the
+    items they made or fed (each an item of one of those entries); ``sessions`` are the
+    sessions whose distillation is among them (they stay distilled)."""
     index = b.integer("index", 0, 2**53 - 1)
-    refs = b.get("refs", True)
-    if (
-        not isinstance(refs, list)
-        or not 0 < len(refs) <= MAX_DISTILLED_ENTRIES
-        or len(set(refs)) != len(refs)
+    also = b.get("also", False)
+    if also is not None and (
+        not isinstance(also, list)
+        or not 0 < len(also) <= MAX_ERASED_ALSO
+        or not all(type(i) is int and 0 <= i <= 2**53 - 1 for i in also)
+        or len(set(also)) != len(also)
+        or index in also
     ):
-        raise b._fail("refs", f"must be 1-{MAX_DISTILLED_ENTRIES} distinct item references")
+        raise b._fail("also", f"must be 1-{MAX_ERASED_ALSO} distinct log indices other than index")
+    entries = {index, *(also or ())}
+    refs = b.get("refs", True)
+    if not isinstance(refs, list) or not 0 < len(refs) <= MAX_ERASED_REFS or len(set(refs)) != len(refs):
+        raise b._fail("refs", f"must be 1-{MAX_ERASED_REFS} distinct item references")
     for r in refs:
-        if parse_ref(r)[0] != index:
-            raise b._fail("refs", "must all be items of the erased index")
+        if parse_ref(r)[0] not in entries:
+            raise b._fail("refs", "must all be items of the erased entries (index and also)")
+    sessions = b.get("sessions", False)
+    if sessions is not None and (
+        not isinstance(sessions, list)
+        or not 0 < len(sessions) <= MAX_ERASED_ALSO
+        or not all(isinstance(s, str) and _SESSION.fullmatch(s) for s in sessions)
+        or len(set(sessions)) != len(sessions)
+    ):
+        raise b._fail("sessions", "must be distinct session ids")
     b.text("reason", max_len=MAX_CONTENT_CHARS)
 
 

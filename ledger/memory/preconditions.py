@@ -87,10 +87,16 @@ def _live_item(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
 
 
 def _erasable(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
+    """The named items exist and are not erased yet, and every entry whose body goes is the
+    agent's own (an agent never erases another's entry, whether or not it made an item)."""
     for ref in body["refs"]:
         it = batch.projection.item(env.agent, ref)
         if it is None or it.status == "erased":
             raise RejectedEventError(f"nothing to erase at {ref}", check="memory.missing_item")
+    for index in [body["index"], *(body.get("also") or ())]:
+        raw = batch.store.leaf(index)
+        if raw is None or Leaf.from_bytes(raw).envelope.agent != env.agent:
+            raise RejectedEventError(f"entry {index} is not one of {env.agent}'s", check="memory.erase")
 
 
 def _not_verbatim(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:

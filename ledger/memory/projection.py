@@ -283,21 +283,48 @@ class Projection:
                 end = min(target, applied + _CHUNK)
                 state = SqlState(conn)
                 for ev in self._events(conn, applied, end):
-                    evolve(state, ev)
+                    if ev.kind == "memory.erased" and ev.body is not None:
+                        self._refold(conn, ev.agent, ev.index + 1)
+                    else:
+                        evolve(state, ev)
                 conn.execute(update(mem_cursor).where(mem_cursor.c.id == 1).values(applied_size=end))
             if end >= target:
                 return end
 
+    def _refold(self, conn: Connection, agent: str, end: int) -> None:
+        """Recompute ``agent``'s projection from its entries below ``end`` as they are stored
+        now: what an erasure removed never happened, and the projection is the one a rebuild
+        gives (an erased memory confirmed by a later duplicate, superseded, or distilled from a
+        session, otherwise projects differently once its body is gone). Erasures are rare;
+        this costs one replay of the agent's entries."""
+        conn.execute(delete(mem_items).where(mem_items.c.agent == agent))
+        conn.execute(delete(mem_sessions).where(mem_sessions.c.agent == agent))
+        state = SqlState(conn)
+        for ev in self._event_rows(conn, and_(leaves.c.agent == agent, leaves.c.idx < end)):
+            evolve(state, ev)
+        # Derived vectors follow: those of items gone or changed go, and the embed step goes
+        # back to the first item left without one.
+        if conn.execute(_DROP_STALE_VECTORS, {"a": agent}).rowcount:
+            conn.execute(BUMP_GENERATION)
+        first = conn.execute(_FIRST_UNEMBEDDED, {"a": agent}).scalar()
+        if first is not None:
+            conn.execute(_REWIND_EMBEDDED, {"at": int(first)})
+
+    @classmethod
+    def _events(cls, conn: Connection, start: int, end: int) -> list[LoggedEvent]:
+        out = cls._event_rows(conn, and_(leaves.c.idx >= start, leaves.c.idx < end))
+        if [ev.index for ev in out] != list(range(start, end)):
+            raise StorageError(f"leaves {start}..{end} are not all present")
+        return out
+
     @staticmethod
-    def _events(conn: Connection, start: int, end: int) -> list[LoggedEvent]:
+    def _event_rows(conn: Connection, where: Any) -> list[LoggedEvent]:
         rows = conn.execute(
             select(leaves.c.idx, leaves.c.leaf, bodies.c.body)
             .select_from(leaves.outerjoin(bodies, bodies.c.idx == leaves.c.idx))
-            .where(and_(leaves.c.idx >= start, leaves.c.idx < end))
+            .where(where)
             .order_by(leaves.c.idx)
         ).all()
-        if [r.idx for r in rows] != list(range(start, end)):
-            raise StorageError(f"leaves {start}..{end} are not all present")
         out = []
         for r in rows:
             leaf = Leaf.from_bytes(bytes(r.leaf))
@@ -547,6 +574,17 @@ _SEARCH_POSTGRES = text(
     "ORDER BY ts_rank(to_tsvector('english'::regconfig, content || ' ' || tags), to_tsquery('english', :q)) DESC, "
     "idx, pos LIMIT :lim"
 ).bindparams(bindparam("tiers", expanding=True), bindparam("statuses", expanding=True))
+_DROP_STALE_VECTORS = text(
+    "DELETE FROM mem_vectors WHERE agent = :a AND NOT EXISTS (SELECT 1 FROM mem_items i "
+    "WHERE i.agent = mem_vectors.agent AND i.ref = mem_vectors.ref AND i.norm_hash = mem_vectors.norm_hash "
+    "AND i.status != 'erased' AND i.content != '')"
+)
+_FIRST_UNEMBEDDED = text(
+    "SELECT min(i.idx) FROM mem_items i WHERE i.agent = :a AND i.status != 'erased' AND i.content != '' "
+    "AND NOT EXISTS (SELECT 1 FROM mem_vectors v WHERE v.agent = i.agent AND v.ref = i.ref "
+    "AND v.norm_hash = i.norm_hash)"
+)
+_REWIND_EMBEDDED = text("UPDATE mem_cursor SET embedded_size = :at WHERE id = 1 AND embedded_size > :at")
 _RECORD_USES = text(
     "UPDATE mem_items SET access_count = access_count + 1, last_access_us = :at "
     "WHERE agent = :a AND ref IN :refs"

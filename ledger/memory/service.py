@@ -26,6 +26,7 @@ from engram.protocol.bodies import (
     turn_body,
     written_body,
 )
+from engram.protocol.erasure import ErasurePlan, plan_erasure
 from engram.protocol.errors import ConflictError, EngramError, ForbiddenError, RejectedEventError
 from engram.protocol.kinds import validate_body
 from engram.protocol.records import RECORD_KINDS
@@ -333,28 +334,32 @@ class MemoryService:
         return receipt
 
     def erase(self, agent: Agent, index: int, *, reason: str) -> Receipt:
-        """Log the erasure of an entry's items, then delete its body and salt.
+        """Erase entry ``index`` and what it fed (engram.protocol.erasure): one logged
+        ``memory.erased`` deletes the bodies and salts of the entry and of the entries in its
+        closure (duplicates, corrections, the distillation a memory came from, the memories a
+        turn fed) in the same transaction, and names every item they made.
 
-        The leaf stays, so every proof and stream chain stays valid; bundles mark the entry
-        erased and the projection holds tombstones. Only the agent's own entries."""
-        refs = self.erasable_refs(agent.agent_id, index)
-        receipt = agent.append("memory.erased", erased_body(index, refs, reason=reason))  # deletes the body
+        The leaves stay, so every proof and stream chain stays valid; bundles mark the
+        entries erased, the projection holds tombstones and is recomputed for the agent as if
+        the bodies had never been there (rebuild gives the same), and an erased distillation's
+        session is never distilled again. Only the agent's own entries."""
+        plan = self.erasure_plan(agent.agent_id, index)
+        body = erased_body(index, plan.refs, reason=reason, also=plan.also, sessions=plan.sessions)
+        receipt = agent.append("memory.erased", body)  # deletes the bodies
         self.sync(receipt.index + 1)
         return receipt
 
-    def erasable_refs(self, agent_id: str, index: int) -> list[str]:
-        """The live items of ``agent_id``'s entry ``index`` (what ``memory.erased`` must name)."""
+    def erasure_plan(self, agent_id: str, index: int) -> ErasurePlan:
+        """What erasing ``agent_id``'s entry ``index`` takes with it (see :meth:`erase`)."""
         leaf_bytes = self.ledger.store.leaf(index)
         if leaf_bytes is None or Leaf.from_bytes(leaf_bytes).envelope.agent != agent_id:
             raise RejectedEventError(f"entry {index} is not one of {agent_id}'s", check="memory.erase")
-        refs = [
-            i.ref
-            for i in self.projection.items(agent_id, status=None)
-            if i.index == index and i.status != "erased"
+        self.sync()
+        items = [
+            *self.projection.items(agent_id, status=None),
+            *self.projection.items(agent_id, tiers=[RECORD], status=None),
         ]
-        if not refs:
-            raise RejectedEventError(f"entry {index} holds no memory to erase", check="memory.missing_item")
-        return refs
+        return plan_erasure(index, items)
 
     def exempt(self, agent: Agent, ref: str, *, reason: str) -> Receipt:
         receipt = agent.append("memory.decay_exempted", exempt_body(ref, reason=reason))

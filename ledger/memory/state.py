@@ -358,7 +358,7 @@ def _memory_erased(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) ->
             Item(
                 agent=ev.agent,
                 ref=ref,
-                index=b["index"],
+                index=ref_key(ref)[0],
                 source_kind="memory.erased",
                 tier="NONE",
                 status="erased",
@@ -367,10 +367,13 @@ def _memory_erased(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) ->
                 created_us=ev.timestamp_us,
             )
         )
+    distilled = set(b.get("sessions") or ())
     for s in state.agent_sessions(ev.agent):  # frozen HOT blocks forget it too
         kept = [h for h in s.hot_snapshot if h["ref"] not in erased]
-        if len(kept) != len(s.hot_snapshot):
+        # An erased distillation stays done: the session is never distilled again.
+        if len(kept) != len(s.hot_snapshot) or (s.session in distilled and not s.distilled):
             s.hot_snapshot = kept
+            s.distilled = s.distilled or s.session in distilled
             state.put_session(s)
 
 

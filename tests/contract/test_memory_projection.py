@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -337,9 +338,17 @@ def _run(memory: MemoryService, agent: Agent, clock: StepClock, program: list) -
     for op in program:
         kind = op[0]
         active = [i.ref for i in memory.projection.items(agent.agent_id)]
-        written = [
-            i.index for i in memory.projection.items(agent.agent_id) if i.source_kind == "memory.written"
-        ]
+        # Every erasable kind (issue 12): written, distilled, superseded, records, turns.
+        erasable = sorted(
+            {
+                i.index
+                for i in [
+                    *memory.projection.items(agent.agent_id, status=None),
+                    *memory.projection.items(agent.agent_id, tiers=["RECORD"], status=None),
+                ]
+                if i.status != "erased"
+            }
+        )
         if kind == "write":
             memory.write(agent, category=op[2], content=op[1], tier=op[3])
         elif kind == "session":
@@ -351,9 +360,8 @@ def _run(memory: MemoryService, agent: Agent, clock: StepClock, program: list) -
             memory.supersede(agent, active[op[1] % len(active)], content=f"corrected {op[1]}", reason="fix")
         elif kind == "exempt" and active:
             memory.exempt(agent, active[op[1] % len(active)], reason="keep")
-        elif kind == "erase" and written:
-            # Erasing a memory.distilled entry changes a rebuild today (issue 12): written only.
-            memory.erase(agent, written[op[1] % len(written)], reason="right to be forgotten")
+        elif kind == "erase" and erasable:
+            memory.erase(agent, erasable[op[1] % len(erasable)], reason="right to be forgotten")
         elif kind == "record":
             memory.record(agent, op[1], RECORDS[op[1]])
         elif kind == "compact":
@@ -393,7 +401,7 @@ def test_incremental_projection_equals_rebuild(
     counter = itertools.count()
 
     @settings(
-        max_examples=12,
+        max_examples=int(os.environ.get("ENGRAM_PROPERTY_EXAMPLES", "12")),
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )

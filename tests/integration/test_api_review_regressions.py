@@ -398,3 +398,25 @@ def test_a_batch_needs_a_token_per_event_and_bad_tokens_are_403(
     with pytest.raises(TokenError) as e:
         buyer.bundle(other, agent="ada2", kinds=["pact.outcome"])
     assert e.value.check == "token.signature"
+
+
+def test_a_turn_is_erased_over_http_with_the_memories_distilled_from_it(
+    connect: Callable[..., RemoteMemory], ledger: Ledger
+) -> None:
+    """Issue 12: the client plans the erasure from the agent's items and turn records (the
+    same closure the service computes) and signs one memory.erased that takes the turn and
+    the distillation that used it."""
+    ada = connect("ada")
+    sid = ada.open_session(title="intake")
+    turn = ada.turn(sid, "user", "Jo: My home address is 12 Rua Augusta in Lisbon.")
+    ada.close_session(sid)
+    [record] = ada.items(tier="RECORD", status="all")
+    assert record["index"] == turn.index
+    distilled = [it for it in ada.items(status="all") if it["source_kind"] == "memory.distilled"]
+    assert distilled and all("Augusta" in it["content"] for it in distilled)
+    ada.erase(turn.index, reason="pasted by mistake")
+    assert ledger.store.body(turn.index) is None and ledger.store.body(distilled[0]["index"]) is None
+    assert all(
+        it["status"] == "erased" for it in ada.items(status="all") + ada.items(tier="RECORD", status="all")
+    )
+    assert "Augusta" not in ada.recall("Rua Augusta address", include_cold=True)["context"]

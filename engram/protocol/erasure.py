@@ -1,0 +1,122 @@
+"""What an erasure must take with it: the closure of an entry over the memories it fed.
+
+Erasing an entry deletes its body (right to be forgotten; the leaf and every proof stay),
+but the text an agent asks to forget is rarely in one body only:
+
+* a **duplicate** write confirmed the memory instead of making one, and its body holds the
+  same text (it is in the memory's provenance as ``{"source_type": "log", ...}``);
+* a **supersession** chain holds the corrections of the memory;
+* a **distillation** holds the memory among others: its body is one unit, so all of that
+  entry's memories go, and its session must stay distilled (never distilled again from the
+  turns);
+* a **turn** fed the memories distilled from it (their provenance cites the turn).
+
+:func:`plan_erasure` follows these links from the entry to a fixed point, over the agent's
+items (client and server compute the same plan from the same items), and returns what one
+``memory.erased`` event names: the other entries whose bodies go (``also``), every live item
+of the erased entries (``refs``) and the sessions whose distillation is erased. The links
+followed are entry -> items it made or fed -> the other entries of those items; a memory's
+cited turns are not followed (erasing a memory does not erase what was said; erasing the turn
+erases both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from engram.protocol.errors import RejectedEventError
+from engram.protocol.schemas import MAX_ERASED_ALSO, MAX_ERASED_REFS
+
+__all__ = ["ErasableItem", "ErasurePlan", "plan_erasure"]
+
+
+class ErasableItem(Protocol):
+    """The item fields the plan reads (a projection item, or the HTTP item view)."""
+
+    @property
+    def ref(self) -> str: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def source_kind(self) -> str: ...
+    @property
+    def provenance(self) -> Sequence[Mapping[str, str]]: ...
+    @property
+    def session(self) -> str | None: ...
+    @property
+    def superseded_by(self) -> str | None: ...
+    @property
+    def supersedes(self) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErasurePlan:
+    index: int
+    also: tuple[int, ...]
+    refs: tuple[str, ...]
+    sessions: tuple[str, ...]
+
+
+def _entry_of(ref: str | None) -> int | None:
+    return None if ref is None else int(ref.split(".", 1)[0])
+
+
+def plan_erasure(index: int, items: Iterable[ErasableItem]) -> ErasurePlan:
+    """The closure of entry ``index`` over ``items`` (all of one agent's items, every tier
+    and status, session-turn records included); raises if it names no live item."""
+    made: dict[int, list[ErasableItem]] = {}
+    fed: dict[int, list[ErasableItem]] = {}  # entry -> items it confirmed (log marks)
+    from_turn: dict[int, list[ErasableItem]] = {}  # turn entry -> items citing it
+    for it in items:
+        if it.status == "erased":
+            continue
+        made.setdefault(it.index, []).append(it)
+        for p in it.provenance:
+            if not p.get("source_ref", "").isdigit():
+                continue
+            if p.get("source_type") == "log":
+                fed.setdefault(int(p["source_ref"]), []).append(it)
+            elif p.get("source_type") == "turn":
+                from_turn.setdefault(int(p["source_ref"]), []).append(it)
+    entries: set[int] = set()
+    todo = [index]
+    while todo:
+        e = todo.pop()
+        if e in entries:
+            continue
+        entries.add(e)
+        touched = [*made.get(e, ()), *fed.get(e, ())]
+        if any(it.source_kind == "session.turn" for it in made.get(e, ())):
+            touched += from_turn.get(e, [])
+        for it in touched:
+            todo.append(it.index)
+            todo += [
+                int(p["source_ref"])
+                for p in it.provenance
+                if p.get("source_type") == "log" and p.get("source_ref", "").isdigit()
+            ]
+            todo += [i for i in (_entry_of(it.superseded_by), _entry_of(it.supersedes)) if i is not None]
+        if len(entries) > MAX_ERASED_ALSO + 1:
+            raise RejectedEventError(
+                f"erasing entry {index} would take more than {MAX_ERASED_ALSO + 1} entries with it",
+                check="memory.erase_too_large",
+            )
+    live = [it for e in sorted(entries) for it in made.get(e, ())]
+    if not live:
+        raise RejectedEventError(f"entry {index} holds no memory to erase", check="memory.missing_item")
+    if len(live) > MAX_ERASED_REFS:
+        raise RejectedEventError(
+            f"erasing entry {index} would name more than {MAX_ERASED_REFS} items",
+            check="memory.erase_too_large",
+        )
+    sessions = {it.session for it in live if it.source_kind == "memory.distilled" and it.session}
+    return ErasurePlan(
+        index=index,
+        also=tuple(sorted(entries - {index})),
+        refs=tuple(sorted((it.ref for it in live), key=lambda r: tuple(int(x) for x in r.split(".")))),
+        sessions=tuple(sorted(sessions)),
+    )
