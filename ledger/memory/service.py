@@ -229,7 +229,7 @@ class MemoryService:
                 )
         return turns
 
-    def distill(self, agent_id: str, session: str) -> tuple[Receipt, int]:
+    def distill(self, agent_id: str, session: str) -> tuple[Receipt | None, int]:
         """Run the distiller over the session and record the result (an empty one too).
 
         Entries the write gate refuses, or that only copy a turn, are dropped (the rest of
@@ -269,8 +269,44 @@ class MemoryService:
             budget -= cost
             body["entries"].append(entry)
         body["stats"] = distill_stats(turns, body["entries"], latency_us, usage)
-        receipt = self._append_policy_retrying(agent_id, "memory.distilled", body)
-        return receipt, len(body["entries"])
+        receipt = self._append_distillation(agent_id, session, body)
+        return receipt, 0 if receipt is None else len(body["entries"])
+
+    def _append_distillation(self, agent_id: str, session: str, body: Mapping[str, Any]) -> Receipt | None:
+        """Append the session's one ``memory.distilled`` entry, or nothing (None) if another
+        process or thread distilled the session first.
+
+        Exactly once under any concurrency, on both backends, through the stream's optimistic
+        concurrency: the session is checked on a projection synced past the stream head the
+        append then expects; a distillation appended meanwhile moves that head, so the append
+        conflicts, and the next round sees the session distilled. (Retrying a conflict by
+        re-appending the same body distilled a session twice.)"""
+        for _ in range(16):
+            head = self.ledger.stream_head(agent_id, "memory.distilled")
+            if head is not None:
+                self.sync(head.index + 1)
+            s = self.projection.session(agent_id, session)
+            if s is None or s.distilled:
+                return None
+            event = PolicyEvent(
+                agent=agent_id,
+                kind="memory.distilled",
+                body=body,
+                expect_head=None if head is None else head.index,
+            )
+            try:
+                [receipt] = self.ledger.append([event])
+            except ConflictError:
+                continue
+            self.sync(receipt.index + 1)
+            return receipt
+        raise ConflictError(
+            f"the distillation of {agent_id}'s session {session} kept conflicting",
+            agent=agent_id,
+            kind="memory.distilled",
+            head_version=None,
+            head_leaf_hash=None,
+        )
 
     def distill_report(self, agent_id: str | None = None) -> list[DistillRow]:
         """One row per ``memory.distilled`` entry (of one agent, or of every agent), with the
