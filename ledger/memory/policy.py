@@ -68,7 +68,8 @@ class Decision:
 
 
 def importance(item: Item) -> float:
-    """0..1: confidence (50 %), confirmations (30 %, saturating at 5), use (20 %, at 10)."""
+    """0..1: confidence (50 %), sightings (30 %, saturating at 5: ``confirmations`` counts
+    the first write), use (20 %, at 10)."""
     return (
         0.5 * item.confidence / 100
         + 0.3 * min(item.confirmations, 5) / 5

@@ -83,7 +83,8 @@ class Item:
     content: str
     tags: list[str] = field(default_factory=list)
     confidence: int = 0
-    confirmations: int = 0
+    #: Sightings: the entry that made the item is the first (1); each duplicate adds its own.
+    confirmations: int = 1
     access_count: int = 0
     last_access_us: int | None = None
     created_us: int = 0
@@ -194,7 +195,7 @@ MAX_MERGED_PROVENANCE = 32
 
 def _confirm(target: Item, other: Item) -> None:
     """``other`` says the same as ``target``: count it, and keep what it adds (flags, sources)."""
-    target.confirmations += 1 + other.confirmations
+    target.confirmations += other.confirmations
     target.confidence = max(target.confidence, other.confidence)
     target.decay_exempt = target.decay_exempt or other.decay_exempt
     target.linked_action = target.linked_action or other.linked_action

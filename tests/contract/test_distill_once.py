@@ -92,7 +92,7 @@ def test_two_distillations_of_one_session_at_once_append_one(
         assert len(_distilled_entries(ledger, "ada")) == 1
         assert sorted(r[0] is None for r in results) == [False, True]  # one appended, one saw it done
         items = first.projection.items("ada")
-        assert len(items) == 2 and all(i.confirmations == 0 for i in items)
+        assert len(items) == 2 and all(i.confirmations == 1 for i in items)
         assert pure_replay_digest(ledger) == first.digest()
     finally:
         other_engine.dispose()

@@ -44,7 +44,7 @@ def test_erasing_a_memory_also_erases_the_duplicate_that_confirmed_it(
     first = memory.write(ada, category="LEARNING", content="Customer prefers email")
     dup = memory.write(ada, category="LEARNING", content="customer prefers email!")
     other = memory.write(ada, category="LEARNING", content="Deploys freeze on Fridays")
-    assert memory.projection.item("ada", f"{first.index}.0").confirmations == 1
+    assert memory.projection.item("ada", f"{first.index}.0").confirmations == 2
     plan = memory.erasure_plan("ada", first.index)
     assert plan.also == (dup.index,) and plan.refs == (f"{first.index}.0",)
     memory.erase(ada, first.index, reason="asked to forget")

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.memory.policy import PolicyConfig, decide_session_end, decide_sweep
+import pytest
+
+from ledger.memory.policy import PolicyConfig, decide_session_end, decide_sweep, importance
 from ledger.memory.state import InMemoryState, LoggedEvent, evolve
 
 DAY = 86_400_000_000
@@ -127,7 +129,7 @@ def test_warm_moves_to_cold_by_recency_times_importance() -> None:
     log.add("memory.accessed", {"items": [important] * 1}, at=T0 + DAY)
     minor = log.write("a minor note", tier="WARM", session=None, confidence=40)
     log.apply(decide_sweep(log.state, log.state.all_items(), T0 + 2 * DAY, CFG), at=T0 + 2 * DAY)
-    assert log.state.item("a", important).confirmations == 5
+    assert log.state.item("a", important).confirmations == 6  # sightings: the first write and 5 more
     assert log.tier(important) == "COLD"
     assert log.tier(minor) == "WARM"
 
@@ -144,9 +146,10 @@ def test_decay_archives_at_the_end_of_the_window_unless_exempt_or_linked() -> No
         provenance=[{"source_type": "pact", "source_ref": "7"}],
     )
     log.add("memory.decay_exempted", {"item": exempt, "reason": "legal hold"}, at=T0 + DAY)
-    log.apply(decide_sweep(log.state, log.state.all_items(), T0 + 13 * DAY, CFG), at=T0 + 13 * DAY)
-    assert log.tier(plain) == "WARM"  # the window is at least warm_min_days = 14
-    log.apply(decide_sweep(log.state, log.state.all_items(), T0 + 14 * DAY, CFG), at=T0 + 14 * DAY)
+    log.apply(decide_sweep(log.state, log.state.all_items(), T0 + 18 * DAY, CFG), at=T0 + 18 * DAY)
+    # The window is warm_min_days = 14 plus 76 days x importance; one sighting is 0.06 of it.
+    assert log.tier(plain) == "WARM"
+    log.apply(decide_sweep(log.state, log.state.all_items(), T0 + 19 * DAY, CFG), at=T0 + 19 * DAY)
     assert log.tier(plain) == "archived"
     assert log.tier(exempt) == "WARM"
     assert log.tier(linked) == "WARM"
@@ -160,8 +163,10 @@ def test_importance_extends_the_retention_window() -> None:
     cfg = PolicyConfig(promote_threshold=101)  # isolate decay from promotion
     log.apply(decide_sweep(log.state, log.state.all_items(), T0 + 30 * DAY, cfg), at=T0 + 30 * DAY)
     assert log.tier(low) == "archived"
-    assert log.tier(high) == "WARM"  # window 14 + 76 * 0.45 = ~48 days
-    log.apply(decide_sweep(log.state, log.state.all_items(), T0 + 49 * DAY, cfg), at=T0 + 49 * DAY)
+    assert log.tier(high) == "WARM"  # window 14 + 76 * (0.45 + 0.06) = ~53 days
+    log.apply(decide_sweep(log.state, log.state.all_items(), T0 + 52 * DAY, cfg), at=T0 + 52 * DAY)
+    assert log.tier(high) == "WARM"
+    log.apply(decide_sweep(log.state, log.state.all_items(), T0 + 53 * DAY, cfg), at=T0 + 53 * DAY)
     assert log.tier(high) == "archived"
 
 
@@ -172,7 +177,7 @@ def test_dedup_at_the_target_tier_confirms_instead_of_adding() -> None:
     log.apply(decide_session_end(log.state, "a", "s1", CFG), at=T0 + 1)
     assert log.tier(hot) == "superseded"
     assert log.state.item("a", hot).superseded_by == warm
-    assert log.state.item("a", warm).confirmations == 1
+    assert log.state.item("a", warm).confirmations == 2
     assert [i.ref for i in log.state.all_items() if i.status == "active"] == [warm]
 
 
@@ -268,7 +273,7 @@ def test_a_duplicate_write_brings_its_flags_and_sources() -> None:
         provenance=[{"source_type": "pact", "source_ref": "3"}],
     )
     it = log.state.item("a", first)
-    assert it.confirmations == 1 and it.decay_exempt and it.linked_action
+    assert it.confirmations == 2 and it.decay_exempt and it.linked_action
     assert {"source_type": "pact", "source_ref": "3"} in it.provenance
 
 
@@ -280,3 +285,19 @@ def test_erasure_leaves_the_same_tombstone_whether_or_not_the_body_is_still_ther
         log.add("memory.erased", {"index": 0, "refs": ["0.0"], "reason": "GDPR request"}, at=T0 + 1)
     a, b = with_body.state.item("a", "0.0"), without_body.state.item("a", "0.0")
     assert a == b and a.status == "erased" and a.content == ""
+
+
+def test_confirmations_count_sightings_and_importance_saturates_at_five() -> None:
+    """Regression (issue 12): the same text written twice was one item with confirmations 1
+    (the rule counts 2 sightings), and importance saturated at 6 sightings instead of 5."""
+    log = Log()
+    ref = log.write("Standups start at 9:30", tier="WARM", session=None, confidence=0)
+    assert log.state.item("a", ref).confirmations == 1  # the first write is a sighting
+    log.write("standups start at 9:30!", tier="WARM", session=None, confidence=0)
+    assert log.state.item("a", ref).confirmations == 2
+    seen = []
+    for _ in range(5):
+        seen.append(importance(log.state.item("a", ref)))
+        log.write("Standups start at 9:30", tier="WARM", session=None, confidence=0)
+    assert seen[:4] == sorted(seen[:4]) and seen[3] == pytest.approx(0.3)  # 5 sightings: saturated
+    assert importance(log.state.item("a", ref)) == pytest.approx(0.3)
