@@ -6,16 +6,20 @@ key. Replaying the log re-applies those decisions without re-deciding them.
 
 Rules (specs/memory-events.md §4), policy version :data:`POLICY_VERSION`:
 
-At session end (``compact_on_session_end``), for the session's active HOT memories:
-  1. decisions and tasks (category COMMITMENT, or tagged ``task``/``decision``) -> COLD;
-  2. ``blocker``-tagged -> stay HOT (within the caps);
+Every compaction (at session end with ``compact_on_session_end``, and ``engram memory
+compact``) files **every** eligible memory of the agent, wherever and whenever it was written:
+  1. decisions and tasks (category COMMITMENT, or tagged ``task``/``decision``), in HOT or
+     WARM -> COLD;
+  2. ``blocker``-tagged -> HOT (a WARM blocker moves up), within the caps;
   3. preferences (category PREFERENCE) -> stay HOT (within the caps);
-  4. everything else -> WARM.
-  Then, while HOT exceeds ``hot_max_items`` or ``hot_max_tokens``, the least recently
-  active non-blocker (then blocker) HOT memory moves to WARM (rule ``hot_cap``).
+  4. every other HOT memory -> WARM;
+  5. HOT preferences not used for ``inactive_preference_days`` -> WARM;
+  and then the **caps**: HOT keeps at most ``hot_max_items`` memories and
+  ``hot_max_tokens`` tokens, blockers first, then the most recently active; what does not
+  fit moves to WARM (rule ``hot_cap``), never dropped. The caps also hold after every write
+  that lands in HOT (:func:`decide_caps`).
 
-Sweep (``engram memory compact``), at ``now``:
-  5. HOT preferences not accessed for ``inactive_preference_days`` -> WARM;
+``engram memory compact`` also applies the WARM time rules, at ``now``:
   6. WARM -> COLD when recency x importance >= ``promote_threshold``;
   7. decay: a WARM memory whose retention window (``warm_min_days`` .. ``warm_max_days``,
      extended by importance) has ended since its last activity is archived, unless it is
@@ -31,9 +35,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.memory.state import Item, MemoryState, tokens
+from ledger.memory.state import Item, MemoryState
+from ledger.memory.tokens import HOT_BLOCK_OVERHEAD, hot_tokens
 
-__all__ = ["POLICY_VERSION", "Decision", "PolicyConfig", "decide_session_end", "decide_sweep", "importance"]
+__all__ = [
+    "POLICY_VERSION",
+    "Decision",
+    "PolicyConfig",
+    "decide_caps",
+    "decide_session_end",
+    "decide_sweep",
+    "importance",
+]
 
 POLICY_VERSION = 1
 DAY_US = 86_400_000_000
@@ -107,67 +120,105 @@ def _is_decision(item: Item) -> bool:
     return item.category == "COMMITMENT" or bool({"task", "decision"} & set(item.tags))
 
 
-def decide_session_end(state: MemoryState, agent: str, session: str, cfg: PolicyConfig) -> list[Decision]:
-    """Compaction at session end for the session's active HOT memories (rules 1-4 + caps)."""
-    hot = state.hot_items(agent)
-    ours = [i for i in hot if i.session == session]
+def _is_fileable_warm(item: Item) -> bool:
+    """A WARM memory the filing rules move: a decision or task (to COLD), a blocker (to HOT)."""
+    return _is_decision(item) or "blocker" in item.tags
+
+
+def _filing(
+    state: MemoryState,
+    hot: Iterable[Item],
+    warm: Iterable[Item],
+    cfg: PolicyConfig,
+    now_us: int | None,
+    prefix: str,
+) -> list[Decision]:
+    """Rules 1-5 and the caps over the agent's active HOT memories and the WARM memories the
+    rules file (decisions, tasks, blockers)."""
     out: list[Decision] = []
-    staying: list[Item] = [i for i in hot if i.session != session]
-    for it in sorted(ours, key=lambda i: (i.index, i.ref)):
+    staying: list[Item] = []
+    for it in sorted(hot, key=lambda i: (i.index, i.ref)):
+        idle_days = None if now_us is None else (now_us - it.last_activity_us) / DAY_US
         if _is_decision(it):
-            out.append(_move(it, "COLD", "session_end.decision", state))
-        elif "blocker" in it.tags or it.category == "PREFERENCE":
+            out.append(_move(it, "COLD", f"{prefix}.decision", state))
+        elif "blocker" in it.tags:
             staying.append(it)
+        elif it.category == "PREFERENCE":
+            if idle_days is not None and idle_days >= cfg.inactive_preference_days:
+                window = cfg.inactive_preference_days * DAY_US
+                out.append(_move(it, "WARM", "inactive_preference", state, window_us=window))
+            else:
+                staying.append(it)
         else:
-            out.append(_move(it, "WARM", "session_end.default", state))
-    out += _enforce_caps(staying, state, cfg)
+            out.append(_move(it, "WARM", f"{prefix}.default", state))
+    rising: list[Item] = []
+    for it in sorted(warm, key=lambda i: (i.index, i.ref)):
+        if _is_decision(it):
+            out.append(_move(it, "COLD", f"{prefix}.decision", state))
+        elif "blocker" in it.tags:
+            rising.append(it)
+    return out + _fit_caps(staying, rising, state, cfg)
+
+
+def _fit_caps(hot: list[Item], rising: list[Item], state: MemoryState, cfg: PolicyConfig) -> list[Decision]:
+    """What HOT keeps within the caps: blockers first, then the most recently active; the HOT
+    memories left out move to WARM (``hot_cap``), the WARM blockers kept move up."""
+    keep: set[str] = set()
+    count, budget = 0, HOT_BLOCK_OVERHEAD
+    for it in sorted(
+        [*hot, *rising], key=lambda i: ("blocker" not in i.tags, -i.last_activity_us, -i.index, i.ref)
+    ):
+        cost = hot_tokens(it)
+        if count < cfg.hot_max_items and budget + cost <= cfg.hot_max_tokens:
+            keep.add(it.ref)
+            count += 1
+            budget += cost
+    out = [_move(it, "WARM", "hot_cap", state) for it in hot if it.ref not in keep]
+    out += [_move(it, "HOT", "blocker", state) for it in rising if it.ref in keep]
     return out
 
 
-def _enforce_caps(hot: list[Item], state: MemoryState, cfg: PolicyConfig) -> list[Decision]:
-    # Evict least recently active first; blockers last.
-    order = sorted(hot, key=lambda i: ("blocker" in i.tags, i.last_activity_us, i.index, i.ref))
-    count, budget = len(hot), sum(tokens(i.content) for i in hot)
-    out = []
-    for it in order:
-        if count <= cfg.hot_max_items and budget <= cfg.hot_max_tokens:
-            break
-        out.append(_move(it, "WARM", "hot_cap", state))
-        count -= 1
-        budget -= tokens(it.content)
-    return out
+def decide_session_end(
+    state: MemoryState, agent: str, session: str, cfg: PolicyConfig, now_us: int | None = None
+) -> list[Decision]:
+    """Compaction at the end of ``session``: rules 1-5 (5 when ``now_us`` is given) and the
+    caps for every eligible memory of the agent, the session's and any other."""
+    return _filing(state, state.hot_items(agent), state.fileable_warm(agent), cfg, now_us, "session_end")
+
+
+def decide_caps(state: MemoryState, agent: str, cfg: PolicyConfig) -> list[Decision]:
+    """The caps alone (after a write that lands in HOT): nothing moves while HOT fits."""
+    return _fit_caps(state.hot_items(agent), [], state, cfg)
 
 
 def decide_sweep(state: MemoryState, items: Iterable[Item], now_us: int, cfg: PolicyConfig) -> list[Decision]:
-    """Time-based rules 5-7 for one agent's active items, as of ``now_us``."""
-    out: list[Decision] = []
-    for it in sorted(items, key=lambda i: (i.index, i.ref)):
-        if it.status != "active":
+    """One on-demand compaction of one agent's active items, as of ``now_us``: rules 1-5 and
+    the caps (as at session end), then the WARM time rules 6-7 for what the filing leaves."""
+    active = [i for i in items if i.status == "active"]
+    hot = [i for i in active if i.tier == "HOT"]
+    warm = [i for i in active if i.tier == "WARM"]
+    out = _filing(state, hot, [i for i in warm if _is_fileable_warm(i)], cfg, now_us, "compaction")
+    filed = {d.body["item"] for d in out}
+    for it in sorted(warm, key=lambda i: (i.index, i.ref)):
+        if it.ref in filed:
             continue
         idle_days = (now_us - it.last_activity_us) / DAY_US
-        if it.tier == "HOT" and it.category == "PREFERENCE" and idle_days >= cfg.inactive_preference_days:
+        imp = importance(it)
+        score = round(100 * recency(it, now_us, cfg.decay_half_life_days) * imp)
+        retention_days = cfg.warm_min_days + (cfg.warm_max_days - cfg.warm_min_days) * imp
+        if score >= cfg.promote_threshold:
+            out.append(_move(it, "COLD", "warm_to_cold.score", state))
+        elif idle_days >= retention_days and not it.decay_exempt and not it.linked_action:
             out.append(
-                _move(
-                    it, "WARM", "inactive_preference", state, window_us=cfg.inactive_preference_days * DAY_US
+                Decision(
+                    kind="memory.archived",
+                    body={
+                        "item": it.ref,
+                        "rule": "decay.window_end",
+                        "policy_version": POLICY_VERSION,
+                        "last_activity_us": it.last_activity_us,
+                        "not_before_us": it.last_activity_us + int(retention_days * DAY_US),
+                    },
                 )
             )
-        elif it.tier == "WARM":
-            imp = importance(it)
-            score = round(100 * recency(it, now_us, cfg.decay_half_life_days) * imp)
-            retention_days = cfg.warm_min_days + (cfg.warm_max_days - cfg.warm_min_days) * imp
-            if score >= cfg.promote_threshold:
-                out.append(_move(it, "COLD", "warm_to_cold.score", state))
-            elif idle_days >= retention_days and not it.decay_exempt and not it.linked_action:
-                out.append(
-                    Decision(
-                        kind="memory.archived",
-                        body={
-                            "item": it.ref,
-                            "rule": "decay.window_end",
-                            "policy_version": POLICY_VERSION,
-                            "last_activity_us": it.last_activity_us,
-                            "not_before_us": it.last_activity_us + int(retention_days * DAY_US),
-                        },
-                    )
-                )
     return out

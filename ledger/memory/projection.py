@@ -188,6 +188,10 @@ class SqlState:
         )
         return [_session_from_row(r) for r in rows]
 
+    def fileable_warm(self, agent: str) -> list[Item]:
+        rows = self.conn.execute(_FILEABLE_WARM, {"a": agent})
+        return [item_from_row(r) for r in rows]
+
     def hot_items(self, agent: str) -> list[Item]:
         rows = self.conn.execute(
             select(mem_items)
@@ -585,6 +589,11 @@ _FIRST_UNEMBEDDED = text(
     "AND v.norm_hash = i.norm_hash)"
 )
 _REWIND_EMBEDDED = text("UPDATE mem_cursor SET embedded_size = :at WHERE id = 1 AND embedded_size > :at")
+_FILEABLE_WARM = text(
+    "SELECT * FROM mem_items WHERE agent = :a AND tier = 'WARM' AND status = 'active' AND "
+    "(category = 'COMMITMENT' OR tags LIKE '%\"task\"%' OR tags LIKE '%\"decision\"%' "
+    "OR tags LIKE '%\"blocker\"%') ORDER BY idx, pos"
+)
 _RECORD_USES = text(
     "UPDATE mem_items SET access_count = access_count + 1, last_access_us = :at "
     "WHERE agent = :a AND ref IN :refs"

@@ -35,14 +35,16 @@ from ledger.log import Ledger, PolicyEvent, Receipt, Submission
 from ledger.memory.access import AccessLog, Use
 from ledger.memory.distill import Distiller, RuleBasedDistiller, Turn, distill_stats, run_distiller
 from ledger.memory.embed import Embedder
-from ledger.memory.policy import Decision, PolicyConfig, decide_session_end, decide_sweep
+from ledger.memory.policy import Decision, PolicyConfig, decide_caps, decide_session_end, decide_sweep
 from ledger.memory.projection import Projection, SqlState
 from ledger.memory.recall import (
     Recalled,
     RecallResult,
+    block_overhead,
     envelope_matches,
     fuse_signals,
     hot_within_budget,
+    line_tokens,
     merge_pools,
     recalled_item,
     to_recalled,
@@ -190,6 +192,8 @@ class MemoryService:
             raise RejectedEventError(f"the event is not about session {session}", check="request.session")
         receipt = self.ledger.append([sub])[0]
         self.sync(receipt.index + 1)
+        if env.kind in ("memory.written", "memory.superseded"):
+            self.hold_caps(agent)
         return receipt, body
 
     def finish_session(self, agent_id: str, session: str) -> tuple[Receipt | None, int, list[Receipt]]:
@@ -200,7 +204,8 @@ class MemoryService:
             raise RejectedEventError(f"session {session} of {agent_id} is not closed", check="memory.session")
         distilled, entries = (None, 0) if s.distilled else self.distill(agent_id, session)
         decisions = self._decide_and_append(
-            agent_id, lambda state: decide_session_end(state, agent_id, session, self.config)
+            agent_id,
+            lambda state: decide_session_end(state, agent_id, session, self.config, self.ledger.clock()),
         )
         return distilled, entries, decisions
 
@@ -349,7 +354,14 @@ class MemoryService:
         )
         receipt = agent.append("memory.written", body)  # the ledger's preconditions check verbatim copies
         self.sync(receipt.index + 1)
+        self.hold_caps(agent.agent_id)
         return receipt
+
+    def hold_caps(self, agent_id: str) -> list[Receipt]:
+        """The HOT caps after a change to HOT outside a compaction (a write, a correction):
+        what no longer fits moves to WARM (policy-signed ``hot_cap`` decisions); nothing is
+        appended while HOT fits."""
+        return self._decide_and_append(agent_id, lambda state: decide_caps(state, agent_id, self.config))
 
     def ref_for(self, agent_id: str, index: int) -> str | None:
         """The item an entry made, or, if it was a duplicate, the item it confirmed."""
@@ -367,6 +379,7 @@ class MemoryService:
             "memory.superseded", superseded_body(self.gate, ref, content=content, reason=reason)
         )
         self.sync(receipt.index + 1)
+        self.hold_caps(agent.agent_id)
         return receipt
 
     def erase(self, agent: Agent, index: int, *, reason: str) -> Receipt:
@@ -526,7 +539,10 @@ class MemoryService:
         else:
             hot_src = [recalled_item(i, now, 0.0) for i in hot_items]
         hot, used = hot_within_budget(
-            hot_src, min(budget, self.config.hot_max_tokens), self.config.hot_max_items
+            hot_src,
+            min(budget, self.config.hot_max_tokens),
+            self.config.hot_max_items,
+            overhead=block_overhead(agent_id, self.ledger.origin),
         )
         notes: list[str] = []
         ranked_items = self._rank(agent_id, query, include_cold, include_archived, limit, notes, sources)
@@ -534,7 +550,7 @@ class MemoryService:
         total = used
         for it, score in ranked_items:
             r = recalled_item(it, now, score)
-            cost = len(r.content) // 4 + 1
+            cost = line_tokens(r)
             if len(ranked) >= limit:
                 break
             if total + cost > budget:

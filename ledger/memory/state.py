@@ -146,6 +146,11 @@ class MemoryState(Protocol):
 
     def hot_items(self, agent: str) -> list[Item]: ...
 
+    def fileable_warm(self, agent: str) -> list[Item]:
+        """Active WARM items the filing rules move: decisions and tasks (category COMMITMENT,
+        or tagged ``task``/``decision``) and blockers, in log order."""
+        ...
+
     def agent_sessions(self, agent: str) -> list[Session]: ...
 
 
@@ -504,6 +509,20 @@ class InMemoryState:
             if same and (best is None or ref_key(it.ref) < ref_key(best.ref)):
                 best = it
         return None if best is None else _clone(best)
+
+    def fileable_warm(self, agent: str) -> list[Item]:
+        refs = sorted(
+            (
+                ref
+                for (a, ref), it in self.items.items()
+                if a == agent
+                and it.status == "active"
+                and it.tier == "WARM"
+                and (it.category == "COMMITMENT" or {"task", "decision", "blocker"} & set(it.tags))
+            ),
+            key=ref_key,
+        )
+        return [_clone(self.items[(agent, ref)]) for ref in refs]
 
     def hot_items(self, agent: str) -> list[Item]:
         refs = sorted(

@@ -27,6 +27,7 @@ from ledger.log import Ledger, PolicyEvent
 from ledger.memory.embed import WordLlamaEmbedder
 from ledger.memory.service import MemoryService
 from ledger.memory.state import InMemoryState, LoggedEvent, digest, evolve
+from ledger.memory.tokens import count_tokens
 from ledger.storage.db import make_engine
 from tests.conftest import StepClock
 from tests.contract.test_log_contract import _snapshot, replay
@@ -153,7 +154,8 @@ def test_recall_reads_its_writes_and_ranks(memory: MemoryService, make_agent: Ca
     used = memory.projection.item("alice", res.ranked[0].ref)
     assert used.access_count >= 1 and used.last_access_us is not None  # recall usage is logged
     tiny = memory.recall("alice", "billing", include_cold=True, budget_tokens=5, record_access=False)
-    assert tiny.total_tokens <= 5
+    assert tiny.hot == () and tiny.ranked == ()  # below the block's own lines nothing fits
+    assert abs(tiny.total_tokens - count_tokens(tiny.render())) <= 0.1 * count_tokens(tiny.render())
 
 
 def test_hot_is_frozen_for_the_session(memory: MemoryService, make_agent: Callable[..., Agent]) -> None:
@@ -712,7 +714,7 @@ def test_recall_accounting(memory: MemoryService, make_agent: Callable[..., Agen
     long = memory.write(alice, category="LEARNING", content="billing " + "detail " * 300, confidence=100)
     short = memory.write(alice, category="LEARNING", content="billing is monthly")
     memory.write(alice, category="LEARNING", content="café opens at nine")
-    res = memory.recall("alice", "billing", budget_tokens=60)
+    res = memory.recall("alice", "billing", budget_tokens=150)  # the block's own lines are ~62
     got = [r.ref for r in res.ranked]
     assert f"{short.index}.0" in got and f"{long.index}.0" not in got  # the long one is skipped, not a stop
     memory.flush_access()

@@ -13,6 +13,7 @@ import pytest
 
 from ledger.memory.policy import PolicyConfig, decide_session_end, decide_sweep, importance
 from ledger.memory.state import InMemoryState, LoggedEvent, evolve
+from ledger.memory.tokens import HOT_BLOCK_OVERHEAD, hot_tokens
 
 DAY = 86_400_000_000
 T0 = 1_790_000_000_000_000
@@ -83,7 +84,8 @@ def test_session_end_files_each_memory_by_rule() -> None:
     assert log.tier(blocker) == "HOT"  # blocker -> HOT (within caps)
     assert log.tier(pref) == "HOT"  # preferences stay HOT until inactive
     assert log.tier(other) == "WARM"  # other HOT memories -> WARM
-    assert log.tier(elsewhere) == "HOT"  # another session's memories are not touched
+    # Issue 12: every compaction files every eligible memory, not only the session's.
+    assert log.tier(elsewhere) == "WARM"
 
 
 def test_hot_caps_move_the_least_recently_active_non_blockers_first() -> None:
@@ -99,11 +101,13 @@ def test_hot_caps_move_the_least_recently_active_non_blockers_first() -> None:
 
 def test_hot_token_budget_is_a_cap_too() -> None:
     log = Log()
-    cfg = PolicyConfig(hot_max_tokens=30)
-    a = log.write("p" * 80, category="PREFERENCE", at=T0)  # 21 tokens
+    a = log.write("p" * 80, category="PREFERENCE", at=T0)
     b = log.write("q" * 80, category="PREFERENCE", at=T0 + 1)
+    # Room for the block's own lines and one of the two rendered lines, not both.
+    one = max(hot_tokens(log.state.item("a", a)), hot_tokens(log.state.item("a", b)))
+    cfg = PolicyConfig(hot_max_tokens=HOT_BLOCK_OVERHEAD + one + 1)
     log.apply(decide_session_end(log.state, "a", "s1", cfg), at=T0 + 2)
-    assert [log.tier(a), log.tier(b)] == ["WARM", "HOT"]
+    assert [log.tier(a), log.tier(b)] == ["WARM", "HOT"]  # the newer one stays
 
 
 def test_preferences_not_accessed_for_seven_days_move_to_warm() -> None:

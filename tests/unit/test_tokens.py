@@ -1,0 +1,75 @@
+"""Token counts (issue 12): a real tokenizer that loads offline, known answers, the rendered
+HOT line and the block overhead the caps count, against the block recall renders."""
+
+from __future__ import annotations
+
+import pytest
+
+from ledger.memory.recall import RecallResult, block_overhead, render_hot, to_recalled
+from ledger.memory.state import Item
+from ledger.memory.tokens import HOT_BLOCK_OVERHEAD, count_tokens, hot_tokens, tokenizer_name
+
+CODE = """Traceback (most recent call last):
+  File "/srv/app/billing/retry.py", line 212, in submit_invoice
+    resp = client.post(f"{BASE}/v2/invoices/{inv_id}", json=payload, timeout=3.5)
+httpx.ReadTimeout: timed out after 3.5s (req_id=7f3a9c1e-42b0-4c1d-9e5f-0b8d2e6a1f44)"""
+CJK = "ユーザーは短い回答を好み、金曜日のデプロイは禁止されています。請求書は毎月送信されます。"
+
+
+def test_the_tokenizer_is_cl100k_and_needs_no_download() -> None:
+    assert tokenizer_name() == "cl100k_base (bpe-openai)"
+    # Known answers from OpenAI's tiktoken documentation (cl100k_base).
+    assert count_tokens("hello world") == 2
+    assert count_tokens("tiktoken is great!") == 6
+    assert count_tokens("") == 0
+
+
+@pytest.mark.parametrize("text", [CODE, CJK, "2026-11-24T08:26:44Z 0x7f3a9c1e 42b0-4c1d"])
+def test_the_old_four_characters_estimate_undercounted_what_the_caps_now_count(text: str) -> None:
+    """Regression: len // 4 + 1 counted code, ids, timestamps and non-Latin text short."""
+    assert count_tokens(text) > (len(text) // 4 + 1) * 1.1
+
+
+def _item(content: str, tags: list[str] | None = None) -> Item:
+    return Item(
+        agent="agent-0001",
+        ref="42.0",
+        index=42,
+        source_kind="memory.written",
+        tier="HOT",
+        status="active",
+        category="PREFERENCE",
+        content=content,
+        tags=tags or [],
+    )
+
+
+def test_hot_costs_are_the_rendered_lines_and_the_block() -> None:
+    """The caps count what recall renders: each memory's line and the block's own lines,
+    within 10% of the rendered HOT block, on English, code and non-Latin text."""
+    items = [_item("Prefers short answers in English.", ["style"]), _item(CODE), _item(CJK)]
+    recalled = [
+        to_recalled(i.index, i.ref, "HOT", i.category, i.content, i.tags, 0, 0, 0, 0.0) for i in items
+    ]
+    block = (
+        render_hot(
+            RecallResult(
+                agent="agent-0001",
+                origin="example.com/engram-production",
+                query="",
+                as_of_size=1000,
+                session=None,
+                hot=tuple(recalled),
+                ranked=(),
+                hot_tokens=0,
+                total_tokens=0,
+            )
+        )
+        + "(as of log size 1000)\n</memory-context>\n"
+    )
+    counted = HOT_BLOCK_OVERHEAD + sum(hot_tokens(i) for i in items)
+    assert abs(counted - count_tokens(block)) <= 0.1 * count_tokens(block)
+    overhead = block_overhead("agent-0001", "example.com/engram-production") + count_tokens(
+        "## HOT (standing context)\n"
+    )
+    assert overhead == HOT_BLOCK_OVERHEAD
