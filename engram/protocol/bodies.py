@@ -15,7 +15,9 @@ from engram.protocol.kinds import validate_body
 from engram.protocol.schemas import parse_ref
 
 __all__ = [
+    "DEFAULT_TIER_V2_FROM_US",
     "closed_body",
+    "default_tier",
     "erased_body",
     "exempt_body",
     "opened_body",
@@ -58,6 +60,19 @@ def closed_body(session: str, summary: str | None = None) -> dict[str, Any]:
     return body
 
 
+#: From this server time on (2026-11-24T00:00:00Z; memory events v2), a ``memory.written``
+#: without ``tier`` is filed by :func:`default_tier`, the rule every client already applied;
+#: before it the log filed such an entry in HOT, and old logs replay as they were written.
+DEFAULT_TIER_V2_FROM_US = 1_795_478_400_000_000
+
+
+def default_tier(category: str, tags: Sequence[str], session: str | None) -> str:
+    """The one default tier of a memory written without one (specs/memory-events.md): HOT is
+    the working set (a session's memories, compacted when it ends; preferences; blockers),
+    anything else is WARM."""
+    return "HOT" if session or category == "PREFERENCE" or "blocker" in tags else "WARM"
+
+
 def written_body(
     gate: WriteGate,
     *,
@@ -85,9 +100,7 @@ def written_body(
         body["evidence"] = gate.prepare(evidence)[0]
     if session:
         body["session"] = session
-    if tier is None:
-        tier = "HOT" if session or category == "PREFERENCE" or "blocker" in body["tags"] else "WARM"
-    body["tier"] = tier
+    body["tier"] = default_tier(category, body["tags"], session) if tier is None else tier
     if decay_exempt:
         body["decay_exempt"] = True
     validate_body("memory.written", body)

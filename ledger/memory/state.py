@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from engram.protocol.bodies import DEFAULT_TIER_V2_FROM_US, default_tier
 from engram.protocol.gate import normalize_text
 from engram.protocol.records import RECORD_KINDS, record_content
 from verifier.jcs import canonical_bytes
@@ -286,7 +287,12 @@ def _session_closed(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -
 
 
 def _memory_written(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
-    _add_or_confirm(state, _new_memory(ev, 0, b, tier=b.get("tier") or "HOT", session=b.get("session")))
+    tier = b.get("tier") or (
+        default_tier(b["category"], b.get("tags") or [], b.get("session"))
+        if ev.timestamp_us >= DEFAULT_TIER_V2_FROM_US
+        else "HOT"  # memory events v1: entries before the v2 rule replay as they were filed
+    )
+    _add_or_confirm(state, _new_memory(ev, 0, b, tier=tier, session=b.get("session")))
 
 
 def _memory_distilled(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:

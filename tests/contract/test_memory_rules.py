@@ -8,10 +8,12 @@ from collections.abc import Callable
 import pytest
 
 from engram.client.sdk import Agent
+from engram.protocol.bodies import DEFAULT_TIER_V2_FROM_US, written_body
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
 from ledger.memory.tokens import count_tokens
 from tests.conftest import StepClock
+from tests.contract.test_memory_projection import pure_replay_digest
 
 DAY = 86_400_000_000
 ERROR_LOG = "\n".join(
@@ -93,3 +95,52 @@ def test_decisions_written_between_sessions_reach_cold_at_any_compaction(
     assert memory.projection.item("ada", task).tier == "COLD"
     assert memory.projection.item("ada", blocker).tier == "HOT"  # blockers to HOT, within the caps
     assert memory.projection.item("ada", decision).status == "active"
+
+
+@pytest.mark.parametrize(
+    ("category", "tags", "in_session", "tier"),
+    [
+        ("LEARNING", [], False, "WARM"),
+        ("PREFERENCE", [], False, "HOT"),
+        ("CONTEXT", ["blocker"], False, "HOT"),
+        ("LEARNING", [], True, "HOT"),
+    ],
+)
+def test_one_default_tier_for_a_memory_written_without_one(
+    memory: MemoryService,
+    make_agent: Callable[..., Agent],
+    clock: StepClock,
+    category: str,
+    tags: list[str],
+    in_session: bool,
+    tier: str,
+) -> None:
+    """Regression: the SDK and CLI filled in WARM for a plain fact, but the log filed a body
+    without `tier` (any client that follows the spec) in HOT, where it stayed. From memory
+    events v2 the log applies the clients' rule; entries before it replay as they were."""
+    clock.now = max(clock.now, DEFAULT_TIER_V2_FROM_US)
+    ada = make_agent("ada")
+    sid = memory.open_session(ada) if in_session else None
+    body = {"category": category, "content": "Odile runs the Lisbon office", "tags": tags, "confidence": 70}
+    if sid:
+        body["session"] = sid
+    sdk = written_body(
+        memory.gate, category=category, content="Odile runs the Lisbon office", tags=tags, session=sid
+    )
+    receipt = ada.append("memory.written", body)  # no tier: as a third-party client may send it
+    memory.sync()
+    assert memory.projection.item("ada", f"{receipt.index}.0").tier == tier == sdk["tier"]
+    assert pure_replay_digest(memory.ledger) == memory.digest()
+
+
+def test_entries_written_before_the_v2_rule_replay_as_they_were(
+    memory: MemoryService, make_agent: Callable[..., Agent], clock: StepClock
+) -> None:
+    ada = make_agent("ada")
+    assert clock.now < DEFAULT_TIER_V2_FROM_US
+    receipt = ada.append(
+        "memory.written", {"category": "LEARNING", "content": "An old fact", "tags": [], "confidence": 70}
+    )
+    clock.now = DEFAULT_TIER_V2_FROM_US + DAY
+    memory.rebuild()
+    assert memory.projection.item("ada", f"{receipt.index}.0").tier == "HOT"  # v1 meaning kept
