@@ -9,6 +9,8 @@ import dataclasses
 import json
 import os
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -277,12 +279,9 @@ def log_entry(index: Annotated[int, typer.Option(help="Leaf index.")]) -> None:
     sys.stdout.write(leaf.decode("utf-8") + "\n")
 
 
-@export_app.command("tiles")
-def export_tiles_cmd(directory: Annotated[Path, typer.Argument(help="An empty or new directory.")]) -> None:
-    """Write a static C2SP tlog-tiles tree (checkpoint, hash tiles, entry bundles)."""
-    from ledger.tiles import export_tiles
-
-    ledger = _ledger()
+@contextmanager
+def _progress(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A transient progress bar on stderr; yields ``tick(done, total)``."""
     with Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -291,11 +290,21 @@ def export_tiles_cmd(directory: Annotated[Path, typer.Argument(help="An empty or
         console=err,
         transient=True,
     ) as progress:
-        task = progress.add_task("exporting tiles", total=None)
+        task = progress.add_task(description, total=None)
 
         def tick(done: int, total: int) -> None:
             progress.update(task, completed=done, total=total)
 
+        yield tick
+
+
+@export_app.command("tiles")
+def export_tiles_cmd(directory: Annotated[Path, typer.Argument(help="An empty or new directory.")]) -> None:
+    """Write a static C2SP tlog-tiles tree (checkpoint, hash tiles, entry bundles)."""
+    from ledger.tiles import export_tiles
+
+    ledger = _ledger()
+    with _progress("exporting tiles") as tick:
         summary = export_tiles(ledger.store, directory, progress=tick)
     out.print(
         f"exported size {summary.size}: {summary.hash_tiles} hash tiles, {summary.entry_bundles} entry bundles, "
@@ -644,19 +653,7 @@ def memory_rebuild() -> None:
     progress bar); prints the projection digest."""
     _, mem = _memory()
     before = mem.digest()
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("re-embedding (log entries)", total=None)
-
-        def tick(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
-
+    with _progress("re-embedding (log entries)") as tick:
         size, digest = mem.rebuild(progress=tick)
     out.print(f"replayed {size} entries; projection digest {digest}")
     out.print(
