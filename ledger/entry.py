@@ -1,18 +1,52 @@
-"""The ``engram`` command's entry point: the service CLI (:mod:`ledger.cli`), or a clear
-message when only the client or the verifier is installed (``pip install 'engram[client]'``
-has no database driver, no web server and no CLI framework)."""
+"""The ``engram`` command's entry point.
+
+``engram mcp``, ``engram hook`` and ``engram --version`` take the fast front
+(:mod:`engram.harness.cli`: argparse, the client only; the embedded log is loaded only when
+they act on it), so a hook against an Engram service starts in well under 0.2 s. Everything
+else is the service CLI (:mod:`ledger.cli`), or a clear message when only the client or the
+verifier is installed (``pip install 'engram[client]'`` has no database driver, no web server
+and no CLI framework)."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import Any
 
 #: Libraries only the service needs (the ``server`` extra).
 SERVER_LIBRARIES = frozenset(
     {"sqlalchemy", "alembic", "psycopg", "typer", "fastapi", "pydantic_settings", "uvicorn"}
 )
+FAST_COMMANDS = ("mcp", "hook")
+
+
+def _open_local(key_file: Path) -> Any:
+    """The embedded log for ``key_file`` (``ledger.local``), or a clear error without it."""
+    try:
+        from ledger.local import open_local
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] not in SERVER_LIBRARIES:
+            raise
+        from engram.protocol.errors import ConfigError
+
+        raise ConfigError(
+            f"the embedded log is not installed here (missing {e.name}): give --server URL / ENGRAM_URL, "
+            "or pip install 'engram[server]'"
+        ) from None
+    return open_local(key_file)
 
 
 def main() -> None:
+    argv = sys.argv[1:]
+    if argv[:1] in (["--version"], ["-V"]):
+        from importlib.metadata import version
+
+        sys.stdout.write(f"engram {version('engram')}\n")
+        return
+    if argv[:1] and argv[0] in FAST_COMMANDS:
+        from engram.harness.cli import run
+
+        raise SystemExit(run(argv[0], argv[1:], _open_local))
     try:
         from ledger.cli import main as cli_main
     except ModuleNotFoundError as e:
@@ -21,7 +55,8 @@ def main() -> None:
         sys.stderr.write(
             f"engram: the service is not installed here (missing {e.name}). Install it with\n"
             "    pip install 'engram[server]'\n"
-            "The client (engram.client) and engram-verify work without it.\n"
+            "The client (engram.client), engram mcp --server and engram hook --server, and\n"
+            "engram-verify work without it.\n"
         )
         raise SystemExit(2) from None
     cli_main()

@@ -22,10 +22,9 @@ import json
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote, urlencode
 
-import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from engram.client.sdk import DEFAULT_STATE, Agent
@@ -74,6 +73,9 @@ from verifier.note import (
 from verifier.oracle import AGENT_HEADER, CLAIM_HEADER, OracleStatement, verify_oracle_statement
 from verifier.state import CheckpointStore, default_state_dir, require_extends
 from verifier.token import mint, revocation_ids
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["ROUTES", "Buyer", "HttpTransport", "RemoteMemory", "verify_item_proof", "verify_receipt"]
 
@@ -133,7 +135,39 @@ def _unb64(s: str) -> bytes:
     return b64decode_strict(s, check="response.base64")
 
 
-def _raise_problem(resp: httpx.Response) -> None:
+class HttpResponse(Protocol):
+    """What the transport reads of an answer (an ``httpx.Response`` or a
+    :class:`~engram.client.litehttp.LiteResponse`)."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def content(self) -> bytes: ...
+
+    @property
+    def text(self) -> str: ...
+
+    def json(self) -> Any: ...
+
+
+class HttpClient(Protocol):
+    def request(
+        self, method: str, url: str, *, content: bytes | None = ..., headers: Mapping[str, str] | None = ...
+    ) -> HttpResponse: ...
+
+
+def _is_transport_error(e: Exception) -> bool:
+    import sys
+
+    httpx_mod = sys.modules.get("httpx")
+    return httpx_mod is not None and isinstance(e, httpx_mod.HTTPError)
+
+
+def _raise_problem(resp: HttpResponse) -> None:
     """Turn an RFC 9457 problem into the typed error its ``type`` names (the table shared with
     the service, :data:`engram.protocol.problems.PROBLEMS`)."""
     try:
@@ -142,7 +176,7 @@ def _raise_problem(resp: httpx.Response) -> None:
         p = {}
     if not isinstance(p, dict):
         p = {}
-    detail = str(p.get("detail") or resp.reason_phrase)
+    detail = str(p.get("detail") or getattr(resp, "reason_phrase", "") or f"HTTP {resp.status_code}")
     check = p.get("check") if isinstance(p.get("check"), str) else None
     row = problem_type_named(str(p.get("type", "")))
     if row is None or row.status != resp.status_code:
@@ -235,12 +269,19 @@ class HttpTransport:
         base_url: str,
         *,
         operator_token: str | None = None,
-        http: httpx.Client | None = None,
+        http: httpx.Client | HttpClient | None = None,
         timeout_s: float = 60.0,
         max_wait_s: float = 30.0,
     ) -> None:
+        """``http``: an ``httpx.Client`` (the default: pooled, for long-lived processes) or
+        a :class:`~engram.client.litehttp.LiteHttp` (standard library only, for a hook
+        process whose start-up counts)."""
         self.base_url = base_url.rstrip("/")
-        self.http = http or httpx.Client(timeout=timeout_s)
+        if http is None:
+            import httpx
+
+            http = httpx.Client(timeout=timeout_s)
+        self.http: HttpClient = http
         self.operator_token = operator_token
         self.max_wait_s = max_wait_s
         #: the largest checkpoint size seen in a receipt; sent as Engram-Known-Size so that
@@ -260,7 +301,7 @@ class HttpTransport:
         headers: Mapping[str, str] | None = None,
         signer: tuple[str, Ed25519PrivateKey] | None = None,
         origin: str | None = None,
-    ) -> httpx.Response:
+    ) -> HttpResponse:
         """One request; waits out 429s (up to ``max_wait_s`` in all); raises typed errors.
 
         With ``signer`` (``("agent:<id>" | "ed25519:<hex>", key)``) the request is signed
@@ -282,7 +323,11 @@ class HttpTransport:
                 )
             try:
                 resp = self.http.request(method, self.base_url + target, content=data or None, headers=h)
-            except httpx.HTTPError as e:
+            except StorageError:
+                raise
+            except Exception as e:
+                if not _is_transport_error(e):
+                    raise
                 raise StorageError(f"cannot reach the Engram service at {self.base_url}: {e}") from e
             if resp.status_code == 429:
                 wait = float(resp.headers.get("retry-after", "1") or 1)
@@ -365,7 +410,7 @@ class RemoteMemory:
     def agent_id(self) -> str:
         return self.agent.agent_id
 
-    def _signed(self, method: str, path: str, **kw: Any) -> httpx.Response:
+    def _signed(self, method: str, path: str, **kw: Any) -> HttpResponse:
         return self.transport.request(
             method,
             path,
@@ -671,7 +716,7 @@ class Buyer:
                 require_extends(old, cp, None, prefix="state")  # raises state.rollback
             update.advance(cp, lambda o, n: (proofs or {}).get(o) or self.transport.consistency(o, n))
 
-    def _signed(self, method: str, path: str, token: str, **kw: Any) -> httpx.Response:
+    def _signed(self, method: str, path: str, token: str, **kw: Any) -> HttpResponse:
         return self.transport.request(
             method,
             path,

@@ -69,7 +69,7 @@ def test_importing_the_client_loads_no_service_module_and_no_server_library() ->
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     loaded = set(out.stdout.split())
-    assert "engram.client.http" in loaded and "httpx" in loaded  # the walk really imported the client
+    assert "engram.client.http" in loaded and "engram.client.litehttp" in loaded  # the walk really ran
     tops = {m.split(".")[0] for m in loaded}
     assert not tops & {"ledger", "api"}, sorted(m for m in loaded if m.split(".")[0] in {"ledger", "api"})
     assert not tops & SERVER_LIBRARIES, tops & SERVER_LIBRARIES
@@ -95,6 +95,22 @@ def test_client_imports_only_protocol_verifier_and_http() -> None:
         "rich",
     }
     for path in _sources("engram/client"):
+        for name in _imports(path):
+            assert name.split(".")[0] in allowed, f"{path.name}: imports {name}"
+
+
+def test_harness_layer_imports_the_client_never_the_service() -> None:
+    """engram.harness (MCP server, hooks, plugins, import/export) sits on engram.client: the
+    embedded log reaches it only as a factory the ``engram`` entry point passes in."""
+    allowed = set(sys.stdlib_module_names) | {
+        "__future__",
+        "cryptography",
+        "verifier",
+        "engram",
+        "mcp",
+        "pydantic",
+    }
+    for path in _sources("engram/harness"):
         for name in _imports(path):
             assert name.split(".")[0] in allowed, f"{path.name}: imports {name}"
 

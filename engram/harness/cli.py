@@ -1,0 +1,92 @@
+"""The fast front of the ``engram`` command: ``engram mcp``, ``engram hook`` and
+``engram --version`` parse with argparse and load neither typer nor the service unless
+they act on the embedded log (the entry point passes the local opener)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from engram.harness.target import LocalFactory, target_from
+from engram.protocol.errors import EngramError
+
+__all__ = ["hook_main", "mcp_main", "version"]
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as v
+
+    try:
+        return v("engram")
+    except PackageNotFoundError:  # pragma: no cover
+        return "0+unknown"
+
+
+def _target_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--server", metavar="URL", help="an Engram service (default: $ENGRAM_URL, else the embedded log)"
+    )
+    p.add_argument(
+        "--key-file",
+        metavar="FILE",
+        help="the agent's key file (default: $ENGRAM_KEY_FILE, else $ENGRAM_HOME/agent.key)",
+    )
+    p.add_argument(
+        "--log-key",
+        metavar="VKEY",
+        help="the log's verifier key (default: $ENGRAM_LOG_KEY, else pinned on first use)",
+    )
+
+
+def mcp_main(argv: Sequence[str], local: LocalFactory | None) -> int:
+    p = argparse.ArgumentParser(
+        prog="engram mcp",
+        description="Serve one agent's Engram memory over MCP (stdio, or streamable HTTP on loopback).",
+    )
+    _target_args(p)
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP: the address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="HTTP: the port (default 8765)")
+    p.add_argument("--path", default="/mcp", help="HTTP: the endpoint path (default /mcp)")
+    a = p.parse_args(list(argv))
+    if not 0 < a.port < 65536:
+        p.error(f"--port {a.port} is not a TCP port")
+    target = target_from(server=a.server, key_file=a.key_file, log_key=a.log_key)
+    try:
+        from engram.harness.mcp_server import build_server
+    except ModuleNotFoundError as e:
+        sys.stderr.write(f"engram mcp: the MCP SDK is not installed ({e.name}); pip install 'engram[mcp]'\n")
+        return 2
+    server = build_server(lambda: target.open(local, lite=False))
+    if a.transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=a.host, port=a.port, streamable_http_path=a.path)
+    return 0
+
+
+def hook_main(argv: Sequence[str], local: LocalFactory | None) -> int:
+    from engram.harness.hooks import HARNESSES, run_hook
+
+    p = argparse.ArgumentParser(
+        prog="engram hook",
+        description="Run one lifecycle hook: reads the harness's JSON payload on stdin, prints context to inject.",
+    )
+    p.add_argument("harness", choices=sorted(HARNESSES))
+    _target_args(p)
+    a = p.parse_args(list(argv))
+    target = target_from(server=a.server, key_file=a.key_file, log_key=a.log_key)
+    return run_hook(a.harness, lambda: target.open(local))
+
+
+def run(command: str, argv: Sequence[str], local: LocalFactory | None) -> int:
+    try:
+        if command == "mcp":
+            return mcp_main(argv, local)
+        return hook_main(argv, local)
+    except EngramError as e:
+        check = getattr(e, "check", None)
+        sys.stderr.write(f"engram {command}: {e}" + (f" [{check}]" if check else "") + "\n")
+        return 1

@@ -1,0 +1,307 @@
+"""``engram hook <harness>``: lifecycle hooks of Claude Code and Codex over Engram.
+
+The harness runs the hook as a shell command with one JSON object on stdin (its documented
+hook payload: ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name`` and the
+event's own fields) and reads context to inject from stdout. What each event does:
+
+=====================  ==================================================================
+``SessionStart``       open (or, on resume, reuse) the Engram session of this harness
+                       session; inject its frozen HOT block
+``UserPromptSubmit``   log the prompt as a user turn; recall for it and inject the block
+``Stop``               log the assistant's answer (``last_assistant_message``, else the
+                       last assistant text in the transcript) as a turn
+``PreCompact``         context-pressure flush: close the session so far (it is distilled,
+                       every turn already logged) and continue in a new Engram session
+``SessionEnd``         close the session: it is distilled and filed
+=====================  ==================================================================
+
+The Engram session id is derived from the harness's session id (``cc-<id>``, ``codex-<id>``),
+so a hook needs no state of its own except which continuation the session is on (a small
+JSON file under ``$ENGRAM_HOOK_STATE``, else ``$XDG_STATE_HOME/engram/hooks``).
+
+A hook must never break the harness: a failure (Engram down, a bad key) prints one line on
+stderr and exits 1, which both harnesses show as a non-blocking notice; nothing is injected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from engram.client.agent_memory import AgentMemory
+from engram.protocol.errors import EngramError, MalformedError
+
+__all__ = ["HARNESSES", "MAX_PAYLOAD_BYTES", "engram_session", "handle", "run_hook"]
+
+#: The harnesses ``engram hook`` serves.
+HARNESSES = ("claude-code", "codex")
+#: Engram session ids are ``<prefix>-<the harness's session id>``.
+PREFIXES = {"claude-code": "cc", "codex": "codex", "hermes": "hermes"}
+#: A hook payload larger than this is refused before it is parsed.
+MAX_PAYLOAD_BYTES = 1024 * 1024
+#: Both harnesses cap injected context at 10,000 characters.
+MAX_CONTEXT_CHARS = 9_500
+RECALL_BUDGET_TOKENS = 1_800
+MAX_TURN_CHARS = 32_000
+_SESSION_OK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def engram_session(harness: str, session_id: str, part: int = 0) -> str:
+    """The Engram session of a harness session (``part`` > 0: its continuation after a flush)."""
+    prefix = PREFIXES[harness]
+    base = f"{prefix}-{session_id}"
+    if not _SESSION_OK.fullmatch(base) or len(base) > 56:
+        base = f"{prefix}-{hashlib.sha256(session_id.encode('utf-8')).hexdigest()[:40]}"
+    return base if part == 0 else f"{base}.{part}"
+
+
+def _state_dir(env: Mapping[str, str]) -> Path:
+    if env.get("ENGRAM_HOOK_STATE"):
+        return Path(env["ENGRAM_HOOK_STATE"]).expanduser()
+    base = Path(env.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return base / "engram" / "hooks"
+
+
+class _State:
+    """Which continuation of the harness session is current (a flush moves it on)."""
+
+    def __init__(self, directory: Path, harness: str, session_id: str) -> None:
+        digest = hashlib.sha256(f"{harness}\0{session_id}".encode()).hexdigest()[:32]
+        self.path = directory / f"{digest}.json"
+        self.data: dict[str, Any] = {}
+        if self.path.is_file():
+            try:
+                loaded = json.loads(self.path.read_text(encoding="utf-8"))
+                self.data = loaded if isinstance(loaded, dict) else {}
+            except (OSError, ValueError):
+                self.data = {}
+
+    @property
+    def part(self) -> int:
+        p = self.data.get("part", 0)
+        return p if isinstance(p, int) and 0 <= p < 10_000 else 0
+
+    def save(self, **changes: Any) -> None:
+        self.data.update(changes)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+
+def _text_of(content: Any) -> str:
+    """The text of a message's content: a string, or the text blocks of a block list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, dict) and b.get("type") in ("text", "output_text", "input_text")
+        )
+    return ""
+
+
+def last_assistant_text(transcript: Path, *, max_bytes: int = 4 * 1024 * 1024) -> str | None:
+    """The last assistant text in a transcript (JSONL; Claude Code's ``{"type": "assistant",
+    "message": {...}}`` lines or Codex's ``response_item`` messages), reading at most the
+    last ``max_bytes``; None if there is none or the file cannot be read."""
+    try:
+        with transcript.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - max_bytes))
+            tail = f.read()
+    except OSError:
+        return None
+    for raw in reversed(tail.splitlines()):
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(line, dict):
+            continue
+        msg = line.get("message") if line.get("type") == "assistant" else None
+        if msg is None and line.get("type") == "response_item":
+            p = line.get("payload")
+            msg = (
+                p
+                if isinstance(p, dict) and p.get("type") == "message" and p.get("role") == "assistant"
+                else None
+            )
+        if isinstance(msg, dict):
+            text = _text_of(msg.get("content")).strip()
+            if text:
+                return text
+    return None
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 40] + "\n[... clipped by engram hook]"
+
+
+class Hook:
+    def __init__(
+        self, harness: str, payload: Mapping[str, Any], mem: Callable[[], AgentMemory], state_dir: Path
+    ):
+        self.harness = harness
+        self.p = payload
+        self._open = mem
+        self._mem: AgentMemory | None = None
+        sid = payload.get("session_id")
+        if not isinstance(sid, str) or not 0 < len(sid) <= 256:
+            raise MalformedError("the hook payload has no session_id", check="hook.session_id")
+        self.session_id = sid
+        self.state = _State(state_dir, harness, sid)
+
+    @property
+    def mem(self) -> AgentMemory:
+        if self._mem is None:
+            self._mem = self._open()
+        return self._mem
+
+    @property
+    def session(self) -> str:
+        return engram_session(self.harness, self.session_id, self.state.part)
+
+    def _field(self, name: str) -> str | None:
+        v = self.p.get(name)
+        return v if isinstance(v, str) else None
+
+    def ensure_open(self) -> str:
+        """The current Engram session, opened if it is not (or was closed by an earlier end)."""
+        sid = self.session
+        turns = self.mem.session_turns(sid)
+        if turns is None:
+            title = f"{self.harness} session in {self._field('cwd') or '?'}"
+            self.mem.open_session(title=title[:200], session=sid)
+        elif self.state.data.get("closed") == sid:
+            # a resumed session whose Engram session was closed: continue in the next part
+            self.state.save(part=self.state.part + 1, closed=None)
+            return self.ensure_open()
+        return sid
+
+    def _log(self, role: str, text: str) -> None:
+        text = text.strip()
+        if text and not text.startswith("<memory-context"):
+            self.mem.turn(self.ensure_open(), role, _clip(text, MAX_TURN_CHARS))
+
+    def _context(self, event: str, text: str) -> str:
+        text = _clip(text, MAX_CONTEXT_CHARS)
+        return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+
+    # -- events -------------------------------------------------------------------------
+
+    def session_start(self) -> str:
+        sid = self.ensure_open()
+        return self._context("SessionStart", self.mem.hot_block(sid))
+
+    def user_prompt_submit(self) -> str:
+        prompt = self._field("prompt") or ""
+        sid = self.ensure_open()
+        out = self.mem.recall(prompt[:2000], session=sid, budget_tokens=RECALL_BUDGET_TOKENS)
+        self._log("user", prompt)
+        return self._context("UserPromptSubmit", str(out["context"]))
+
+    def stop(self) -> str:
+        text = self._field("last_assistant_message")
+        if not text:
+            tp = self._field("transcript_path")
+            text = last_assistant_text(Path(tp).expanduser()) if tp else None
+        if text:
+            self._log("assistant", text)
+        return ""
+
+    def pre_compact(self) -> str:
+        """Flush before the harness compacts its context: the session so far is closed and
+        distilled (its turns are all logged), and the conversation goes on in the next part."""
+        sid = self.session
+        if self.mem.session_turns(sid):
+            self.mem.close_session(
+                sid,
+                summary=f"flushed before the harness compacted its context ({self._field('trigger') or 'auto'})",
+            )
+            self.state.save(part=self.state.part + 1, closed=None)
+            self.ensure_open()
+        return ""
+
+    def session_end(self) -> str:
+        sid = self.session
+        if self.mem.session_turns(sid) is not None and self.state.data.get("closed") != sid:
+            self.mem.close_session(
+                sid, summary=f"{self.harness} session ended ({self._field('reason') or 'other'})"
+            )
+            self.state.save(closed=sid)
+        return ""
+
+
+EVENTS: dict[str, Callable[[Hook], str]] = {
+    "SessionStart": Hook.session_start,
+    "UserPromptSubmit": Hook.user_prompt_submit,
+    "Stop": Hook.stop,
+    "PreCompact": Hook.pre_compact,
+    "SessionEnd": Hook.session_end,
+}
+
+
+def parse_payload(raw: bytes) -> dict[str, Any]:
+    if len(raw) > MAX_PAYLOAD_BYTES:
+        raise MalformedError(f"the hook payload is larger than {MAX_PAYLOAD_BYTES} bytes", check="hook.size")
+    try:
+        payload = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise MalformedError(f"the hook payload is not JSON: {e}", check="hook.json") from e
+    if not isinstance(payload, dict):
+        raise MalformedError("the hook payload is not a JSON object", check="hook.json")
+    return payload
+
+
+def handle(
+    harness: str,
+    payload: Mapping[str, Any],
+    mem: Callable[[], AgentMemory],
+    *,
+    env: Mapping[str, str] | None = None,
+) -> str:
+    """What the hook prints for ``payload`` (an unknown event does nothing)."""
+    if harness not in HARNESSES:
+        raise MalformedError(
+            f"unknown harness {harness!r} (one of {', '.join(HARNESSES)})", check="hook.harness"
+        )
+    event = payload.get("hook_event_name")
+    fn = EVENTS.get(event) if isinstance(event, str) else None
+    if fn is None:
+        return ""
+    return fn(Hook(harness, payload, mem, _state_dir(os.environ if env is None else env)))
+
+
+def run_hook(
+    harness: str,
+    mem: Callable[[], AgentMemory],
+    *,
+    stdin: IO[bytes] | None = None,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+) -> int:
+    """Read the payload, act, print; 0 on success, 1 (one line on stderr) on any failure."""
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    try:
+        out = handle(harness, parse_payload(stdin.read(MAX_PAYLOAD_BYTES + 1)), mem)
+    except EngramError as e:
+        check = getattr(e, "check", None)
+        stderr.write(f"engram hook: {e}" + (f" [{check}]" if check else "") + "\n")
+        return 1
+    except OSError as e:
+        stderr.write(f"engram hook: {e}\n")
+        return 1
+    if out:
+        stdout.write(out + "\n")
+    return 0
