@@ -4,7 +4,7 @@ Every request model forbids unknown members and bounds every string and list, so
 request is refused before any work when it is malformed or oversize.
 """
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -139,6 +139,11 @@ class RecallIn(Strict):
     budget_tokens: int | None = Field(default=None, ge=1, le=100_000)
     session: str | None = Field(default=None, pattern=SESSION)
     limit: int = Field(default=10, ge=1, le=100)
+    scopes: list[Annotated[str, Field(max_length=200)]] | None = Field(
+        default=None,
+        max_length=8,
+        description="keep only memories of these scopes: global, project:<name>, user:<name> (default: all)",
+    )
 
 
 class RecalledOut(BaseModel):

@@ -14,6 +14,20 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 __all__ = ["ApiSettings"]
 
 _KNOWN_BAD = {"", "changeme", "change-me", "secret", "operator", "admin", "password", "dev"}
+#: the least estimated entropy of an operator token (a random 24-character URL-safe token has about 100)
+MIN_TOKEN_BITS = 72
+
+
+def token_bits(token: str) -> float:
+    """A token's entropy as its characters' Shannon entropy times its length, and 0 for a
+    token that repeats a shorter piece (``aaaa...``, ``abcabc...``)."""
+    import math
+    from collections import Counter
+
+    n = len(token)
+    if n == 0 or (token + token).find(token, 1) < n:  # periodic: a repetition of a shorter string
+        return 0.0
+    return -sum(c / n * math.log2(c / n) for c in Counter(token).values()) * n
 
 
 class ApiSettings(BaseSettings):
@@ -39,9 +53,12 @@ class ApiSettings(BaseSettings):
     @model_validator(mode="after")
     def _refuse_default_secrets(self) -> ApiSettings:
         token = self.operator_token.get_secret_value()
-        if not self.dev_mode and (token.lower() in _KNOWN_BAD or len(token) < 24):
+        if not self.dev_mode and (
+            token.lower() in _KNOWN_BAD or len(token) < 24 or token_bits(token) < MIN_TOKEN_BITS
+        ):
             raise ValueError(
-                "ENGRAM_OPERATOR_TOKEN must be a random secret of at least 24 characters "
-                "(or set ENGRAM_DEV_MODE=1 for local development)"
+                "ENGRAM_OPERATOR_TOKEN must be a random secret of at least 24 characters and about "
+                f"{MIN_TOKEN_BITS} bits (e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(32))'), "
+                "or set ENGRAM_DEV_MODE=1 for local development"
             )
         return self

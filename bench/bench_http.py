@@ -34,7 +34,7 @@ from bench.bench_log import pg_database
 from engram.client.http import HttpTransport, RemoteMemory
 from engram.client.sdk import Agent
 
-TOKEN = "bench-" + "o" * 40
+TOKEN = "E2Y0l8a3vkoRKoUWuZzfwZ0KWPacqDGAg_OQAbLN"
 ENGRAM = str(Path(sys.executable).parent / "engram")
 
 

@@ -57,7 +57,7 @@ witness_app = typer.Typer(
 app.add_typer(witness_app, name="witness")
 
 out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)  # one line per error, never wrapped mid-word
 
 
 def _ledger() -> Ledger:
@@ -126,9 +126,18 @@ def demo(
         str | None,
         typer.Option("--log-key", help="The server log's verifier key, pinned (`engram log key`)."),
     ] = None,
+    into_this_log: Annotated[
+        bool,
+        typer.Option(
+            "--into-this-log",
+            help="Write the demo agents permanently into the configured log (real time), "
+            "instead of a fresh log of the demo's own.",
+        ),
+    ] = False,
 ) -> None:
     """A realistic end-to-end scenario on the embedded SQLite default, or over HTTP with --server
-    (registering agents needs ENGRAM_OPERATOR_TOKEN)."""
+    (registering agents needs ENGRAM_OPERATOR_TOKEN). It never writes into a log you configured
+    (ENGRAM_DATABASE_URL, or an ENGRAM_HOME that already holds a log) unless --into-this-log."""
     if server is not None:
         from engram.client.demo import run_server_demo
 
@@ -136,7 +145,16 @@ def demo(
         return
     from ledger.demo import run_demo
 
-    run_demo(Settings.from_env(), out)
+    settings = Settings.from_env()
+    if os.environ.get("ENGRAM_DATABASE_URL") and not into_this_log:
+        err.print(
+            "engram demo: ENGRAM_DATABASE_URL names your log, and the demo would write its agents into it "
+            "permanently; pass --into-this-log to do that, or unset ENGRAM_DATABASE_URL to run it in a fresh "
+            "SQLite log",
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
+    run_demo(settings, out, into_this_log=into_this_log)
 
 
 @app.command()
@@ -145,8 +163,32 @@ def serve(
     port: Annotated[int, typer.Option(help="Port.")] = 8080,
     workers: Annotated[int, typer.Option(help="Worker processes.")] = 1,
 ) -> None:
-    """Serve the HTTP API (uvicorn). Needs ENGRAM_OPERATOR_TOKEN, or ENGRAM_DEV_MODE=1."""
+    """Serve the HTTP API (uvicorn). Needs ENGRAM_OPERATOR_TOKEN, or ENGRAM_DEV_MODE=1.
+
+    The settings and the log are checked before any worker starts: a bad setting is one
+    line on stderr and exit code 2 (never workers that crash and respawn)."""
+    import importlib
+
     import uvicorn
+    from pydantic import ValidationError
+
+    # The HTTP layer is loaded by name, as uvicorn loads "api.main:app_factory" below: the
+    # service layer never imports it (tests/unit/test_house_imports.py).
+    api_settings = importlib.import_module("api.settings").ApiSettings
+
+    if not 0 < port < 65536 or not 1 <= workers <= 64:
+        err.print(f"engram serve: --port must be 1-65535 and --workers 1-64 (got {port}, {workers})")
+        raise typer.Exit(2)
+    try:
+        api_settings()
+        open_services(Settings.from_env())
+    except ValidationError as e:
+        problems = "; ".join(str(x.get("msg", "")).removeprefix("Value error, ") for x in e.errors())
+        err.print(f"engram serve: {escape(problems)}")
+        raise typer.Exit(2) from None
+    except EngramError as e:
+        err.print(f"engram serve: {escape(str(e))}")
+        raise typer.Exit(2) from None
 
     uvicorn.run("api.main:app_factory", factory=True, host=host, port=port, workers=workers)
 
@@ -361,15 +403,39 @@ def agent_revoke(
 
 @event_app.command("append")
 def event_append(
-    key_file: Annotated[Path, typer.Option("--key-file", help="The agent's key file.")],
+    key_file: Annotated[
+        Path, typer.Option("--key-file", help="The agent's key file.", envvar="ENGRAM_KEY_FILE")
+    ],
     kind: Annotated[str, typer.Option(help="Event kind, e.g. pact.outcome.")],
     body: Annotated[str, typer.Option(help="Event body: a JSON object (no floats).")],
+    server: Annotated[
+        str | None,
+        typer.Option(
+            "--server",
+            envvar="ENGRAM_URL",
+            help="Append a record (pact.outcome, eval.outcome, commitment, boundary.event) on this service.",
+        ),
+    ] = None,
+    log_key: Annotated[
+        str | None,
+        typer.Option("--log-key", envvar="ENGRAM_LOG_KEY", help="With --server: the log's verifier key."),
+    ] = None,
 ) -> None:
-    """Sign and append one event; prints the receipt."""
+    """Sign and append one event; prints the receipt (JSON)."""
     from engram.client.sdk import Agent
     from ledger.inprocess import InProcess
     from verifier.jcs import parse_strict
 
+    if server:
+        from engram.client.agent_memory import connect_remote
+
+        parsed_r = parse_strict(body.encode("utf-8"), max_bytes=1 << 20)
+        if not isinstance(parsed_r, dict):
+            raise MalformedError("the body must be a JSON object", check="body.type")
+        remote = connect_remote(server, key_file, log_key=log_key)
+        rec = remote.record(kind, parsed_r)
+        out.print_json(json.dumps({**rec, "stream": [remote.agent_id, kind]}))
+        return
     ledger = _ledger()
     a = Agent.load(key_file, log_vkey=ledger.vkey, transport=InProcess(ledger))
     parsed = parse_strict(body.encode("utf-8"), max_bytes=ledger.max_body_bytes)
@@ -406,8 +472,53 @@ def _agent(ledger: Ledger, key_file: Path) -> Any:
     return Agent.load(key_file, log_vkey=ledger.vkey, transport=InProcess(ledger))
 
 
-KeyFile = Annotated[Path, typer.Option("--key-file", help="The agent's key file.")]
+def _require_agent(ledger: Ledger, agent: str) -> None:
+    """An agent id that names no agent of this log is an error, not an empty answer."""
+    if not ledger.store.keys_of(agent):
+        from engram.protocol.errors import NotFoundError
+
+        raise NotFoundError(
+            f"no agent {agent!r} in the log {ledger.origin} (engram agent create {agent} ...)"
+        )
+
+
+KeyFile = Annotated[Path, typer.Option("--key-file", help="The agent's key file.", envvar="ENGRAM_KEY_FILE")]
 SessionId = Annotated[str, typer.Option("--session", help="Session id.")]
+Server = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        envvar="ENGRAM_URL",
+        help="Act on the Engram service at this URL (the client only; default: ENGRAM_URL, else the embedded log).",
+    ),
+]
+LogKey = Annotated[
+    str | None,
+    typer.Option(
+        "--log-key",
+        envvar="ENGRAM_LOG_KEY",
+        help="With --server: the log's verifier key (else pinned on first use).",
+    ),
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+
+
+def _agent_memory(key_file: Path, server: str | None, log_key: str | None) -> Any:
+    """The agent of ``key_file``: on the service at ``server`` (client only), else embedded."""
+    if server:
+        from engram.client.agent_memory import connect_remote
+
+        return connect_remote(server, key_file, log_key=log_key)
+    from ledger.local import open_local
+
+    return open_local(key_file)
+
+
+def _emit(as_json: bool, data: Any, text: str) -> None:
+    if as_json:
+        out.print_json(json.dumps(data, sort_keys=True))
+    else:
+        out.print(text)
 
 
 @session_app.command("open")
@@ -415,11 +526,13 @@ def session_open(
     key_file: KeyFile,
     title: Annotated[str | None, typer.Option(help="A title for the session.")] = None,
     session: Annotated[str | None, typer.Option(help="Choose the session id (default: random).")] = None,
+    server: Server = None,
+    log_key: LogKey = None,
+    as_json: AsJson = False,
 ) -> None:
     """Open a session; prints its id. HOT memory is frozen for the session from now."""
-    ledger, mem = _memory()
-    sid = mem.open_session(_agent(ledger, key_file), title=title, session=session)
-    out.print(sid)
+    sid = _agent_memory(key_file, server, log_key).open_session(title=title, session=session)
+    _emit(as_json, {"session": sid}, sid)
 
 
 @session_app.command("turn")
@@ -428,27 +541,36 @@ def session_turn(
     session: SessionId,
     role: Annotated[str, typer.Option(help="user, assistant, system or tool.")],
     content: Annotated[str, typer.Option(help="The message or tool output, in full.")],
+    server: Server = None,
+    log_key: LogKey = None,
+    as_json: AsJson = False,
 ) -> None:
     """Record one turn of a session (full fidelity)."""
-    ledger, mem = _memory()
-    r = mem.turn(_agent(ledger, key_file), session, role, content)
-    out.print(f"turn recorded at index {r.index}")
+    r = _agent_memory(key_file, server, log_key).turn(session, role, content)
+    _emit(as_json, r, f"turn recorded at index {r['index']}")
 
 
 @session_app.command("distill")
 def session_distill(
     agent: Annotated[str, typer.Option(help="Agent id.")],
     session: SessionId,
+    as_json: AsJson = False,
 ) -> None:
     """Distill and file a closed session that was not (distiller down, or compaction off)."""
-    _, mem = _memory()
+    ledger, mem = _memory()
+    _require_agent(ledger, agent)
     distilled, entries, decisions = mem.finish_session(agent, session)
     where = (
         "already distilled"
         if distilled is None
         else f"distilled {entries} memories at index {distilled.index}"
     )
-    out.print(f"{where}; {len(decisions)} tier decisions")
+    data = {
+        "distilled": None if distilled is None else distilled.index,
+        "entries": entries,
+        "decisions": len(decisions),
+    }
+    _emit(as_json, data, f"{where}; {len(decisions)} tier decisions")
 
 
 @session_app.command("close")
@@ -456,15 +578,16 @@ def session_close(
     key_file: KeyFile,
     session: SessionId,
     summary: Annotated[str | None, typer.Option(help="An optional summary.")] = None,
+    server: Server = None,
+    log_key: LogKey = None,
+    as_json: AsJson = False,
 ) -> None:
     """Close a session: distill it into memories and file them in their tiers."""
-    ledger, mem = _memory()
-    res = mem.close_session(_agent(ledger, key_file), session, summary=summary)
-    out.print(f"closed at index {res.closed.index}")
-    if res.distilled is not None:
-        out.print(
-            f"distilled {res.entries} memories at index {res.distilled.index}; {len(res.decisions)} tier decisions"
-        )
+    res = _agent_memory(key_file, server, log_key).close_session(session, summary=summary)
+    text = f"closed at index {res['closed']}"
+    if res["distilled"] is not None:
+        text += f"\ndistilled {res['entries']} memories at index {res['distilled']}; {res['decisions']} tier decisions"
+    _emit(as_json, res, text)
 
 
 @memory_app.command("write")
@@ -484,25 +607,32 @@ def memory_write(
         list[int] | None, typer.Option(help="Provenance: a log index it comes from (repeatable).")
     ] = None,
     evidence: Annotated[str | None, typer.Option(help="Evidence for it.")] = None,
+    scope: Annotated[
+        str, typer.Option(help="global, project:<name> (only for that project) or user:<name>.")
+    ] = "global",
+    server: Server = None,
+    log_key: LogKey = None,
+    as_json: AsJson = False,
 ) -> None:
     """Write a memory (through the write gate: threats refused, secrets redacted)."""
-    ledger, mem = _memory()
-    r = mem.write(
-        _agent(ledger, key_file),
+    from engram.protocol.scopes import scope_tag
+
+    stag = scope_tag(scope)
+    r = _agent_memory(key_file, server, log_key).write(
         category=category,
         content=content,
-        tags=tag or [],
+        tags=[*(tag or []), *([stag] if stag else [])],
         confidence=confidence,
         session=session,
         tier=tier,
         evidence=evidence,
         provenance=[{"source_type": "log", "source_ref": str(i)} for i in source_log or []],
     )
-    ref = mem.ref_for(_agent(ledger, key_file).agent_id, r.index)
-    if ref == f"{r.index}.0":
-        out.print(f"written as ref {ref} at index {r.index}")
+    if not r["duplicate"]:
+        text = f"written as ref {r['ref']} at index {r['index']}"
     else:
-        out.print(f"written at index {r.index}: a duplicate, it confirmed ref {ref}")
+        text = f"written at index {r['index']}: a duplicate, it confirmed ref {r['ref']}"
+    _emit(as_json, r, text)
 
 
 @memory_app.command("supersede")
@@ -511,11 +641,13 @@ def memory_supersede(
     ref: Annotated[str, typer.Option(help="The item to correct, <index>.<n>.")],
     content: Annotated[str, typer.Option(help="The corrected text.")],
     reason: Annotated[str, typer.Option(help="Why.")],
+    server: Server = None,
+    log_key: LogKey = None,
+    as_json: AsJson = False,
 ) -> None:
     """Correct a memory or record (append-only; the way COLD changes)."""
-    ledger, mem = _memory()
-    r = mem.supersede(_agent(ledger, key_file), ref, content=content, reason=reason)
-    out.print(f"{ref} superseded by {r.index}.0")
+    r = _agent_memory(key_file, server, log_key).supersede(ref, content=content, reason=reason)
+    _emit(as_json, {**r, "superseded": ref}, f"{ref} superseded by {r['index']}.0")
 
 
 @memory_app.command("exempt")
@@ -523,11 +655,12 @@ def memory_exempt(
     key_file: KeyFile,
     ref: Annotated[str, typer.Option(help="The item, <index>.<n>.")],
     reason: Annotated[str, typer.Option(help="Why it must not decay.")],
+    as_json: AsJson = False,
 ) -> None:
     """Exempt a memory from decay."""
     ledger, mem = _memory()
     r = mem.exempt(_agent(ledger, key_file), ref, reason=reason)
-    out.print(f"{ref} exempt from decay (index {r.index})")
+    _emit(as_json, {"index": r.index, "ref": ref}, f"{ref} exempt from decay (index {r.index})")
 
 
 @memory_app.command("erase")
@@ -535,19 +668,36 @@ def memory_erase(
     key_file: KeyFile,
     index: Annotated[int, typer.Option(help="The log index whose body to erase.")],
     reason: Annotated[str, typer.Option(help="Why (recorded in the log).")],
+    server: Server = None,
+    log_key: LogKey = None,
+    as_json: AsJson = False,
 ) -> None:
     """Erase a body and its salt (right to be forgotten); the leaf and all proofs stay valid."""
+    if server:
+        r = _agent_memory(key_file, server, log_key).erase(index, reason=reason)
+        _emit(
+            as_json,
+            {"erased": index, **r},
+            f"body of entry {index} erased; the erasure is entry {r['index']}",
+        )
+        return
     ledger, mem = _memory()
     agent = _agent(ledger, key_file)
     plan = mem.erasure_plan(agent.agent_id, index)
-    r = mem.erase(agent, index, reason=reason)
+    rec = mem.erase(agent, index, reason=reason)
     also = f" and of entries {', '.join(map(str, plan.also))}" if plan.also else ""
-    out.print(f"body of entry {index}{also} erased ({len(plan.refs)} items); the erasure is entry {r.index}")
+    _emit(
+        as_json,
+        {"erased": index, "also": list(plan.also), "items": len(plan.refs), "index": rec.index},
+        f"body of entry {index}{also} erased ({len(plan.refs)} items); the erasure is entry {rec.index}",
+    )
 
 
 @memory_app.command("recall")
 def memory_recall(
-    agent: Annotated[str, typer.Option(help="Agent id.")],
+    agent: Annotated[
+        str | None, typer.Option(help="Agent id (embedded log; with --server the key file's agent).")
+    ] = None,
     query: Annotated[str, typer.Argument(help="What to recall.")] = "",
     include_cold: Annotated[bool, typer.Option("--include-cold", help="Search COLD too.")] = False,
     include_archived: Annotated[
@@ -563,23 +713,47 @@ def memory_recall(
         bool, typer.Option("--json", help="Results as JSON instead of the context block.")
     ] = False,
     no_record: Annotated[bool, typer.Option("--no-record", help="Do not log this recall as access.")] = False,
+    key_file: Annotated[
+        Path | None,
+        typer.Option("--key-file", envvar="ENGRAM_KEY_FILE", help="With --server: the agent's key file."),
+    ] = None,
+    scope: Annotated[
+        list[str] | None,
+        typer.Option(help="Only this scope (repeatable): global, project:<name>, user:<name>; default: all."),
+    ] = None,
+    server: Server = None,
+    log_key: LogKey = None,
 ) -> None:
     """HOT first, then memories and raw session turns (records) ranked by rank fusion of
     facets, full text and embedding similarity; prints a <memory-context> block."""
-    _, mem = _memory()
-    res = mem.recall(
-        agent,
-        query,
-        include_cold=include_cold,
-        include_archived=include_archived,
-        limit=limit,
-        budget_tokens=budget_tokens,
-        session=session,
-        record_access=not no_record,
-    )
+    opts: dict[str, Any] = {
+        "include_cold": include_cold,
+        "include_archived": include_archived,
+        "limit": limit,
+        "budget_tokens": budget_tokens,
+        "session": session,
+        "scopes": scope,
+    }
+    if server:
+        if key_file is None:
+            raise MalformedError(
+                "recall over HTTP is signed by the agent: give --key-file (or ENGRAM_KEY_FILE)"
+            )
+        mem_r = _agent_memory(key_file, server, log_key)
+        if agent is not None and agent != mem_r.agent_id:
+            raise MalformedError(f"--agent {agent} is not the key file's agent {mem_r.agent_id}")
+        got = mem_r.recall(query, **opts)
+        if as_json:
+            out.print_json(json.dumps(got))
+        else:
+            sys.stdout.write(got["context"])
+        return
+    if agent is None:
+        raise MalformedError("give --agent (or --server with --key-file)")
+    ledger, mem = _memory()
+    _require_agent(ledger, agent)
+    res = mem.recall(agent, query, record_access=not no_record, **opts)
     if as_json:
-        import dataclasses
-
         out.print_json(json.dumps(dataclasses.asdict(res)))
     else:
         sys.stdout.write(res.render())
@@ -593,11 +767,13 @@ def memory_show(
     all_items: Annotated[
         bool, typer.Option("--all", help="Include superseded, archived and erased items.")
     ] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Show an agent's memory by tier, or one item in full."""
     from rich.table import Table
 
-    _, mem = _memory()
+    ledger, mem = _memory()
+    _require_agent(ledger, agent)
     mem.sync()
     if ref is not None:
         it = mem.projection.item(agent, ref)
@@ -612,6 +788,9 @@ def memory_show(
     items = mem.projection.items(
         agent, tiers=[tier] if tier else None, status=None if all_items else "active"
     )
+    if as_json:
+        out.print_json(json.dumps([dataclasses.asdict(i) for i in items]))
+        return
     table = Table(title=f"memory of {agent} (log size {mem.projection.applied_size()})")
     for col in ("ref", "tier", "status", "category", "conf", "confirm", "used", "content"):
         table.add_column(col)
@@ -639,6 +818,7 @@ def memory_compact(
 ) -> None:
     """Apply the time-based rules now: inactive preferences, WARM->COLD promotion, decay."""
     ledger, mem = _memory()
+    _require_agent(ledger, agent)
     if plan_days is not None:
         for d in mem.plan(agent, ledger.clock() + plan_days * 86_400_000_000):
             out.print(f"would append {d.kind}: {json.dumps(d.body, sort_keys=True)}")
@@ -661,6 +841,64 @@ def memory_rebuild() -> None:
     )
 
 
+@memory_app.command("import")
+def memory_import(
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="claude-code, codex, hermes or mem0.")],
+    source: Annotated[
+        Path, typer.Argument(help="The harness's memory directory (mem0: the JSON of get_all).")
+    ],
+    key_file: KeyFile,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Check and report; sign nothing.")] = False,
+    scope: Annotated[
+        str | None,
+        typer.Option(
+            help="Scope every entry: global, project:<name> or user:<name> (default: a Claude Code project "
+            "directory is its project, anything else global)."
+        ),
+    ] = None,
+    server: Server = None,
+    log_key: LogKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Import a harness's memories as signed memories of the agent, each with its source (file
+    and line or id, and the file's SHA-256). Idempotent: a second run writes only what is new;
+    entries the write gate refuses are reported with the reason and not written."""
+    from engram.harness.transfer import import_source
+
+    report = import_source(
+        _agent_memory(key_file, server, log_key), fmt, source, dry_run=dry_run, scope=scope
+    )
+    data = report.to_json()
+    if as_json:
+        out.print_json(json.dumps(data, sort_keys=True))
+        return
+    verb = "would write" if dry_run else "wrote"
+    out.print(
+        f"{fmt} {escape(str(source))}: {data['entries']} entries; {verb} {data['written']}, "
+        f"{data['already_imported']} already imported, {len(data['refused'])} refused"
+    )
+    for r in report.refused:
+        out.print(f"  refused {escape(r['source'])}: {escape(r['reason'])}")
+
+
+@memory_app.command("export")
+def memory_export(
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="claude-code, codex, hermes or mem0.")],
+    target: Annotated[Path, typer.Argument(help="Directory to write (mem0: a .json file or a directory).")],
+    key_file: KeyFile,
+    server: Server = None,
+    log_key: LogKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Write the agent's active memories in a harness's format, for that harness to read."""
+    from engram.harness.transfer import export_memories
+
+    files, n, left_out = export_memories(_agent_memory(key_file, server, log_key), fmt, target)
+    data = {"format": fmt, "memories": n, "left_out": left_out, "files": [str(f) for f in files]}
+    note = f" ({left_out} did not fit the format's size limits)" if left_out else ""
+    _emit(as_json, data, f"exported {n} memories as {fmt} to {escape(str(target))}{note}")
+
+
 @memory_app.command("distill-report")
 def memory_distill_report(
     agent: Annotated[str | None, typer.Option(help="One agent (default: every agent).")] = None,
@@ -672,7 +910,9 @@ def memory_distill_report(
 
     from ledger.memory.report import summarize
 
-    _, mem = _memory()
+    ledger, mem = _memory()
+    if agent is not None:
+        _require_agent(ledger, agent)
     rows = mem.distill_report(agent)
     totals = summarize(rows)
     if as_json:
@@ -743,6 +983,7 @@ def bundle_create(
     from verifier.jcs import parse_strict
 
     ledger = _ledger()
+    _require_agent(ledger, agent)
     if claim is None:
         claim_obj = pact_claim(ledger, agent)
     else:
@@ -767,12 +1008,22 @@ def _agent_public_keys(ledger: Ledger, agent: str) -> list[bytes]:
 
 @token_app.command("mint")
 def token_mint(
-    key_file: KeyFile,
+    key_file: Annotated[
+        Path, typer.Option("--key-file", help="The agent's key file.", envvar="ENGRAM_KEY_FILE")
+    ],
     audience: Annotated[str, typer.Option(help="Who may use it (the buyer's id).")],
     kind: Annotated[
         list[str], typer.Option(help="A kind the holder may see (repeatable), e.g. pact.outcome.")
     ],
     expires_in: Annotated[str, typer.Option(help="Lifetime, e.g. 12h or 7d.")] = "7d",
+    server: Annotated[
+        str | None,
+        typer.Option("--server", envvar="ENGRAM_URL", help="The agent's Engram service (its log origin)."),
+    ] = None,
+    log_key: Annotated[
+        str | None,
+        typer.Option("--log-key", envvar="ENGRAM_LOG_KEY", help="With --server: the log's verifier key."),
+    ] = None,
 ) -> None:
     """Mint a share token signed with the agent's key; prints it."""
     import time as _time
@@ -780,6 +1031,13 @@ def token_mint(
     from engram.protocol.keyfiles import load_agent_key
     from verifier.token import mint
 
+    if server:
+        from engram.client.agent_memory import connect_remote
+
+        remote = connect_remote(server, key_file, log_key=log_key)
+        expires = int(_time.time()) + _duration_s(expires_in)
+        sys.stdout.write(remote.mint_token(audience=audience, kinds=kind, expires=expires) + "\n")
+        return
     ledger = _ledger()
     agent, key = load_agent_key(key_file)
     token = mint(

@@ -14,7 +14,6 @@ exports C2SP tiles.
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 import secrets
 import time
@@ -28,7 +27,7 @@ from rich.table import Table
 
 from engram.client.scenario import FINDINGS, TOPICS, turns
 from engram.client.sdk import Agent
-from engram.protocol.errors import ConflictError, VerificationError
+from engram.protocol.errors import ConfigError, ConflictError, VerificationError
 from engram.protocol.signer import AgentSigner
 from ledger.bundle import create_bundle, pact_claim
 from ledger.compose import init_ledger, memory_service, open_ledger
@@ -67,12 +66,19 @@ class DemoClock:
         self.now += int(days * DAY_US)
 
 
-def _open_or_init(settings: Settings, console: Console) -> tuple[Ledger, Settings, DemoClock | None]:
-    """A fresh log with a simulated clock; an existing one (PostgreSQL URL given) as it is."""
+def _open_or_init(
+    settings: Settings, console: Console, *, into_this_log: bool = False
+) -> tuple[Ledger, Settings, DemoClock | None]:
+    """A fresh log with a simulated clock; the configured one as it is (real time) only when
+    asked (``into_this_log``): the demo's agents would stay in it for good."""
+    if into_this_log:
+        if not settings.log_key_file.exists():
+            raise ConfigError(
+                f"--into-this-log: there is no log at {settings.home} yet (run `engram init` first)"
+            )
+        console.print(f"using the existing log at {settings.database_url} (real time)")
+        return open_ledger(settings), settings, None
     if settings.log_key_file.exists():
-        if "ENGRAM_DATABASE_URL" in os.environ:
-            console.print(f"using the existing log at {settings.database_url} (real time)")
-            return open_ledger(settings), settings, None
         home = settings.home / f"demo-{secrets.token_hex(3)}"
         console.print(f"{settings.home} already holds a log; the demo runs in a new one under {home}")
         settings = dataclasses.replace(
@@ -123,9 +129,11 @@ class _Demo:
     token_path: Path | None = None
 
 
-def run_demo(settings: Settings, console: Console, *, seed: int = 7) -> dict[str, object]:
+def run_demo(
+    settings: Settings, console: Console, *, seed: int = 7, into_this_log: bool = False
+) -> dict[str, object]:
     """The scenario, scene by scene (each prints its heading and checks what it shows)."""
-    ledger, settings, clock = _open_or_init(settings, console)
+    ledger, settings, clock = _open_or_init(settings, console, into_this_log=into_this_log)
     d = _Demo(
         settings=settings,
         console=console,

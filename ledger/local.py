@@ -108,6 +108,7 @@ class LocalAgentMemory:
         limit: int = 10,
         budget_tokens: int | None = None,
         session: str | None = None,
+        scopes: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         res = self.mem.recall(
             self.agent_id,
@@ -117,6 +118,7 @@ class LocalAgentMemory:
             limit=limit,
             budget_tokens=budget_tokens,
             session=session,
+            scopes=scopes,
         )
         return {
             "context": res.render(),
@@ -183,8 +185,8 @@ class LocalAgentMemory:
             expires=expires,
         )
 
-    def hot_block(self, session: str | None = None) -> str:
-        res = self.mem.recall(self.agent_id, "", session=session, limit=1, record_access=False)
+    def hot_block(self, session: str | None = None, scopes: Sequence[str] | None = None) -> str:
+        res = self.mem.recall(self.agent_id, "", session=session, limit=1, record_access=False, scopes=scopes)
         return res.render_hot()
 
     def log_key(self) -> str:

@@ -302,7 +302,11 @@ class Ledger:
         if settings.log_key_file.exists():
             log_key = load_log_key(settings.log_key_file)
             if origin is not None and log_key.name != origin:
-                raise ConfigError(f"the log key file names origin {log_key.name!r}, not {origin!r}")
+                raise ConfigError(
+                    f"{settings.home} already holds the log {log_key.name!r} (key file {settings.log_key_file}), "
+                    f"not {origin!r}: to start a new log, point ENGRAM_HOME at an empty directory "
+                    "(e.g. export ENGRAM_HOME=$PWD/mylog); to keep this one, run engram init without --origin"
+                )
         else:
             if origin is None:
                 origin = f"localhost/engram-{secrets.token_hex(4)}"

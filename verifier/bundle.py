@@ -69,7 +69,7 @@ from verifier.note import (
     parse_decimal,
     verify_checkpoint,
 )
-from verifier.state import require_extends
+from verifier.state import StateError, require_extends
 from verifier.token import TokenError, verify_token
 
 __all__ = [
@@ -378,6 +378,13 @@ def _step_trusted(
         if any(old > cp.size for old in bundle.consistency):
             raise MalformedError(
                 "a consistency proof starts beyond the checkpoint", check="format.consistency"
+            )
+        if anchor.size not in bundle.consistency and anchor.origin == cp.origin:
+            raise StateError(
+                f"the bundle carries no consistency proof from the size {anchor.size} "
+                f"{'remembered' if prefix == 'state' else 'trusted'} to {cp.size}: ask the agent for a bundle "
+                f"built for it (engram bundle create ... --trusted-size {anchor.size})",
+                check=f"{prefix}.missing",
             )
         require_extends(anchor, cp, bundle.consistency.get(anchor.size), prefix=prefix)
     sizes = ", ".join(str(verify_checkpoint(a, log_key).size) for a in anchors)

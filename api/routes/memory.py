@@ -127,6 +127,7 @@ async def recall(agent: AgentPath, req: RecallIn, access: SelfDep, svc: Services
         budget_tokens=req.budget_tokens,
         session=req.session,
         limit=req.limit,
+        scopes=req.scopes,
     )
     return RecallOut(
         agent=result.agent,

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from engram.client.http import HttpTransport, RemoteMemory
 from engram.client.sdk import Agent
 from engram.protocol.errors import ConfigError, NotFoundError, ProofError
+from engram.protocol.scopes import GLOBAL, scope_of
 from verifier.event import Leaf
 from verifier.merkle import verify_inclusion
 from verifier.note import VerifierKey, b64decode_strict, b64encode, verify_checkpoint
@@ -90,6 +91,7 @@ class AgentMemory(Protocol):
         limit: int = 10,
         budget_tokens: int | None = None,
         session: str | None = None,
+        scopes: Sequence[str] | None = None,
     ) -> dict[str, Any]: ...
 
     def items(self, *, tier: str | None = None, status: str = "active") -> list[dict[str, Any]]: ...
@@ -100,7 +102,7 @@ class AgentMemory(Protocol):
 
     def mint_token(self, *, audience: str, kinds: Sequence[str], expires: int) -> str: ...
 
-    def hot_block(self, session: str | None = None) -> str: ...
+    def hot_block(self, session: str | None = None, scopes: Sequence[str] | None = None) -> str: ...
 
     def log_key(self) -> str: ...
 
@@ -108,8 +110,15 @@ class AgentMemory(Protocol):
 
 
 def recall_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Recall rows cut to :data:`ROW_FIELDS` (missing fields are None)."""
-    return [{k: r.get(k) for k in ROW_FIELDS} for r in rows]
+    """Recall rows cut to :data:`ROW_FIELDS` (missing fields are None), each labelled with its
+    scope (engram.protocol.scopes; session turns are global)."""
+    return [
+        {
+            **{k: r.get(k) for k in ROW_FIELDS},
+            "scope": GLOBAL if r.get("tier") == "RECORD" else scope_of(r.get("tags") or ()),
+        }
+        for r in rows
+    ]
 
 
 def verify_proof(
@@ -223,6 +232,7 @@ class RemoteAgentMemory:
         limit: int = 10,
         budget_tokens: int | None = None,
         session: str | None = None,
+        scopes: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         out = self.remote.recall(
             query,
@@ -231,6 +241,7 @@ class RemoteAgentMemory:
             limit=limit,
             budget_tokens=budget_tokens,
             session=session,
+            scopes=scopes,
         )
         return {
             "context": out["context"],
@@ -279,8 +290,8 @@ class RemoteAgentMemory:
     def mint_token(self, *, audience: str, kinds: Sequence[str], expires: int) -> str:
         return self.remote.mint_token(audience=audience, kinds=kinds, expires=expires)
 
-    def hot_block(self, session: str | None = None) -> str:
-        out = self.remote.recall("", session=session, limit=1)
+    def hot_block(self, session: str | None = None, scopes: Sequence[str] | None = None) -> str:
+        out = self.remote.recall("", session=session, limit=1, scopes=scopes)
         return str(out["context"])
 
     def log_key(self) -> str:

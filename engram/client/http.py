@@ -517,8 +517,11 @@ class RemoteMemory:
         budget_tokens: int | None = None,
         session: str | None = None,
         limit: int = 10,
+        scopes: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {"query": query, "include_cold": include_cold, "limit": limit}
+        if scopes is not None:
+            body["scopes"] = list(scopes)
         if include_archived:
             body["include_archived"] = True
         if budget_tokens is not None:

@@ -192,6 +192,20 @@ class Hook:
         if text and not text.startswith("<memory-context"):
             self.mem.turn(self.ensure_open(), role, _clip(text, MAX_TURN_CHARS))
 
+    @property
+    def scopes(self) -> list[str] | None:
+        """Global plus the project of the working directory (its repository), for Claude
+        Code the same project its memory directory is imported as; ``ENGRAM_HOOK_SCOPES=all``
+        searches every scope."""
+        if os.environ.get("ENGRAM_HOOK_SCOPES", "").strip().lower() == "all":
+            return None
+        cwd = self._field("cwd")
+        if not cwd:
+            return None
+        from engram.protocol.scopes import GLOBAL, claude_project_scope
+
+        return [GLOBAL, claude_project_scope(cwd)]
+
     def _context(self, event: str, text: str) -> str:
         text = _clip(text, MAX_CONTEXT_CHARS)
         return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
@@ -200,12 +214,14 @@ class Hook:
 
     def session_start(self) -> str:
         sid = self.ensure_open()
-        return self._context("SessionStart", self.mem.hot_block(sid))
+        return self._context("SessionStart", self.mem.hot_block(sid, self.scopes))
 
     def user_prompt_submit(self) -> str:
         prompt = self._field("prompt") or ""
         sid = self.ensure_open()
-        out = self.mem.recall(prompt[:2000], session=sid, budget_tokens=RECALL_BUDGET_TOKENS)
+        out = self.mem.recall(
+            prompt[:2000], session=sid, budget_tokens=RECALL_BUDGET_TOKENS, scopes=self.scopes
+        )
         self._log("user", prompt)
         return self._context("UserPromptSubmit", str(out["context"]))
 

@@ -26,6 +26,7 @@ from pydantic import Field
 from engram.client.agent_memory import AgentMemory
 from engram.protocol.errors import EngramError, MalformedError
 from engram.protocol.problems import TYPE_BASE, problem_type_for
+from engram.protocol.scopes import scope_tag
 
 __all__ = ["TOOLS", "build_server", "problem_json"]
 
@@ -153,18 +154,29 @@ def build_server(factory: Callable[[], AgentMemory], *, name: str = "engram") ->
             Field(description="HOT keeps it in every session's context; default: chosen by category"),
         ] = None,
         evidence: Annotated[str | None, Field(max_length=MAX_CONTENT, description="Why it is true")] = None,
+        scope: Annotated[
+            str,
+            Field(
+                max_length=200,
+                description="global (default), project:<name> (only for that project) or user:<name>",
+            ),
+        ] = "global",
     ) -> dict[str, Any]:
-        out: dict[str, Any] = mem.call(
-            lambda m: m.write(
+        all_tags = list(tags)
+
+        def write(m: AgentMemory) -> Any:
+            tag = scope_tag(scope)  # a bad scope is a tool error naming it
+            return m.write(
                 category=category,
                 content=content,
-                tags=tags,
+                tags=[*all_tags, tag] if tag else all_tags,
                 confidence=confidence,
                 session=session,
                 tier=tier,
                 evidence=evidence,
             )
-        )
+
+        out: dict[str, Any] = mem.call(write)
         return out
 
     @server.tool(
@@ -186,6 +198,14 @@ def build_server(factory: Callable[[], AgentMemory], *, name: str = "engram") ->
         session: Annotated[
             str | None, Field(pattern=SESSION_PATTERN, description="Use this session's frozen HOT")
         ] = None,
+        scopes: Annotated[
+            list[Annotated[str, Field(max_length=200)]] | None,
+            Field(
+                max_length=8,
+                description='Only these scopes, e.g. ["global", "project:myrepo"]; each result is '
+                "labelled with its scope (default: every scope)",
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         out = mem.call(
             lambda m: m.recall(
@@ -195,6 +215,7 @@ def build_server(factory: Callable[[], AgentMemory], *, name: str = "engram") ->
                 limit=limit,
                 budget_tokens=budget_tokens,
                 session=session or mem.current_session,
+                scopes=scopes,
             )
         )
         return {

@@ -27,10 +27,17 @@ from engram.protocol.bodies import (
     written_body,
 )
 from engram.protocol.erasure import ErasurePlan, plan_erasure
-from engram.protocol.errors import ConflictError, EngramError, ForbiddenError, RejectedEventError
+from engram.protocol.errors import (
+    ConflictError,
+    EngramError,
+    ForbiddenError,
+    MalformedError,
+    RejectedEventError,
+)
 from engram.protocol.kinds import validate_body
 from engram.protocol.records import RECORD_KINDS
 from engram.protocol.schemas import CATEGORIES
+from engram.protocol.scopes import GLOBAL, parse_scopes, scope_of
 from ledger.log import Ledger, PolicyEvent, Receipt, Submission
 from ledger.memory.access import AccessLog, Use
 from ledger.memory.distill import Distiller, RuleBasedDistiller, Turn, distill_stats, run_distiller
@@ -498,13 +505,21 @@ class MemoryService:
         limit: int = 10,
         record_access: bool = True,
         sources: str = "all",
+        scopes: Sequence[str] | None = None,
     ) -> RecallResult:
         """HOT (the session's frozen snapshot inside a session), then up to ``limit`` memories
         and raw records ranked for ``query`` within ``budget_tokens`` (ledger.memory.recall).
 
         ``sources``: ``"all"`` (memories and records in one ranking), ``"memories"`` (distilled
         memories only) or ``"records"`` (logged turns only), e.g. to compare what distillation
-        keeps with what was said."""
+        keeps with what was said.
+
+        ``scopes`` (engram.protocol.scopes): keep only memories of these scopes (``global``,
+        ``project:<name>``, ``user:<name>``), HOT included; None searches every scope."""
+        try:
+            wanted = parse_scopes(scopes)
+        except MalformedError as e:
+            raise RejectedEventError(str(e), check="request.scopes") from e
         if sources not in ("all", "memories", "records"):
             raise RejectedEventError("sources must be all, memories or records", check="request.sources")
         if len(query) > MAX_QUERY_CHARS:
@@ -538,6 +553,8 @@ class MemoryService:
             ]
         else:
             hot_src = [recalled_item(i, now, 0.0) for i in hot_items]
+        if wanted is not None:
+            hot_src = [h for h in hot_src if scope_of(h.tags) in wanted]
         hot, used = hot_within_budget(
             hot_src,
             min(budget, self.config.hot_max_tokens),
@@ -546,6 +563,12 @@ class MemoryService:
         )
         notes: list[str] = []
         ranked_items = self._rank(agent_id, query, include_cold, include_archived, limit, notes, sources)
+        if wanted is not None:
+            ranked_items = [
+                (it, score)
+                for it, score in ranked_items
+                if (GLOBAL if it.tier == RECORD else scope_of(it.tags)) in wanted
+            ]
         ranked: list[Recalled] = []
         total = used
         for it, score in ranked_items:

@@ -51,7 +51,9 @@ def test_operator_journey(tmp_path: Path, cli_db: str | None) -> None:
     else:
         init = run(home, "init", "--origin", "example.com/engram-cli", db_url=cli_db)
         assert "initialised" in init.stdout
-        demo = run(home, "demo", db_url=cli_db)  # an existing log in real time: decay is only planned
+        demo = run(
+            home, "demo", "--into-this-log", db_url=cli_db
+        )  # an existing log in real time: decay only planned
         assert "the demo only plans" in demo.stdout
     assert stat.S_IMODE((home / "log.key").stat().st_mode) == 0o600
     assert stat.S_IMODE((home / "policy.key").stat().st_mode) == 0o600

@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGRAM = str(Path(sys.executable).parent / "engram")
-TOKEN = "op-" + "client" * 6
+TOKEN = "ZRTpABvBEIzdOK7r4gl5Fb4kgAQ0Yocv8uqVlxTC"
 SERVER_ONLY = (
     "sqlalchemy",
     "alembic",

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 ENGRAM = str(Path(sys.executable).parent / "engram")
-TOKEN = "op-" + "hook" * 8
+TOKEN = "KuDMrJaUGAEAYeEOHCgAgHDoCibNmxG9rgC_QQJ6"
 ROOT = Path(__file__).resolve().parents[2]
 README_URL = "http://127.0.0.1:8080"
 

@@ -25,7 +25,7 @@ from verifier.merkle import verify_inclusion
 from verifier.note import VerifierKey, b64decode_strict, verify_checkpoint
 
 ENGRAM = str(Path(sys.executable).parent / "engram")
-TOKEN = "op-" + "mcp" * 10
+TOKEN = "qIvIyzBrDQRk_MHAzlrhtCXKKDHUSS5Y-G7CM9E6"
 
 
 def _free_port() -> int:

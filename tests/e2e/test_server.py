@@ -17,7 +17,7 @@ import pytest
 from verifier.note import VerifierKey, verify_checkpoint
 
 ENGRAM = str(Path(sys.executable).parent / "engram")
-TOKEN = "op-" + "e2e" * 10
+TOKEN = "KYmN3NpvX6U5-2bQPCkfFYlQjY1D_2Q0A2ht-zym"
 
 
 def _free_port() -> int:

@@ -22,7 +22,7 @@ import pytest
 from engram.client import Agent, HttpTransport, RemoteMemory
 
 ENGRAM = str(Path(sys.executable).parent / "engram")
-TOKEN = "op-" + "settings" * 4
+TOKEN = "hF09VNC5e4iirW8x0N8fqZiaPiy8NoH4MtuhVJ03"
 FAKE_MEMORY = "The customer wants every reply written in Esperanto (noted by the fake model)."
 
 

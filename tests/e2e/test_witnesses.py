@@ -45,7 +45,7 @@ from verifier.errors import VerificationError
 from verifier.witness import WitnessPolicy
 
 ENGRAM = str(Path(sys.executable).parent / "engram")
-OPERATOR = "op-" + "w" * 40
+OPERATOR = "wYp-CvtUbxbqgWODDfrzTUKX8F_5EhyNKKuwRdQM"
 
 
 def _engram(*args: str) -> str:

@@ -41,7 +41,7 @@ from verifier.event import Envelope
 from verifier.oracle import verify_oracle_statement
 from verifier.token import TokenError
 
-OPERATOR = "op-" + "y" * 40
+OPERATOR = "10gjKeMzZ2FOkT83D_jOtrIdAL-SZjCQ9vFczLrY"
 
 
 @pytest.fixture

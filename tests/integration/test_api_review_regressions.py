@@ -31,7 +31,7 @@ from ledger.log import Ledger, Submission
 from verifier.errors import ProofError, SignatureError
 from verifier.token import TokenError, mint, verify_token
 
-OPERATOR = "op-" + "r" * 40
+OPERATOR = "NWPBN-oI1vumxXvM5Ds_huXGpjGHffn7naJfO-87"
 
 
 def _wire(sub: Submission) -> dict[str, str]:

@@ -42,7 +42,7 @@ def _app():  # type: ignore[no-untyped-def]
     ada.append("session.opened", {"session": "s1"})
     app = create_app(
         ApiSettings(
-            operator_token="op-" + "z" * 40,
+            operator_token="BUcbdWwrOaceicLDmosGLXOkOht2pV_SThw4g1L2",
             rate_limit_per_minute=10**6,
             rate_limit_burst=10**6,
             rate_limit_per_client_per_minute=10**7,

@@ -1,0 +1,556 @@
+"""The harnesses' own memory files, read and written: Claude Code, Codex, Hermes, Mem0.
+
+Readers turn a source into :class:`Entry` values (text, category, tags, and where each came
+from: file, line or id, and the SHA-256 of the source file); writers render memories back
+into the same format, so memory moves from one harness to another through Engram.
+
+==============  ===================================================================  ==========================
+format          source                                                               one entry is
+==============  ===================================================================  ==========================
+``claude-code`` ``~/.claude/projects/<project>/memory/``: ``MEMORY.md`` (index) and     a memory file (its body),
+                one file per memory with YAML frontmatter (``name``, ``description``,  or a plain bullet of
+                ``type`` or ``metadata.type``: user, feedback, project, reference)     ``MEMORY.md``
+``codex``       ``~/.codex/memories/``: ``memory_summary.md``, ``MEMORY.md``,          a bullet or paragraph
+                ``rollout_summaries/*.md``                                             under a heading
+``hermes``      ``~/.hermes/memories/``: ``MEMORY.md`` and ``USER.md``, entries        an entry
+                separated by a line holding ``§``
+``mem0``        the JSON of ``Memory.get_all()`` (``{"results": [...]}`` or a list)     an item (``id``, ``memory``)
+==============  ===================================================================  ==========================
+
+Every input is bounded before it is read and parsed strictly: a file that is not UTF-8,
+frontmatter that does not close or holds a line that is not ``key: value``, JSON that is not
+the documented shape, each raise :class:`FormatError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engram.protocol.errors import MalformedError
+
+__all__ = ["FORMATS", "Entry", "FormatError", "read_source", "write_export"]
+
+FORMATS = ("claude-code", "codex", "hermes", "mem0")
+MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_FILES = 10_000
+MAX_ENTRY_CHARS = 4000  # engram.protocol.schemas.MAX_CONTENT_CHARS
+HERMES_DELIMITER = "\n§\n"
+HERMES_LIMITS = {"MEMORY.md": 2200, "USER.md": 1375}
+_TAG_OK = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
+_PREFERS = re.compile(r"\b(prefers?|preferred|likes?|dislikes?|wants?|always|never|rather)\b", re.I)
+
+
+class FormatError(MalformedError):
+    """A harness memory file that cannot be read as its format says (names file and line)."""
+
+    default_check = "import.format"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    text: str
+    category: str
+    tags: tuple[str, ...]
+    #: ``<format>:<relative path>:<line>`` or ``mem0:<id>`` (with the part number of a split entry)
+    locator: str
+    #: SHA-256 of the whole source file
+    file_sha256: str
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """What makes re-importing idempotent: where it came from and what it said."""
+        return f"{self.locator}:{hashlib.sha256(self.text.encode('utf-8')).hexdigest()[:16]}"
+
+
+def tag(text: str) -> str | None:
+    t = re.sub(r"[^a-z0-9_-]+", "-", text.lower()).strip("-_")[:32].rstrip("-_")
+    return t if t and _TAG_OK.fullmatch(t) else None
+
+
+def _tags(*names: str | None) -> tuple[str, ...]:
+    out: list[str] = []
+    for n in names:
+        t = tag(n) if n else None
+        if t and t not in out:
+            out.append(t)
+    return tuple(out[:8])
+
+
+def _guess_category(text: str, default: str = "CONTEXT") -> str:
+    return "PREFERENCE" if _PREFERS.search(text) else default
+
+
+def _read_text(path: Path, root: Path) -> tuple[str, str]:
+    """The file's text and SHA-256, bounded and strictly UTF-8."""
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        raise FormatError(f"{path}: cannot be read ({e.strerror})") from e
+    if size > MAX_FILE_BYTES:
+        raise FormatError(f"{path}: {size} bytes, more than {MAX_FILE_BYTES}", check="import.size")
+    with path.open("rb") as f:
+        raw = f.read(MAX_FILE_BYTES + 1)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FormatError(f"{path}: not UTF-8 (byte {e.start})", check="import.encoding") from e
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.replace("\r\n", "\n"), hashlib.sha256(raw).hexdigest()
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.name
+
+
+def _split(text: str, limit: int = MAX_ENTRY_CHARS) -> list[str]:
+    """Text longer than one memory, cut at paragraph (else line, else word) boundaries."""
+    text = text.strip()
+    if len(text) <= limit:
+        return [text] if text else []
+    parts: list[str] = []
+    cur = ""
+    for para in re.split(r"(\n\s*\n)", text):
+        if len(cur) + len(para) <= limit:
+            cur += para
+            continue
+        if cur.strip():
+            parts.append(cur.strip())
+        cur = ""
+        while len(para) > limit:
+            cut = para.rfind("\n", 0, limit)
+            cut = cut if cut > limit // 2 else para.rfind(" ", 0, limit)
+            cut = cut if cut > limit // 2 else limit
+            parts.append(para[:cut].strip())
+            para = para[cut:]
+        cur = para
+    if cur.strip():
+        parts.append(cur.strip())
+    return [p for p in parts if p]
+
+
+# -- Claude Code -------------------------------------------------------------------------
+
+CLAUDE_TYPES = {"user": "CONTEXT", "feedback": "PREFERENCE", "project": "CONTEXT", "reference": "CONTEXT"}
+
+
+def parse_frontmatter(text: str, where: str) -> tuple[dict[str, str], str, int]:
+    """``---``-fenced ``key: value`` lines (one nested level, two-space indent, e.g.
+    ``metadata:`` / ``  type: user``) and the body; returns (fields, body, body's first line)."""
+    if not text.startswith("---\n"):
+        return {}, text, 1
+    end = text.find("\n---\n", 3)
+    if end < 0:
+        end = text.find("\n---", 3)
+        if end < 0 or text[end + 4 :].strip():
+            raise FormatError(
+                f"{where}: the frontmatter opened on line 1 is never closed by ---",
+                check="import.frontmatter",
+            )
+    head = text[4:end]
+    fields: dict[str, str] = {}
+    parent: str | None = None
+    for i, line in enumerate(head.split("\n"), start=2):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = re.fullmatch(r"( {2})?([A-Za-z_][A-Za-z0-9_-]*):(?: (.*))?", line.rstrip())
+        if m is None:
+            raise FormatError(
+                f"{where}:{i}: frontmatter line is not 'key: value': {line[:60]!r}",
+                check="import.frontmatter",
+            )
+        nested, key, value = m.group(1), m.group(2), (m.group(3) or "").strip()
+        if nested and parent is None:
+            raise FormatError(f"{where}:{i}: indented key outside a section", check="import.frontmatter")
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        if nested:
+            fields[f"{parent}.{key}"] = value
+        else:
+            parent = key if not value else None
+            if value:
+                fields[key] = value
+    body_start = end + 5
+    return fields, text[body_start:], head.count("\n") + 3
+
+
+_INDEX_LINK = re.compile(r"^\s*[-*]\s+\[([^\]]+)\]\(([^)]+)\)(?:\s*(?:—|-|:)\s*(.*))?$")
+
+
+def read_claude_code(root: Path) -> list[Entry]:
+    files = sorted(p for p in root.glob("*.md") if p.is_file())
+    if len(files) > MAX_FILES:
+        raise FormatError(f"{root}: more than {MAX_FILES} files", check="import.size")
+    if not files:
+        raise FormatError(f"{root}: no Claude Code memory files (*.md) here", check="import.empty")
+    out: list[Entry] = []
+    for path in files:
+        text, sha = _read_text(path, root)
+        rel = _rel(path, root)
+        if path.name == "MEMORY.md":
+            for n, line in enumerate(text.split("\n"), start=1):
+                s = line.strip()
+                if not re.match(r"^[-*]\s+\S", s) or _INDEX_LINK.match(s):
+                    continue  # headings, prose and pointers to memory files
+                body = s[1:].strip()
+                out.append(
+                    Entry(body, _guess_category(body), _tags("claude-code"), f"claude-code:{rel}:{n}", sha)
+                )
+            continue
+        fields, body, first = parse_frontmatter(text, str(path))
+        kind = fields.get("type") or fields.get("metadata.type") or ""
+        category = CLAUDE_TYPES.get(kind, _guess_category(body))
+        extra: dict[str, str] = {k: fields[k] for k in ("name", "description") if k in fields}
+        if kind:
+            extra["type"] = kind
+        chunks = _split(body) or _split(fields.get("description", ""))
+        for part, chunk in enumerate(chunks):
+            loc = f"claude-code:{rel}:{first}" + (f":{part}" if len(chunks) > 1 else "")
+            out.append(Entry(chunk, category, _tags("claude-code", kind, path.stem), loc, sha, extra))
+    return out
+
+
+def _slug(text: str, used: set[str]) -> str:
+    base = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:48] or "memory"
+    slug, n = base, 2
+    while slug in used:
+        slug, n = f"{base}_{n}", n + 1
+    used.add(slug)
+    return slug
+
+
+def write_claude_code(items: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    used: set[str] = set()
+    index = ["# Memory Index", ""]
+    written: list[Path] = []
+    for it in items:
+        content = str(it["content"])
+        kind = {"PREFERENCE": "feedback", "COMMITMENT": "project"}.get(str(it["category"]), "reference")
+        if "user" in (it.get("tags") or []):
+            kind = "user"
+        title = " ".join(content.split()[:6])
+        slug = _slug(f"{kind}_{title}", used)
+        desc = content.split("\n", 1)[0][:150]
+        fm = [
+            "---",
+            f"name: {json.dumps(title, ensure_ascii=False)}",
+            f"description: {json.dumps(desc, ensure_ascii=False)}",
+            f"type: {kind}",
+            f"engram_ref: {json.dumps(str(it['ref']))}",
+            "---",
+            "",
+        ]
+        path = out / f"{slug}.md"
+        path.write_text("\n".join(fm) + content.rstrip() + "\n", encoding="utf-8")
+        written.append(path)
+        index.append(f"- [{title}]({slug}.md) — {desc[:100]}")
+    (out / "MEMORY.md").write_text("\n".join(index) + "\n", encoding="utf-8")
+    return [out / "MEMORY.md", *written]
+
+
+# -- Codex ---------------------------------------------------------------------------------
+
+_CODEX_SKIP = re.compile(
+    r"what's in memory|older memory topics|keywords|rollout_summary_files|rollout context", re.I
+)
+
+
+_CODEX_META = re.compile(
+    r"^(thread_id|updated_at|rollout_path|cwd|git_branch|scope|applies_to|keywords|task|task_group|"
+    r"task_outcome|description|rollout_summary_file|outcome|rollout context):",
+    re.I,
+)
+
+
+def _codex_category(heading: str) -> str:
+    h = heading.lower()
+    if "preference" in h:
+        return "PREFERENCE"
+    if "fail" in h:
+        return "FAILURE"
+    if "knowledge" in h or "tip" in h or "learning" in h:
+        return "LEARNING"
+    return "CONTEXT"
+
+
+def _markdown_entries(text: str, rel: str, sha: str, fmt: str, base_tags: tuple[str, ...]) -> list[Entry]:
+    """Bullets (with their continuation lines) and paragraphs under each heading."""
+    out: list[Entry] = []
+    heading = ""
+    skip = False
+    skip_level = 0  # a skipped section's sub-headings are skipped with it
+    cur: list[str] = []
+    cur_line = 0
+
+    def flush() -> None:
+        nonlocal cur
+        body = "\n".join(cur).strip()
+        cur = []
+        if not body or skip:
+            return
+        body = re.sub(r"^[-*]\s+", "", body)
+        body = re.sub(r"\s*(\[Task \d+\])+\s*$", "", body)
+        for part, chunk in enumerate(_split(body)):
+            cat = _codex_category(heading)
+            cat = _guess_category(chunk, cat) if cat == "CONTEXT" else cat
+            loc = f"{fmt}:{rel}:{cur_line}" + (f":{part}" if part else "")
+            out.append(Entry(chunk, cat, _tags(*base_tags, heading[:32] if heading else None), loc, sha))
+
+    for n, line in enumerate(text.split("\n"), start=1):
+        if re.match(r"^#{1,6}\s", line):
+            flush()
+            level = len(line) - len(line.lstrip("#"))
+            heading = line.lstrip("#").strip()
+            if skip and level > skip_level:
+                continue
+            skip = bool(_CODEX_SKIP.search(heading))
+            skip_level = level
+            continue
+        if n == 1 and line.strip() == "v1":
+            continue
+        if _CODEX_META.match(line):
+            continue
+        if re.fullmatch(r"[A-Z][A-Za-z ,/-]{0,48}:\s*", line):  # a label such as "Reusable knowledge:"
+            flush()
+            heading, skip = line.strip().rstrip(":"), False
+            continue
+        if re.match(r"^[-*]\s", line) or not line.strip():
+            flush()
+            if line.strip():
+                cur, cur_line = [line], n
+            continue
+        if not cur:
+            cur_line = n
+        cur.append(line)
+    flush()
+    return out
+
+
+def read_codex(root: Path) -> list[Entry]:
+    files = [p for p in (root / "memory_summary.md", root / "MEMORY.md") if p.is_file()]
+    files += sorted(p for p in (root / "rollout_summaries").glob("*.md") if p.is_file())
+    if not files:
+        raise FormatError(
+            f"{root}: no Codex memory files (memory_summary.md, MEMORY.md, rollout_summaries/)",
+            check="import.empty",
+        )
+    if len(files) > MAX_FILES:
+        raise FormatError(f"{root}: more than {MAX_FILES} files", check="import.size")
+    out: list[Entry] = []
+    for path in files:
+        text, sha = _read_text(path, root)
+        rel = _rel(path, root)
+        if path.name == "memory_summary.md" and text.split("\n", 1)[0].strip() != "v1":
+            raise FormatError(
+                f"{path}:1: a Codex memory_summary.md starts with the line 'v1'", check="import.format"
+            )
+        extra_tags = ("codex", "rollout") if rel.startswith("rollout_summaries/") else ("codex",)
+        out += _markdown_entries(text, rel, sha, "codex", extra_tags)
+    return out
+
+
+def write_codex(items: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    sections: dict[str, list[str]] = {
+        "User Profile": [],
+        "User preferences": [],
+        "Reusable knowledge": [],
+        "Failures and how to do differently": [],
+        "Context": [],
+    }
+    for it in items:
+        cat = str(it["category"])
+        if "user" in (it.get("tags") or []) and cat != "PREFERENCE":
+            key = "User Profile"
+        elif cat == "PREFERENCE":
+            key = "User preferences"
+        elif cat == "FAILURE":
+            key = "Failures and how to do differently"
+        elif cat in ("LEARNING", "PERFORMANCE"):
+            key = "Reusable knowledge"
+        else:
+            key = "Context"
+        sections[key].append("- " + " ".join(str(it["content"]).split()))
+    summary = ["v1", "", "## User Profile", *sections["User Profile"], ""]
+    summary += ["## User preferences", *sections["User preferences"], ""]
+    summary += ["## General Tips", *sections["Reusable knowledge"], ""]
+    summary += ["## What's in Memory", "### engram", f"- engram export: {len(items)} memories", ""]
+    memory = ["# Task Group: engram export", "", "scope: memories exported from Engram", ""]
+    for name in ("Failures and how to do differently", "Context"):
+        if sections[name]:
+            memory += [f"## {name}", *sections[name], ""]
+    (out / "memory_summary.md").write_text("\n".join(summary), encoding="utf-8")
+    (out / "MEMORY.md").write_text("\n".join(memory), encoding="utf-8")
+    return [out / "memory_summary.md", out / "MEMORY.md"]
+
+
+# -- Hermes --------------------------------------------------------------------------------
+
+
+def read_hermes(root: Path) -> list[Entry]:
+    files = [p for p in (root / "MEMORY.md", root / "USER.md") if p.is_file()]
+    if not files:
+        raise FormatError(f"{root}: no Hermes memory files (MEMORY.md, USER.md)", check="import.empty")
+    out: list[Entry] = []
+    for path in files:
+        text, sha = _read_text(path, root)
+        line = 1
+        for n, raw in enumerate(text.split(HERMES_DELIMITER), start=1):
+            entry = raw.strip()
+            first = line + (len(raw) - len(raw.lstrip("\n")))
+            line += raw.count("\n") + 2
+            if not entry:
+                continue
+            target = "user" if path.name == "USER.md" else "memory"
+            for part, chunk in enumerate(_split(entry)):
+                loc = f"hermes:{path.name}:{first}" + (f":{part}" if part else "")
+                out.append(
+                    Entry(chunk, _guess_category(chunk), _tags("hermes", target), loc, sha, {"entry": str(n)})
+                )
+    return out
+
+
+def write_hermes(items: Sequence[Mapping[str, Any]], out: Path) -> tuple[list[Path], int]:
+    """MEMORY.md and USER.md within Hermes' character limits (newest first are kept; returns
+    how many did not fit)."""
+    out.mkdir(parents=True, exist_ok=True)
+    left_out = 0
+    paths = []
+    for name, limit in HERMES_LIMITS.items():
+        want_user = name == "USER.md"
+        chosen: list[str] = []
+        for it in sorted(items, key=lambda i: -int(i.get("index", 0))):
+            is_user = "user" in (it.get("tags") or []) or "hermes-user" in (it.get("tags") or [])
+            if is_user != want_user:
+                continue
+            text = str(it["content"]).replace(HERMES_DELIMITER, "\n")
+            if len(HERMES_DELIMITER.join([*chosen, text])) <= limit:
+                chosen.append(text)
+            else:
+                left_out += 1
+        chosen.reverse()
+        (out / name).write_text(HERMES_DELIMITER.join(chosen), encoding="utf-8")
+        paths.append(out / name)
+    return paths, left_out
+
+
+# -- Mem0 ----------------------------------------------------------------------------------
+
+
+def read_mem0(path: Path) -> list[Entry]:
+    if path.is_dir():
+        raise FormatError(
+            f"{path}: a Mem0 export is a JSON file (the output of get_all)", check="import.format"
+        )
+    text, sha = _read_text(path, path.parent)
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise FormatError(f"{path}: not JSON ({e})", check="import.json") from e
+    items = data.get("results") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise FormatError(
+            f'{path}: expected {{"results": [...]}} or a list of memories', check="import.format"
+        )
+    out: list[Entry] = []
+    for i, it in enumerate(items):
+        if (
+            not isinstance(it, dict)
+            or not isinstance(it.get("memory"), str)
+            or not isinstance(it.get("id"), (str, int))
+        ):
+            raise FormatError(f"{path}: item {i} has no string 'memory' and 'id'", check="import.format")
+        meta = it.get("metadata") if isinstance(it.get("metadata"), dict) else {}
+        cat = str(meta.get("category", "")).upper() if meta else ""
+        category = (
+            cat
+            if cat in ("COMMITMENT", "PERFORMANCE", "LEARNING", "FAILURE", "PREFERENCE", "ANOMALY", "CONTEXT")
+            else _guess_category(it["memory"])
+        )
+        tags = [t for t in (meta.get("tags") or []) if isinstance(t, str)] if meta else []
+        who = [
+            f"user-{it['user_id']}" if it.get("user_id") else None,
+            f"agent-{it['agent_id']}" if it.get("agent_id") else None,
+        ]
+        for part, chunk in enumerate(_split(it["memory"])):
+            loc = f"mem0:{str(it['id'])[:128]}" + (f":{part}" if part else "")
+            extra = {"created_at": str(it.get("created_at") or "")}
+            out.append(Entry(chunk, category, _tags("mem0", *who, *tags), loc, sha, extra))
+    return out
+
+
+def write_mem0(items: Sequence[Mapping[str, Any]], agent: str, out: Path) -> list[Path]:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    results = [
+        {
+            "id": f"engram-{it['ref']}",
+            "memory": str(it["content"]),
+            "hash": hashlib.md5(str(it["content"]).encode("utf-8"), usedforsecurity=False).hexdigest(),
+            "metadata": {
+                "category": it["category"],
+                "tags": list(it.get("tags") or []),
+                "engram_ref": it["ref"],
+                "engram_index": it["index"],
+            },
+            "created_at": _iso(it.get("created_us")),
+            "updated_at": None,
+            "agent_id": agent,
+        }
+        for it in items
+    ]
+    out.write_text(json.dumps({"results": results}, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return [out]
+
+
+def _iso(us: Any) -> str | None:
+    if not isinstance(us, int):
+        return None
+    import datetime
+
+    return datetime.datetime.fromtimestamp(us / 1e6, tz=datetime.UTC).isoformat()
+
+
+# -- entry points ------------------------------------------------------------------------------
+
+
+def read_source(fmt: str, path: Path) -> list[Entry]:
+    """Every entry of a harness's memory source (raises :class:`FormatError` on a bad file,
+    before anything is written)."""
+    path = path.expanduser()
+    if not path.exists():
+        raise FormatError(f"{path}: no such file or directory", check="import.path")
+    readers = {"claude-code": read_claude_code, "codex": read_codex, "hermes": read_hermes, "mem0": read_mem0}
+    if fmt not in readers:
+        raise FormatError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})", check="import.format")
+    if fmt != "mem0" and not path.is_dir():
+        raise FormatError(f"{path}: a {fmt} memory source is a directory", check="import.path")
+    return readers[fmt](path)
+
+
+def write_export(
+    fmt: str, items: Iterable[Mapping[str, Any]], out: Path, *, agent: str
+) -> tuple[list[Path], int]:
+    """Render memories as ``fmt`` under ``out`` (a directory; for mem0 a JSON file). Returns
+    the files written and how many memories did not fit (Hermes' character limits)."""
+    items = list(items)
+    out = out.expanduser()
+    if fmt == "claude-code":
+        return write_claude_code(items, out), 0
+    if fmt == "codex":
+        return write_codex(items, out), 0
+    if fmt == "hermes":
+        return write_hermes(items, out)
+    if fmt == "mem0":
+        return write_mem0(items, agent, out if out.suffix == ".json" else out / "mem0.json"), 0
+    raise FormatError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})", check="import.format")
