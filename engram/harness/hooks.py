@@ -10,10 +10,19 @@ event's own fields) and reads context to inject from stdout. What each event doe
 ``UserPromptSubmit``   log the prompt as a user turn; recall for it and inject the block
 ``Stop``               log the assistant's answer (``last_assistant_message``, else the
                        last assistant text in the transcript) as a turn
-``PreCompact``         context-pressure flush: close the session so far (it is distilled,
-                       every turn already logged) and continue in a new Engram session
+``PreCompact``         context-pressure flush: a session-state snapshot, then the session
+                       so far is closed (distilled; every turn is already logged) and the
+                       conversation continues in a new Engram session
+``SubagentStop``       note the sub-agent for the next snapshot
 ``SessionEnd``         close the session: it is distilled and filed
 =====================  ==================================================================
+
+Session-state snapshots (the Cortical Stack pattern): every ``ENGRAM_SNAPSHOT_EVERY``
+exchanges (default 10; 0 turns them off) and at each flush the hook writes a signed
+memory tagged ``session-state``: the current focus (the last prompt), the agent's open
+commitments and decisions, and the sub-agents that ran. A session that restarts
+(``SessionStart`` with ``resume`` or ``compact``) gets the newest snapshot first, before its
+HOT block, to resume mid-thought.
 
 The Engram session id is derived from the harness's session id (``cc-<id>``, ``codex-<id>``),
 so a hook needs no state of its own except which continuation the session is on (a small
@@ -48,6 +57,8 @@ MAX_PAYLOAD_BYTES = 1024 * 1024
 #: Both harnesses cap injected context at 10,000 characters.
 MAX_CONTEXT_CHARS = 9_500
 RECALL_BUDGET_TOKENS = 1_800
+DEFAULT_SNAPSHOT_EVERY = 10
+SNAPSHOT_TAG = "session-state"
 MAX_TURN_CHARS = 32_000
 _SESSION_OK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -214,7 +225,58 @@ class Hook:
 
     def session_start(self) -> str:
         sid = self.ensure_open()
-        return self._context("SessionStart", self.mem.hot_block(sid, self.scopes))
+        block = self.mem.hot_block(sid, self.scopes)
+        ref = self.state.data.get("snapshot")
+        if self._field("source") in ("resume", "compact") and isinstance(ref, str):
+            try:
+                snap = str(self.mem.item(ref)["item"]["content"])
+            except EngramError:
+                snap = ""
+            if snap:
+                block = f'<session-state ref="{ref}">\n{snap}\n</session-state>\n' + block
+        return self._context("SessionStart", block)
+
+    def _snapshot_every(self) -> int:
+        raw = os.environ.get("ENGRAM_SNAPSHOT_EVERY", str(DEFAULT_SNAPSHOT_EVERY)).strip()
+        if not raw.isdigit() or int(raw) > 100_000:
+            raise MalformedError(
+                f"ENGRAM_SNAPSHOT_EVERY={raw!r} is not a number of exchanges", check="hook.config"
+            )
+        return int(raw)
+
+    def snapshot(self, why: str) -> None:
+        """A signed session-state memory (see the module docstring); a snapshot the write gate
+        refuses (the prompt it quotes, say) is skipped with a note on stderr."""
+        n = int(self.state.data.get("exchanges", 0))
+        focus = str(self.state.data.get("focus") or "(none yet)")
+        subs = [str(s) for s in self.state.data.get("subagents", [])][-10:]
+        open_items = self.mem.recall(
+            "open commitments decisions tasks promises next steps", limit=20, scopes=self.scopes
+        )
+        commitments = [
+            " ".join(str(r["content"]).split())[:200]
+            for r in [*open_items["hot"], *open_items["ranked"]]
+            if r.get("category") == "COMMITMENT" and r.get("tier") != "RECORD"
+        ][:5]
+        text = (
+            f"Session state of {self.harness} session {self.session_id[:64]} ({why}, after {n} exchanges). "
+            f"Current focus: {focus[:600]} "
+            f"Open commitments and decisions: {'; '.join(commitments) or 'none recorded'}. "
+            f"Sub-agents: {', '.join(subs) or 'none'}."
+        )
+        tags = [SNAPSHOT_TAG, *[t for t in (self._scope_tag(),) if t]]
+        try:
+            out = self.mem.write(category="CONTEXT", content=text[:4000], tags=tags, tier="WARM")
+        except EngramError as e:
+            sys.stderr.write(f"engram hook: session-state snapshot skipped: {e}\n")
+            return
+        self.state.save(snapshot=out["ref"])
+
+    def _scope_tag(self) -> str | None:
+        from engram.protocol.scopes import scope_tag
+
+        project = [s for s in self.scopes or [] if s.startswith("project:")]
+        return scope_tag(project[0]) if project else None
 
     def user_prompt_submit(self) -> str:
         prompt = self._field("prompt") or ""
@@ -223,6 +285,11 @@ class Hook:
             prompt[:2000], session=sid, budget_tokens=RECALL_BUDGET_TOKENS, scopes=self.scopes
         )
         self._log("user", prompt)
+        n = int(self.state.data.get("exchanges", 0)) + 1
+        self.state.save(exchanges=n, focus=" ".join(prompt.split())[:600])
+        every = self._snapshot_every()
+        if every and n % every == 0:
+            self.snapshot(f"every {every} exchanges")
         return self._context("UserPromptSubmit", str(out["context"]))
 
     def stop(self) -> str:
@@ -239,12 +306,19 @@ class Hook:
         distilled (its turns are all logged), and the conversation goes on in the next part."""
         sid = self.session
         if self.mem.session_turns(sid):
+            self.snapshot("the harness is compacting its context")
             self.mem.close_session(
                 sid,
                 summary=f"flushed before the harness compacted its context ({self._field('trigger') or 'auto'})",
             )
             self.state.save(part=self.state.part + 1, closed=None)
             self.ensure_open()
+        return ""
+
+    def subagent_stop(self) -> str:
+        kind = self._field("agent_type") or self._field("agent_id") or "sub-agent"
+        subs = [str(s) for s in self.state.data.get("subagents", [])]
+        self.state.save(subagents=[*subs, kind[:64]][-20:])
         return ""
 
     def session_end(self) -> str:
@@ -262,6 +336,7 @@ EVENTS: dict[str, Callable[[Hook], str]] = {
     "UserPromptSubmit": Hook.user_prompt_submit,
     "Stop": Hook.stop,
     "PreCompact": Hook.pre_compact,
+    "SubagentStop": Hook.subagent_stop,
     "SessionEnd": Hook.session_end,
 }
 

@@ -50,6 +50,7 @@ def test_the_readme_wires_every_event_the_hook_handles() -> None:
         "SessionStart",
         "UserPromptSubmit",
         "Stop",
+        "SubagentStop",
         "PreCompact",
         "SessionEnd",
     }
@@ -379,3 +380,46 @@ def test_the_hook_client_path_loads_neither_the_service_nor_typer(tmp_path: Path
         [sys.executable, "-c", code, str(tmp_path / "k")], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[] []", out.stdout + out.stderr
+
+
+def test_session_state_snapshots_resume_a_restarted_session(
+    engram_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Every N exchanges (here 2) and before a flush the hook records a signed session-state
+    snapshot; a resumed session gets it first, before its HOT block."""
+    env = {**engram_env, "ENGRAM_SNAPSHOT_EVERY": "2"}
+    s = "5ca1ab1e-0000-4000-8000-000000000005"
+    hook(env, "claude-code", _cc("SessionStart", s, tmp_path, source="startup"))
+    hook(
+        env,
+        "claude-code",
+        _cc("UserPromptSubmit", s, tmp_path, prompt="We promised Acme a fix for invoice rounding by Friday."),
+    )
+    hook(
+        env,
+        "claude-code",
+        _cc("SubagentStop", s, tmp_path, agent_type="Explore", agent_id="a1", stop_hook_active=False),
+    )
+    hook(
+        env,
+        "claude-code",
+        _cc("UserPromptSubmit", s, tmp_path, prompt="Now refactor the rounding helper in billing/round.py"),
+    )
+    resumed = _context(
+        hook(env, "claude-code", _cc("SessionStart", s, tmp_path, source="resume")), "SessionStart"
+    )
+    assert resumed.startswith("<session-state ref=")
+    state = resumed.split("</session-state>", 1)[0]
+    assert "after 2 exchanges" in state and "billing/round.py" in state and "Explore" in state
+    assert "<memory-context" in resumed  # the HOT block follows
+    fresh = _context(
+        hook(env, "claude-code", _cc("SessionStart", "other-session", tmp_path, source="startup")),
+        "SessionStart",
+    )
+    assert "<session-state" not in fresh
+    bad = hook(
+        {**env, "ENGRAM_SNAPSHOT_EVERY": "often"},
+        "claude-code",
+        _cc("UserPromptSubmit", s, tmp_path, prompt="x"),
+    )
+    assert bad.returncode == 1 and "ENGRAM_SNAPSHOT_EVERY" in bad.stderr
