@@ -103,6 +103,8 @@ def create_app(
         title="Engram",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # served below from the installed Swagger UI files: no CDN, works offline
+        redoc_url=None,
         description=(
             "Verifiable agent memory: a signed RFC 9162 log of memory events, C2SP checkpoints "
             "and tiles, memory tiers as projections, bundles, share tokens and a trust oracle. "
@@ -124,4 +126,26 @@ def create_app(
     )
     for r in (transparency.router, agents.router, memory.router, sharing.router):
         app.include_router(r)
+    _offline_docs(app)
     return app
+
+
+def _offline_docs(app: FastAPI) -> None:
+    """``/docs``: Swagger UI from the ``swagger-ui-bundle`` package's files, under
+    ``/docs/static`` (FastAPI's default page loads them from a CDN, so it is blank offline)."""
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.responses import HTMLResponse
+    from fastapi.staticfiles import StaticFiles
+    from swagger_ui_bundle import swagger_ui_path
+
+    app.mount("/docs/static", StaticFiles(directory=swagger_ui_path), name="docs-static")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="Engram API",
+            swagger_js_url="/docs/static/swagger-ui-bundle.js",
+            swagger_css_url="/docs/static/swagger-ui.css",
+            swagger_favicon_url="/docs/static/favicon-32x32.png",
+        )

@@ -26,24 +26,41 @@ from ledger.log import ConsistencyProof, InclusionProof, Ledger
 from verifier.note import b64encode
 
 app = typer.Typer(
+    rich_markup_mode=None,
     name="engram",
     help="Engram: verifiable AI-agent memory on an RFC 9162 Merkle log.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-log_app = typer.Typer(help="Inspect the log: key, checkpoints, proofs.", no_args_is_help=True)
-export_app = typer.Typer(help="Export the log for auditors and mirrors.", no_args_is_help=True)
-agent_app = typer.Typer(help="Agent keys: create, rotate, revoke.", no_args_is_help=True)
-event_app = typer.Typer(help="Append signed events with an agent key file.", no_args_is_help=True)
-session_app = typer.Typer(
-    help="Working sessions: open, record turns, close (distill + compact).", no_args_is_help=True
+log_app = typer.Typer(
+    rich_markup_mode=None, help="Inspect the log: key, checkpoints, proofs.", no_args_is_help=True
 )
-memory_app = typer.Typer(help="Memory: write, recall, show, compact, rebuild.", no_args_is_help=True)
+export_app = typer.Typer(
+    rich_markup_mode=None, help="Export the log for auditors and mirrors.", no_args_is_help=True
+)
+agent_app = typer.Typer(
+    rich_markup_mode=None, help="Agent keys: create, rotate, revoke.", no_args_is_help=True
+)
+event_app = typer.Typer(
+    rich_markup_mode=None, help="Append signed events with an agent key file.", no_args_is_help=True
+)
+session_app = typer.Typer(
+    rich_markup_mode=None,
+    help="Working sessions: open, record turns, close (distill + compact).",
+    no_args_is_help=True,
+)
+memory_app = typer.Typer(
+    rich_markup_mode=None, help="Memory: write, recall, show, compact, rebuild.", no_args_is_help=True
+)
 app.add_typer(session_app, name="session")
 app.add_typer(memory_app, name="memory")
-bundle_app = typer.Typer(help="Attestation bundles for buyers and auditors.", no_args_is_help=True)
-token_app = typer.Typer(help="Share tokens: mint, attenuate, revoke, inspect.", no_args_is_help=True)
+bundle_app = typer.Typer(
+    rich_markup_mode=None, help="Attestation bundles for buyers and auditors.", no_args_is_help=True
+)
+token_app = typer.Typer(
+    rich_markup_mode=None, help="Share tokens: mint, attenuate, revoke, inspect.", no_args_is_help=True
+)
 app.add_typer(bundle_app, name="bundle")
 app.add_typer(token_app, name="token")
 app.add_typer(log_app, name="log")
@@ -51,6 +68,7 @@ app.add_typer(export_app, name="export")
 app.add_typer(agent_app, name="agent")
 app.add_typer(event_app, name="event")
 witness_app = typer.Typer(
+    rich_markup_mode=None,
     help="Run a c2sp.org/tlog-witness witness: it cosigns a log's checkpoints only if they are consistent.",
     no_args_is_help=True,
 )
@@ -341,13 +359,25 @@ def _progress(description: str) -> Iterator[Callable[[int, int], None]]:
 
 
 @export_app.command("tiles")
-def export_tiles_cmd(directory: Annotated[Path, typer.Argument(help="An empty or new directory.")]) -> None:
+def export_tiles_cmd(
+    directory: Annotated[Path, typer.Argument(help="An empty or new directory (with --update: a mirror).")],
+    update: Annotated[
+        bool,
+        typer.Option(
+            "--update",
+            help="Bring a mirror this command wrote up to date: its checkpoint must be this log's and "
+            "consistent with it; only what changed is written.",
+        ),
+    ] = False,
+) -> None:
     """Write a static C2SP tlog-tiles tree (checkpoint, hash tiles, entry bundles)."""
     from ledger.tiles import export_tiles
 
     ledger = _ledger()
     with _progress("exporting tiles") as tick:
-        summary = export_tiles(ledger.store, directory, progress=tick)
+        summary = export_tiles(
+            ledger.store, directory, progress=tick, update=(ledger.vkey, ledger.root_at) if update else None
+        )
     out.print(
         f"exported size {summary.size}: {summary.hash_tiles} hash tiles, {summary.entry_bundles} entry bundles, "
         f"{summary.bytes_written} bytes -> {directory}"

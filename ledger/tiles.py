@@ -84,36 +84,80 @@ def _write(root: Path, rel: str, data: bytes) -> int:
     return len(data)
 
 
+def _mirror_size(directory: Path, log_vkey: str, root_at: Callable[[int], bytes], size: int) -> int:
+    """The size of the mirror's checkpoint, checked: signed by this log and consistent with
+    the log now (the same root at that size), and not newer than the log."""
+    from verifier.errors import VerificationError
+    from verifier.note import VerifierKey, verify_checkpoint
+
+    path = directory / "checkpoint"
+    if not path.is_file():
+        raise ConfigError(
+            f"{directory} holds no checkpoint: not a tiles mirror (export into a new directory)"
+        )
+    try:
+        old = verify_checkpoint(path.read_bytes()[:65536], VerifierKey.parse(log_vkey))
+    except VerificationError as e:
+        raise ConfigError(f"{path} is not a checkpoint of this log: {e}") from e
+    if old.size > size:
+        raise ConfigError(
+            f"{directory} holds size {old.size}, newer than this log's {size}: a different or rolled-back log"
+        )
+    if root_at(old.size) != old.root:
+        raise ConfigError(
+            f"{directory} holds size {old.size} with a root this log does not have at that size: "
+            "the log was rewritten or the mirror is of another log"
+        )
+    return old.size
+
+
 def export_tiles(
     store: SqlStore,
     directory: Path,
     *,
     progress: Callable[[int, int], None] | None = None,
+    update: tuple[str, Callable[[int], bytes]] | None = None,
 ) -> ExportSummary:
     """Write a complete static tlog-tiles tree for the latest checkpoint into ``directory``.
 
-    The directory must be empty or absent. Everything is written before ``checkpoint``, so
-    a reader that finds the checkpoint finds every tile it implies. Each entry is checked to
-    hash to its level-0 tile hash as it is written.
+    The directory must be empty or absent, unless ``update`` (the log's verifier key and
+    its ``root_at``) is given: then it must be a mirror of this log, whose checkpoint is
+    verified and must be consistent with the log now (same root at its size), and only what
+    changed since is written (tiles and entry bundles from its last full tile on; full
+    tiles never change). Everything is written before ``checkpoint``, so a reader that finds
+    the checkpoint finds every tile it implies.
     """
     if directory.exists() and not directory.is_dir():
         raise ConfigError(f"{directory} is not a directory")
-    if directory.exists() and any(directory.iterdir()):
-        raise ConfigError(f"{directory} is not empty; export into a new directory")
-    directory.mkdir(parents=True, exist_ok=True)
     cp = store.latest_checkpoint()
     size = cp.size
-    total = sum(1 for _ in tiles_for_size(size)) + -(-size // TILE_WIDTH)
+    start = 0
+    if update is not None:
+        start = _mirror_size(directory, update[0], update[1], size)
+    elif directory.exists() and any(directory.iterdir()):
+        raise ConfigError(
+            f"{directory} is not empty; export into a new directory, or bring a mirror up to date with --update"
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    # A full tile whose leaves all lie below the mirror's size never changes: the rest is written.
+    hash_todo = [
+        (lv, n, w)
+        for lv, n, w in tiles_for_size(size)
+        if not (w == TILE_WIDTH and (n + 1) * TILE_WIDTH ** (lv + 1) <= start)
+    ]
+    full = start // TILE_WIDTH
+    entry_todo = range(full, -(-size // TILE_WIDTH))
+    total = len(hash_todo) + len(entry_todo)
     done = written = hash_tiles = bundles = 0
 
-    for level, n, width in tiles_for_size(size):
+    for level, n, width in hash_todo:
         written += _write(directory, tile_path(level, n, width), hash_tile(store, level, n, width))
         hash_tiles += 1
         done += 1
         if progress:
             progress(done, total)
 
-    for n in range(-(-size // TILE_WIDTH)):
+    for n in entry_todo:
         width = min(TILE_WIDTH, size - n * TILE_WIDTH)
         written += _write(directory, tile_path("entries", n, width), entry_bundle(store, n, width))
         bundles += 1

@@ -23,6 +23,7 @@ from sqlalchemy.exc import DBAPIError
 from engram.client.sdk import Agent
 from engram.protocol.errors import (
     CanonicalFormError,
+    ConfigError,
     ConflictError,
     KeyStateError,
     LimitExceededError,
@@ -479,3 +480,40 @@ def test_node_reads_are_index_lookups_not_scans(ledger: Ledger, engine: Engine) 
             conn.exec_driver_sql("SET enable_seqscan = off")  # a tiny table would be scanned anyway
             plan = " ".join(str(row) for row in conn.exec_driver_sql("EXPLAIN " + sql))
             assert "Seq Scan" not in plan, plan
+
+
+def test_tiles_update_brings_a_mirror_up_to_date(
+    ledger: Ledger, make_agent: Callable[..., Agent], tmp_path: Path
+) -> None:
+    """`engram export tiles --update` (issue 13): a mirror at an older size, brought up to date,
+    is byte for byte a fresh export, writing only what changed; a directory that is not a
+    mirror of this log is refused and left as it was."""
+    alice = make_agent("alice")
+    for i in range(300):
+        alice.append(*BODIES[0](i))
+    mirror = tmp_path / "mirror"
+    export_tiles(ledger.store, mirror)
+    for i in range(300, 650):
+        alice.append(*BODIES[0](i))
+    summary = export_tiles(ledger.store, mirror, update=(ledger.vkey, ledger.root_at))
+    fresh = tmp_path / "fresh"
+    full = export_tiles(ledger.store, fresh)
+    assert summary.size == full.size == ledger.size()
+    assert summary.entry_bundles < full.entry_bundles and summary.hash_tiles < full.hash_tiles
+    for p in fresh.rglob("*"):
+        if p.is_file():
+            assert (mirror / p.relative_to(fresh)).read_bytes() == p.read_bytes(), p
+    # up to date already: only the tail is rewritten, and the result is unchanged
+    export_tiles(ledger.store, mirror, update=(ledger.vkey, ledger.root_at))
+    assert (mirror / "checkpoint").read_bytes() == (fresh / "checkpoint").read_bytes()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("not a mirror")
+    with pytest.raises(ConfigError, match="no checkpoint"):
+        export_tiles(ledger.store, other, update=(ledger.vkey, ledger.root_at))
+    (other / "checkpoint").write_bytes(b"example.org/other\n3\nAAAA\n\n")
+    with pytest.raises(ConfigError, match="not a checkpoint of this log"):
+        export_tiles(ledger.store, other, update=(ledger.vkey, ledger.root_at))
+    assert sorted(x.name for x in other.iterdir()) == ["checkpoint", "notes.txt"]
+    with pytest.raises(ConfigError, match="--update"):
+        export_tiles(ledger.store, mirror)
