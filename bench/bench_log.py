@@ -72,7 +72,73 @@ def pg_database(admin_url: str) -> tuple[str, Callable[[], None]] | None:
     return f"{base}/{name}", drop
 
 
-def bench_backend(label: str, url: str, n_single: int, n_batched: int, batch: int) -> dict[str, float]:
+def concurrent_ingest(
+    ledger: Ledger, clients: int, per_client: int, grouped: bool
+) -> tuple[float, float, float, float]:
+    """``clients`` threads, each a registered agent appending ``per_client`` events one at a
+    time; returns events/s, p50 and p99 latency (ms) and events per commit."""
+    import threading
+
+    from ledger.groupcommit import GroupCommit
+
+    saved = ledger.group_commit
+    ledger.group_commit = GroupCommit(ledger.append_batch) if grouped else None
+    agents = []
+    for c in range(clients):
+        ag = Agent.generate(
+            f"conc-{clients}-{int(grouped)}-{c}",
+            log_vkey=ledger.vkey,
+            transport=InProcess(ledger),
+            state_dir=None,
+        )
+        ag.register()
+        agents.append(ag)
+    size0 = ledger.size()
+    lat: list[float] = []
+    lock = threading.Lock()
+    go = threading.Barrier(clients + 1)
+
+    def work(ag: Agent) -> None:
+        go.wait()
+        mine = []
+        for i in range(per_client):
+            s = time.perf_counter()
+            ag.append("commitment", {"promise": f"promise {i} " + "z" * 200})
+            mine.append(time.perf_counter() - s)
+        with lock:
+            lat.extend(mine)
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in agents]
+    for t in threads:
+        t.start()
+    go.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    dt = time.perf_counter() - t0
+    commits = len(list(ledger.store.checkpoints_upto(ledger.size()))) - len(
+        list(ledger.store.checkpoints_upto(size0))
+    )
+    ledger.group_commit = saved
+    lat.sort()
+    n = clients * per_client
+    return (
+        n / dt,
+        statistics.median(lat) * 1000,
+        lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000,
+        n / max(commits, 1),
+    )
+
+
+def bench_backend(
+    label: str,
+    url: str,
+    n_single: int,
+    n_batched: int,
+    batch: int,
+    concurrency: tuple[int, ...] = (8, 64),
+    per_client: int = 40,
+) -> dict[str, float]:
     ledger = new_ledger(url)
     agent = Agent.generate("bench-agent", log_vkey=ledger.vkey, transport=InProcess(ledger))
     agent.register()
@@ -124,7 +190,25 @@ def bench_backend(label: str, url: str, n_single: int, n_batched: int, batch: in
         f"  {label}: batches of {batch:<4}             {rate(done, dt):>10}   ({rate(done // batch, dt)} commits)"
     )
 
-    # 3. Proofs at the final size: generation (O(log n) stored reads) and verification.
+    # 3. Concurrent clients, each its own agent appending one event at a time through the SDK
+    #    (sign, append, verify the receipt): with the group commit (ledger.groupcommit) and
+    #    without it (every append its own transaction), in the same run.
+    for clients in concurrency:
+        for grouped in (False, True):
+            rate_c, p50_c, p99_c, per_batch = concurrent_ingest(ledger, clients, per_client, grouped)
+            key = f"c{clients}_{'group' if grouped else 'single'}"
+            figures[key] = rate_c
+            print(
+                f"  {label}: {clients:>2} clients, {'group commit' if grouped else 'one txn each'}"
+                f"  {rate(clients * per_client, clients * per_client / rate_c):>10}   p50 {p50_c:.1f} ms  "
+                f"p99 {p99_c:.1f} ms  ({per_batch:.1f} events per commit)"
+            )
+        print(
+            f"  {label}: {clients:>2} clients: group commit {figures[f'c{clients}_group'] / figures[f'c{clients}_single']:.2f}x "
+            "of one transaction per append"
+        )
+
+    # 4. Proofs at the final size: generation (O(log n) stored reads) and verification.
     size = ledger.size()
     vkey = VerifierKey.parse(ledger.vkey)
     cp = verify_checkpoint(ledger.latest_checkpoint().note, vkey)
@@ -192,6 +276,7 @@ def main() -> None:
     ap.add_argument("--no-pg", action="store_true")
     args = ap.parse_args()
     n_single, n_batched, batch, n_crypto = (30, 256, 64, 500) if args.smoke else (1000, 20_000, 256, 20_000)
+    conc: dict[str, object] = {"concurrency": (4,), "per_client": 5} if args.smoke else {}
 
     print(
         f"Engram log-core benchmark ({'smoke' if args.smoke else 'full'}), Python {sys.version.split()[0]}, {os.cpu_count()} CPUs"
@@ -199,13 +284,15 @@ def main() -> None:
     crypto = bench_crypto(n_crypto)
     results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as d:
-        results["sqlite"] = bench_backend("SQLite", f"sqlite:///{d}/bench.db", n_single, n_batched, batch)
+        results["sqlite"] = bench_backend(
+            "SQLite", f"sqlite:///{d}/bench.db", n_single, n_batched, batch, **conc
+        )  # type: ignore[arg-type]
     if not args.no_pg:
         pg = pg_database(args.pg)
         if pg is not None:
             url, drop = pg
             try:
-                results["postgres"] = bench_backend("PostgreSQL", url, n_single, n_batched, batch)
+                results["postgres"] = bench_backend("PostgreSQL", url, n_single, n_batched, batch, **conc)  # type: ignore[arg-type]
             finally:
                 drop()
 

@@ -58,6 +58,7 @@ from engram.protocol.kinds import gated_texts, require_kind, validate_body, verb
 from engram.protocol.signer import AgentSigner
 from engram.protocol.wire import ConsistencyProof, InclusionProof, Receipt, Submission
 from ledger.config import Settings
+from ledger.groupcommit import GroupCommit
 from ledger.storage.db import current_revision, head_revision, make_engine, migrate
 from ledger.storage.store import SqlStore, StoredCheckpoint, StreamHead, WriteTx
 from ledger.witness import WitnessSubmitter, load_submitter
@@ -253,6 +254,8 @@ class Ledger:
         self.max_body_bytes = max_body_bytes
         self.policy_key = policy_key
         self.rules = rules or AppendRules()
+        #: concurrent single appends of this process share one transaction (ledger.groupcommit)
+        self.group_commit: GroupCommit | None = GroupCommit(self.append_batch)
         #: Witnesses this log submits its checkpoints to (``ENGRAM_WITNESS_POLICY``), or None.
         self.witnesses: WitnessSubmitter | None = None
 
@@ -439,11 +442,27 @@ class Ledger:
             operator: the caller is the operator (allows ``key.registered``).
             system: the caller is the ledger itself (allows reserved ``engram.*`` agents).
 
+        A single signed event goes through the process's group commit
+        (:mod:`ledger.groupcommit`): concurrent callers share one transaction, checkpoint and
+        fsync, each with its own receipt or error.
+
         Raises:
             VerificationError subclasses: bad input (nothing written).
             ConflictError subclasses: a stream's head moved; carries the current head.
             StorageError: the database failed (nothing acknowledged).
         """
+        if len(submissions) == 1 and isinstance(submissions[0], Submission) and self.group_commit is not None:
+            return [self.group_commit.append(submissions[0], operator=operator, system=system)]
+        return self.append_batch(submissions, operator=operator, system=system)
+
+    def append_batch(
+        self,
+        submissions: Sequence[Submission | PolicyEvent],
+        *,
+        operator: bool = False,
+        system: bool = False,
+    ) -> list[Receipt]:
+        """:meth:`append` of exactly this batch, now (what :mod:`ledger.groupcommit` calls)."""
         pending = self._check_batch(submissions, operator=operator, system=system)  # 1
         self._validate(pending)  # 2
         with self.store.write() as tx:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import signal
@@ -33,6 +34,7 @@ from engram.protocol.errors import (
     RejectedEventError,
     SignatureError,
     UnknownKeyError,
+    VerificationError,
     VersionConflictError,
     VersionGapError,
 )
@@ -517,3 +519,57 @@ def test_tiles_update_brings_a_mirror_up_to_date(
     assert sorted(x.name for x in other.iterdir()) == ["checkpoint", "notes.txt"]
     with pytest.raises(ConfigError, match="--update"):
         export_tiles(ledger.store, mirror)
+
+
+def test_group_commit_batches_concurrent_appends_and_refuses_a_bad_one_alone(
+    ledger: Ledger, make_agent: Callable[..., Agent]
+) -> None:
+    """Concurrent single appends share transactions (fewer checkpoints than events), every
+    caller gets its own verified receipt, indices stay dense, streams stay exact; a bad event
+    among them is refused alone with its typed error and writes nothing."""
+    import threading
+
+    agents = [make_agent(f"gc{i}") for i in range(16)]
+    start = ledger.size()
+    cp_before = len(list(ledger.store.checkpoints_upto(start)))
+    errors: list[BaseException] = []
+    receipts: list[int] = []
+    lock = threading.Lock()
+    go = threading.Barrier(len(agents) + 1)
+
+    def work(a: Agent) -> None:
+        go.wait()
+        for i in range(12):
+            try:
+                r = a.append(*BODIES[0](i))  # the SDK verifies the receipt and its proof
+            except BaseException as e:
+                with lock:
+                    errors.append(e)
+            else:
+                with lock:
+                    receipts.append(r.index)
+
+    def bad() -> None:
+        go.wait()
+        kind, body = BODIES[1](0)  # a stream no other thread writes; version 0, but a zeroed signature
+        forged = agents[0].signer.event(kind, body, version=0, prev=None, client_time_us=1)
+        sub = dataclasses.replace(forged, signature=bytes(64))
+        try:
+            ledger.append([sub])
+        except BaseException as e:
+            with lock:
+                errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in agents[1:]] + [threading.Thread(target=bad)]
+    threads.append(threading.Thread(target=work, args=(agents[0],)))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(errors) == 1 and isinstance(errors[0], VerificationError), errors
+    assert sorted(receipts) == list(range(start, start + 16 * 12))
+    assert ledger.size() == start + 16 * 12
+    cps = len(list(ledger.store.checkpoints_upto(ledger.size()))) - cp_before
+    assert cps < 16 * 12, cps  # batches formed: one checkpoint per batch, not per event
+    assert ledger.group_commit is not None and ledger.group_commit.events >= 16 * 12 - cps
+    replay(ledger)  # every stream's chain and key history still replays
