@@ -9,19 +9,17 @@ import json
 import os
 import re
 import shlex
-import socket
 import subprocess
 import sys
-import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-ENGRAM = str(Path(sys.executable).parent / "engram")
+from tests.e2e.processes import ENGRAM, engram_serve, free_port
+
 TOKEN = "KuDMrJaUGAEAYeEOHCgAgHDoCibNmxG9rgC_QQJ6"
 ROOT = Path(__file__).resolve().parents[2]
 README_URL = "http://127.0.0.1:8080"
@@ -57,12 +55,6 @@ def test_the_readme_wires_every_event_the_hook_handles() -> None:
     assert set(cmds["codex"]) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _base_env(tmp_path: Path) -> dict[str, str]:
     env = {
         **os.environ,
@@ -94,25 +86,8 @@ def engram_env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[
     if request.param == "embedded":
         yield env
         return
-    port = _free_port()
-    proc = subprocess.Popen(
-        [ENGRAM, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                if httpx.get(url + "/healthz").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        else:
-            raise AssertionError("the server did not start")
-        client = {**env, "ENGRAM_URL": url, "ENGRAM_HOME": str(tmp_path / "no-home-here")}
-        yield client
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with engram_serve(env) as url:
+        yield {**env, "ENGRAM_URL": url, "ENGRAM_HOME": str(tmp_path / "no-home-here")}
 
 
 def _argv(env: dict[str, str], harness: str, event: str) -> list[str]:
@@ -354,7 +329,7 @@ def test_bad_payloads_fail_with_one_line_and_write_nothing(tmp_path: Path) -> No
     vkey = subprocess.run(
         [ENGRAM, "log", "key"], env=env, capture_output=True, text=True, check=True
     ).stdout.strip()
-    down = {**env, "ENGRAM_URL": f"http://127.0.0.1:{_free_port()}", "ENGRAM_LOG_KEY": vkey}
+    down = {**env, "ENGRAM_URL": f"http://127.0.0.1:{free_port()}", "ENGRAM_LOG_KEY": vkey}
     run = hook(down, "claude-code", _cc("UserPromptSubmit", "s", tmp_path, prompt="hi"))
     assert run.returncode == 1 and run.stderr.startswith("engram hook:") and "cannot reach" in run.stderr, (
         run.stderr

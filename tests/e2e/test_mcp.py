@@ -8,30 +8,21 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from tests.e2e.processes import ENGRAM, engram_serve, free_port, listening
 from verifier.merkle import verify_inclusion
 from verifier.note import VerifierKey, b64decode_strict, verify_checkpoint
 
-ENGRAM = str(Path(sys.executable).parent / "engram")
 TOKEN = "qIvIyzBrDQRk_MHAzlrhtCXKKDHUSS5Y-G7CM9E6"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -197,35 +188,15 @@ def test_stdio_on_the_embedded_log(home: tuple[dict[str, str], Path]) -> None:
 
 def test_streamable_http_on_loopback(home: tuple[dict[str, str], Path]) -> None:
     env, key = home
-    port = _free_port()
-    proc = subprocess.Popen(
-        [ENGRAM, "mcp", "--key-file", str(key), "--transport", "http", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        _wait_port(port, proc)
+    port = free_port()
+    args = [ENGRAM, "mcp", "--key-file", str(key), "--transport", "http", "--port", str(port)]
+    with listening(args, env, port, what="engram mcp"):
 
         async def go() -> None:
             async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=120) as c:
                 await _journey(c, _log_key(env))
 
         asyncio.run(go())
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
-def _wait_port(port: int, proc: subprocess.Popen[bytes]) -> None:
-    for _ in range(300):
-        if proc.poll() is not None:
-            raise AssertionError(proc.stderr.read().decode() if proc.stderr else "exited")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise AssertionError("the MCP server did not listen")
 
 
 @pytest.fixture
@@ -241,24 +212,8 @@ def served(
     subprocess.run(
         [ENGRAM, "agent", "create", "bob", "--key-file", str(key)], env=env, check=True, capture_output=True
     )
-    port = _free_port()
-    proc = subprocess.Popen(
-        [ENGRAM, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                if httpx.get(url + "/healthz").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        else:
-            raise AssertionError("the server did not start")
+    with engram_serve(env) as url:
         yield url, env, key
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def test_stdio_against_a_real_server(served: tuple[str, dict[str, str], Path]) -> None:
@@ -282,7 +237,7 @@ def test_stdio_against_a_real_server(served: tuple[str, dict[str, str], Path]) -
 
 def test_a_server_that_is_down_is_a_tool_error_not_a_crash(home: tuple[dict[str, str], Path]) -> None:
     env, key = home
-    down = f"http://127.0.0.1:{_free_port()}"
+    down = f"http://127.0.0.1:{free_port()}"
 
     async def go() -> None:
         params = StdioServerParameters(

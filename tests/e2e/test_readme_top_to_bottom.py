@@ -7,20 +7,15 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.e2e.processes import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 ENGRAM = str(BIN / "engram")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def readme_script() -> str:
@@ -60,7 +55,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 def test_the_readme_runs_top_to_bottom(tmp_path: Path) -> None:
     script = readme_script()
-    script = script.replace("8080", str(_free_port())).replace("8091", str(_free_port()))
+    script = script.replace("8080", str(free_port())).replace("8091", str(free_port()))
     assert "kill $SERVER" in script and "engram serve" in script  # the HTTP part is in it
     # a failing line must not leave the service or the witness running
     cleanup = "trap 'kill ${SERVER:-} ${WITNESS:-} 2>/dev/null || true' EXIT\n"
@@ -119,7 +114,7 @@ def test_serve_refuses_a_weak_token_before_starting_workers(tmp_path: Path) -> N
     assert _run([ENGRAM, "init"], env, tmp_path).returncode == 0
     for token in ("a" * 40, "changeme", "op-" + "e2e" * 10):
         serve = subprocess.run(
-            [ENGRAM, "serve", "--port", str(_free_port()), "--workers", "2"],
+            [ENGRAM, "serve", "--port", str(free_port()), "--workers", "2"],
             env={**env, "ENGRAM_OPERATOR_TOKEN": token},
             capture_output=True,
             text=True,
