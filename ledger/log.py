@@ -10,12 +10,15 @@ This is the only impure piece of the log core. Its steps for a batch of signed e
    at this index (verifier.keys.authorize) and the agent signature verifies over the exact
    signed bytes; only then the stream's ``version`` must be the head's + 1 and ``prev`` the
    head's leaf hash, else a :class:`ConflictError` carrying the current head. The stored
-   Merkle state must reproduce the last signed checkpoint's root before anything is signed.
+   Merkle state must reproduce the last signed checkpoint's root before anything is signed
+   (a process that itself committed the tree at this size extends its in-memory frontier
+   instead of re-reading it: the log only grows, so that tree is the tree of this size).
 3. The server assigns the index (the log size) and a timestamp strictly greater than the
    previous one, builds the leaf (bounded by ``max_leaf_bytes``), extends the Merkle
    frontier, signs a checkpoint of the new size and commits everything in one transaction.
 4. Receipts carry an inclusion proof to that checkpoint, verified with :mod:`verifier`
-   before they are returned.
+   before they are returned; the proof material comes from the batch itself and the
+   process's cache of committed nodes (ledger.storage.store.ProofCache), not a new read.
 
 Any failure raises a typed error and writes nothing.
 """
@@ -205,6 +208,7 @@ class _Batch:
     size: int
     last_ts: int
     border: CompactRange
+    start_nodes: list[tuple[tuple[int, int], bytes]]
     keys: _BatchKeys
     db_heads: dict[tuple[str, str], StreamHead]
     heads: dict[tuple[str, str], StreamHead] = field(default_factory=dict)
@@ -254,6 +258,8 @@ class Ledger:
         self.max_body_bytes = max_body_bytes
         self.policy_key = policy_key
         self.rules = rules or AppendRules()
+        #: (size, border hashes) of the tree this process last committed (see _open_batch)
+        self._frontier: tuple[int, list[bytes]] | None = None
         #: concurrent single appends of this process share one transaction (ledger.groupcommit)
         self.group_commit: GroupCommit | None = GroupCommit(self.append_batch)
         #: Witnesses this log submits its checkpoints to (``ENGRAM_WITNESS_POLICY``), or None.
@@ -470,6 +476,14 @@ class Ledger:
             for item in pending:
                 self._integrate(batch, item)  # 4
             note, root = self._commit(tx, batch)  # 5
+        # Committed (the transaction's exit returned): only now may the new frontier and
+        # the batch's nodes stand for the log's state in this process.
+        self._frontier = (batch.size, [h for _, _, h in batch.border.nodes])
+        self.store.cache.committed(
+            batch.node_rows,
+            StoredCheckpoint(size=batch.size, root=root, note=note, signed_at_us=batch.last_ts),
+            batch.start_nodes,
+        )
         return self._receipts(batch, note, root)  # 6
 
     def _check_batch(
@@ -498,30 +512,38 @@ class Ledger:
     def _open_batch(self, tx: WriteTx, pending: Sequence[_Prepared | PolicyEvent]) -> _Batch:
         state = tx.lock_state()
         size = state.size
-        border = CompactRange(size, self._frontier_hashes(tx, size))
-        # Never extend a tree whose stored hashes disagree with what the log already
-        # signed: that would sign a checkpoint inconsistent with an earlier one.
-        signed_root = tx.checkpoint_root(size)
-        if signed_root is None or not hmac.compare_digest(signed_root, border.root()):
-            raise StorageError(
-                f"stored Merkle nodes at size {size} disagree with the signed checkpoint; "
-                "refusing to sign a new one (run an audit)"
-            )
+        frontier = self._frontier
+        if frontier is not None and frontier[0] == size:
+            # The in-memory frontier (compact range) of the tree this process committed at
+            # this very size: the log only grows, so a tree of this size is that tree, and
+            # nothing needs re-reading. Set only after a commit returned (append_batch).
+            border = CompactRange(size, frontier[1])
+        else:
+            # Another process appended, or this one just started: read the right edge, and
+            # never extend a tree whose stored hashes disagree with what the log already
+            # signed: that would sign a checkpoint inconsistent with an earlier one.
+            border = CompactRange(size, self._frontier_hashes(tx, size))
+            signed_root = tx.checkpoint_root(size)
+            if signed_root is None or not hmac.compare_digest(signed_root, border.root()):
+                raise StorageError(
+                    f"stored Merkle nodes at size {size} disagree with the signed checkpoint; "
+                    "refusing to sign a new one (run an audit)"
+                )
+        start_nodes = [((lv, i), h) for lv, i, h in border.nodes]
         envs = [p.envelope for p in pending if isinstance(p, _Prepared)]
         key_ids = [e.key_id for e in envs] + [e.new_key.key_id for e in envs if e.new_key is not None]
         key_ids += [self._policy_key_id] if len(envs) < len(pending) else []
         streams = [e.stream for e in envs] + [
             (p.agent, p.kind) for p in pending if isinstance(p, PolicyEvent)
         ]
-        active = tx.load_active_keys([a for a, _ in streams] + [POLICY_AGENT])
         # Active keys are loaded too: a forced revocation retires a key it does not name.
-        keys = _BatchKeys(
-            keys=tx.load_keys(key_ids + [k for k in active.values() if k is not None]), active=active
-        )
+        loaded, active = tx.load_key_state(key_ids, [a for a, _ in streams] + [POLICY_AGENT])
+        keys = _BatchKeys(keys=loaded, active=active)
         return _Batch(
             size=size,
             last_ts=state.last_timestamp_us,
             border=border,
+            start_nodes=start_nodes,
             keys=keys,
             db_heads=tx.load_heads(streams),
         )

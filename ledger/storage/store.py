@@ -26,14 +26,15 @@ ledger acknowledges an append only after the commit returns.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Select, and_, func, insert, or_, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from engram.protocol.errors import ConfigError, StorageError
@@ -51,9 +52,15 @@ from ledger.storage.schema import (
 )
 from verifier.keys import KeyRecord
 
-__all__ = ["LogState", "SqlStore", "StoredCheckpoint", "StreamHead", "WriteTx", "nodes_query"]
+__all__ = ["LogState", "ProofCache", "SqlStore", "StoredCheckpoint", "StreamHead", "WriteTx", "nodes_query"]
 
 _IN_CHUNK = 400  # bound the size of one IN (...) list
+
+#: Merkle nodes one process keeps in memory (LRU): a proof's upper levels are shared by
+#: every proof, so a warm cache answers most of a proof without the database. ~10 MiB.
+NODE_CACHE_ENTRIES = 1 << 16
+#: Checkpoints (and sizes known to have none) one process keeps in memory (LRU).
+CHECKPOINT_CACHE_ENTRIES = 4096
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,6 +99,143 @@ def _key_record(row: Any) -> KeyRecord:
     )
 
 
+class ProofCache:
+    """What one process keeps of the log's immutable, committed proof material.
+
+    Why caching is sound: a Merkle node ``(level, idx)`` and the checkpoint signed at a size
+    never change once committed (append-only tables, specs/storage.md), and only committed
+    values enter the cache (read in a committed read transaction, or written by this
+    process's own append after its commit returned). "No checkpoint at size s" is
+    permanent once the log is larger than s (checkpoints are only signed at the size a
+    commit reaches), so it is cached too, but only below the latest size seen. The
+    latest size seen only grows; a size beyond it is always looked up. Several processes
+    each keep their own cache; none can be stale, because nothing cached can change.
+
+    Someone who rewrites the tables behind the service's back is not served by the cache
+    (the process keeps proving the tree it committed); ``engram audit`` is what compares
+    the tables with the leaves.
+    """
+
+    def __init__(self, nodes: int = NODE_CACHE_ENTRIES, checkpoints: int = CHECKPOINT_CACHE_ENTRIES) -> None:
+        self._lock = threading.Lock()
+        self._nodes: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+        self._cps: OrderedDict[int, StoredCheckpoint | None] = OrderedDict()
+        self._max_nodes = nodes
+        self._max_cps = checkpoints
+        #: the largest checkpoint size known to be committed
+        self.latest = -1
+
+    def nodes(
+        self, coords: Iterable[tuple[int, int]]
+    ) -> tuple[dict[tuple[int, int], bytes], list[tuple[int, int]]]:
+        """(the cached nodes among ``coords``, the coordinates not cached)."""
+        got: dict[tuple[int, int], bytes] = {}
+        missing: list[tuple[int, int]] = []
+        with self._lock:
+            for c in coords:
+                h = self._nodes.get(c)
+                if h is None:
+                    missing.append(c)
+                else:
+                    self._nodes.move_to_end(c)
+                    got[c] = h
+        return got, missing
+
+    def add_nodes(self, items: Iterable[tuple[tuple[int, int], bytes]]) -> None:
+        with self._lock:
+            for c, h in items:
+                self._nodes[c] = h
+                self._nodes.move_to_end(c)
+            while len(self._nodes) > self._max_nodes:
+                self._nodes.popitem(last=False)
+
+    def checkpoints(self, sizes: Iterable[int]) -> tuple[dict[int, StoredCheckpoint], list[int]]:
+        """(the cached checkpoints among ``sizes``, the sizes not known); a size known to
+        have no checkpoint is in neither."""
+        got: dict[int, StoredCheckpoint] = {}
+        unknown: list[int] = []
+        with self._lock:
+            for size in sizes:
+                if size not in self._cps:
+                    unknown.append(size)
+                    continue
+                self._cps.move_to_end(size)
+                cp = self._cps[size]
+                if cp is not None:
+                    got[size] = cp
+        return got, unknown
+
+    def add_checkpoints(
+        self, found: Mapping[int, StoredCheckpoint], looked_up: Iterable[int], latest: int
+    ) -> None:
+        """Record ``found`` and, for sizes looked up below ``latest`` without one, that there is none."""
+        with self._lock:
+            self.latest = max(self.latest, latest)
+            for size in looked_up:
+                if size in found:
+                    self._cps[size] = found[size]
+                elif size < latest:
+                    self._cps[size] = None
+                else:
+                    continue
+                self._cps.move_to_end(size)
+            while len(self._cps) > self._max_cps:
+                self._cps.popitem(last=False)
+
+    def committed(
+        self,
+        node_rows: Iterable[Mapping[str, Any]],
+        checkpoint: StoredCheckpoint,
+        border: Iterable[tuple[tuple[int, int], bytes]] = (),
+    ) -> None:
+        """What this process's own append committed (called after the commit returned): the
+        nodes it wrote, the border it extended (read in its transaction) and its checkpoint."""
+        self.add_nodes(border)
+        self.add_nodes(((r["level"], r["idx"]), r["hash"]) for r in node_rows)
+        self.add_checkpoints({checkpoint.size: checkpoint}, [checkpoint.size], checkpoint.size)
+
+
+def _placeholder(conn: Connection) -> str:
+    return "?" if conn.dialect.paramstyle == "qmark" else "%s"
+
+
+@lru_cache(maxsize=512)
+def _nodes_sql(ph: str, shape: tuple[int, ...]) -> str:
+    """SELECT of nodes as ``level = ? AND idx IN (?, ...)`` terms, one per level (see
+    :func:`nodes_query`), for a shape of per-level counts; built once per shape."""
+    terms = " OR ".join(f"(level = {ph} AND idx IN ({', '.join([ph] * n)}))" for n in shape)
+    return f"SELECT level, idx, hash FROM nodes WHERE {terms}"  # noqa: S608 - placeholders only
+
+
+def _marks(ph: str, n: int) -> str:
+    return ", ".join([ph] * n)
+
+
+_LOCK_STATE_SQL = "SELECT origin, log_vkey, size, last_timestamp_us FROM log_state WHERE id = 1"
+
+
+def _write_sql(ph: str) -> dict[str, str]:
+    def ins(table: str, cols: str) -> str:
+        n = cols.count(",") + 1
+        return f"INSERT INTO {table} ({cols}) VALUES ({', '.join([ph] * n)})"  # noqa: S608 - constants
+
+    return {
+        "leaves": ins("leaves", "idx, leaf_hash, agent, kind, version, key_id, timestamp_us, leaf"),
+        "bodies": ins("bodies", "idx, salt, body"),
+        "nodes": ins("nodes", "level, idx, hash"),
+        "heads": ins("stream_heads", "agent, kind, version, leaf_hash, idx")
+        + " ON CONFLICT (agent, kind) DO UPDATE SET version = excluded.version,"
+        " leaf_hash = excluded.leaf_hash, idx = excluded.idx",
+        "state": f"UPDATE log_state SET size = {ph}, last_timestamp_us = {ph} WHERE id = 1",  # noqa: S608
+        "checkpoint": ins("checkpoints", "size, root, note, signed_at_us"),
+    }
+
+
+#: The append's statements, written once per paramstyle: the hot path executes them
+#: directly (executemany) instead of building SQLAlchemy expressions per call.
+_WRITE_SQL = {ph: _write_sql(ph) for ph in ("?", "%s")}
+
+
 class WriteTx:
     """Operations available inside the serialized append transaction."""
 
@@ -99,17 +243,16 @@ class WriteTx:
         self._conn = conn
 
     def lock_state(self) -> LogState:
-        stmt = select(log_state).where(log_state.c.id == 1)
         if self._conn.dialect.name == "postgresql":
             # Durability of the acknowledgement must not depend on the server's default.
             self._conn.exec_driver_sql("SET LOCAL synchronous_commit = on")
-            stmt = stmt.with_for_update()
-        row = self._conn.execute(stmt).one_or_none()
+            sql = _LOCK_STATE_SQL + " FOR UPDATE"
+        else:
+            sql = _LOCK_STATE_SQL
+        row = self._conn.exec_driver_sql(sql).one_or_none()
         if row is None:
             raise ConfigError("the log is not initialised; run `engram init`")
-        return LogState(
-            origin=row.origin, log_vkey=row.log_vkey, size=row.size, last_timestamp_us=row.last_timestamp_us
-        )
+        return LogState(origin=row[0], log_vkey=row[1], size=int(row[2]), last_timestamp_us=int(row[3]))
 
     def stream_head(self, agent: str, kind: str) -> StreamHead | None:
         return _stream_head(self._conn, agent, kind)
@@ -141,42 +284,61 @@ class WriteTx:
             by_agent.setdefault(agent, set()).add(kind)
         out: dict[tuple[str, str], StreamHead] = {}
         agents = sorted(by_agent)
+        ph = _placeholder(self._conn)
         for i in range(0, len(agents), _IN_CHUNK):
             # Per-agent IN lists, not a row-value IN: see nodes_query.
-            cond = or_(
-                *(
-                    and_(stream_heads.c.agent == a, stream_heads.c.kind.in_(sorted(by_agent[a])))
-                    for a in agents[i : i + _IN_CHUNK]
-                )
+            chunk = agents[i : i + _IN_CHUNK]
+            terms = " OR ".join(f"(agent = {ph} AND kind IN ({_marks(ph, len(by_agent[a]))}))" for a in chunk)
+            params: list[str] = []
+            for a in chunk:
+                params.append(a)
+                params.extend(sorted(by_agent[a]))
+            rows = self._conn.exec_driver_sql(
+                f"SELECT agent, kind, version, leaf_hash, idx FROM stream_heads WHERE {terms}",  # noqa: S608
+                tuple(params),
             )
-            for r in self._conn.execute(select(stream_heads).where(cond)):
-                out[(r.agent, r.kind)] = StreamHead(
-                    agent=r.agent, kind=r.kind, version=r.version, leaf_hash=bytes(r.leaf_hash), index=r.idx
+            for agent, kind, version, lh, idx in rows:
+                out[(agent, kind)] = StreamHead(
+                    agent=agent, kind=kind, version=int(version), leaf_hash=bytes(lh), index=int(idx)
                 )
         return out
 
-    def load_keys(self, key_ids: Iterable[str]) -> dict[str, KeyRecord]:
-        wanted = sorted(set(key_ids))
-        out: dict[str, KeyRecord] = {}
-        for i in range(0, len(wanted), _IN_CHUNK):
-            for r in self._conn.execute(
-                select(agent_keys).where(agent_keys.c.key_id.in_(wanted[i : i + _IN_CHUNK]))
-            ):
-                out[r.key_id] = _key_record(r)
-        return out
-
-    def load_active_keys(self, agents: Iterable[str]) -> dict[str, str | None]:
-        wanted = sorted(set(agents))
-        out: dict[str, str | None] = dict.fromkeys(wanted)
-        for i in range(0, len(wanted), _IN_CHUNK):
-            rows = self._conn.execute(
-                select(agent_keys.c.agent, agent_keys.c.key_id).where(
-                    and_(agent_keys.c.agent.in_(wanted[i : i + _IN_CHUNK]), agent_keys.c.retired_at.is_(None))
-                )
+    def load_key_state(
+        self, key_ids: Iterable[str], agents: Iterable[str]
+    ) -> tuple[dict[str, KeyRecord], dict[str, str | None]]:
+        """In one query per chunk: the records of ``key_ids`` and of each agent's active key,
+        and each of ``agents``' active key id (None: no active key)."""
+        ids = sorted(set(key_ids))
+        names = sorted(set(agents))
+        keys: dict[str, KeyRecord] = {}
+        active: dict[str, str | None] = dict.fromkeys(names)
+        ph = _placeholder(self._conn)
+        for i in range(0, max(len(ids), len(names), 1), _IN_CHUNK):
+            some_ids, some_names = ids[i : i + _IN_CHUNK], names[i : i + _IN_CHUNK]
+            terms = []
+            if some_ids:
+                terms.append(f"key_id IN ({_marks(ph, len(some_ids))})")
+            if some_names:
+                terms.append(f"(agent IN ({_marks(ph, len(some_names))}) AND retired_at IS NULL)")
+            if not terms:
+                break
+            rows = self._conn.exec_driver_sql(
+                f"SELECT key_id, agent, public_key, added_at, retired_at, retired_how FROM agent_keys WHERE {' OR '.join(terms)}",  # noqa: S608
+                (*some_ids, *some_names),
             )
-            for r in rows:
-                out[r.agent] = r.key_id
-        return out
+            for key_id, agent, public_key, added_at, retired_at, retired_how in rows:
+                rec = KeyRecord(
+                    key_id=key_id,
+                    agent=agent,
+                    public_key=bytes(public_key),
+                    added_at=int(added_at),
+                    retired_at=None if retired_at is None else int(retired_at),
+                    retired_how=retired_how,
+                )
+                keys[key_id] = rec
+                if retired_at is None and agent in active:
+                    active[agent] = key_id
+        return keys, active
 
     def write_batch(
         self,
@@ -193,33 +355,31 @@ class WriteTx:
         erase_bodies: Sequence[int] = (),
     ) -> None:
         c = self._conn
-        c.execute(insert(leaves), leaf_rows)
+        sql = _WRITE_SQL[_placeholder(c)]
+        c.exec_driver_sql(
+            sql["leaves"],
+            [
+                (
+                    r["idx"],
+                    r["leaf_hash"],
+                    r["agent"],
+                    r["kind"],
+                    r["version"],
+                    r["key_id"],
+                    r["timestamp_us"],
+                    r["leaf"],
+                )
+                for r in leaf_rows
+            ],
+        )
         if body_rows:
-            c.execute(insert(bodies), body_rows)
+            c.exec_driver_sql(sql["bodies"], [(r["idx"], r["salt"], r["body"]) for r in body_rows])
         if erase_bodies:
             c.execute(bodies.delete().where(bodies.c.idx.in_(sorted(set(erase_bodies)))))
-        c.execute(insert(nodes), node_rows)
+        c.exec_driver_sql(sql["nodes"], [(r["level"], r["idx"], r["hash"]) for r in node_rows])
         if heads:
-            upsert = (sqlite_insert if c.dialect.name == "sqlite" else pg_insert)(stream_heads)
-            c.execute(
-                upsert.on_conflict_do_update(
-                    index_elements=[stream_heads.c.agent, stream_heads.c.kind],
-                    set_={
-                        "version": upsert.excluded.version,
-                        "leaf_hash": upsert.excluded.leaf_hash,
-                        "idx": upsert.excluded.idx,
-                    },
-                ),
-                [
-                    {
-                        "agent": h.agent,
-                        "kind": h.kind,
-                        "version": h.version,
-                        "leaf_hash": h.leaf_hash,
-                        "idx": h.index,
-                    }
-                    for h in heads.values()
-                ],
+            c.exec_driver_sql(
+                sql["heads"], [(h.agent, h.kind, h.version, h.leaf_hash, h.index) for h in heads.values()]
             )
         for rec in key_retirements:
             res = c.execute(
@@ -244,18 +404,9 @@ class WriteTx:
                     for r in key_inserts
                 ],
             )
-        c.execute(
-            update(log_state)
-            .where(log_state.c.id == 1)
-            .values(size=new_size, last_timestamp_us=last_timestamp_us)
-        )
-        c.execute(
-            insert(checkpoints).values(
-                size=checkpoint.size,
-                root=checkpoint.root,
-                note=checkpoint.note,
-                signed_at_us=checkpoint.signed_at_us,
-            )
+        c.exec_driver_sql(sql["state"], (new_size, last_timestamp_us))
+        c.exec_driver_sql(
+            sql["checkpoint"], (checkpoint.size, checkpoint.root, checkpoint.note, checkpoint.signed_at_us)
         )
 
 
@@ -290,9 +441,18 @@ def nodes_query(coords: Sequence[tuple[int, int]]) -> Select[Any]:
 def _fetch_nodes(conn: Connection, coords: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
     wanted = sorted(set(coords))
     out: dict[tuple[int, int], bytes] = {}
+    ph = _placeholder(conn)
     for i in range(0, len(wanted), _IN_CHUNK):
-        for r in conn.execute(nodes_query(wanted[i : i + _IN_CHUNK])):
-            out[(r.level, r.idx)] = bytes(r.hash)
+        by_level: dict[int, list[int]] = {}
+        for level, idx in wanted[i : i + _IN_CHUNK]:
+            by_level.setdefault(level, []).append(idx)
+        params: list[int] = []
+        for level, ids in by_level.items():
+            params.append(level)
+            params.extend(ids)
+        sql = _nodes_sql(ph, tuple(len(ids) for ids in by_level.values()))
+        for level, idx, h in conn.exec_driver_sql(sql, tuple(params)):
+            out[(level, idx)] = bytes(h)
     missing = [c for c in wanted if c not in out]
     if missing:
         raise StorageError(f"stored Merkle nodes are missing: {missing[:5]}")
@@ -304,6 +464,8 @@ class SqlStore:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        #: this process's cache of committed nodes and checkpoints (see ProofCache)
+        self.cache = ProofCache()
 
     @property
     def backend(self) -> str:
@@ -436,30 +598,52 @@ class SqlStore:
     # -- leaves and nodes -------------------------------------------------------------
 
     def nodes(self, coords: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
-        with self.read() as conn:
-            return _fetch_nodes(conn, coords)
+        got, missing = self.cache.nodes(coords)
+        if missing:
+            with self.read() as conn:
+                fetched = _fetch_nodes(conn, missing)
+            self.cache.add_nodes(fetched.items())
+            got.update(fetched)
+        return got
 
     def proof_material(
         self, coords: Sequence[tuple[int, int]], sizes: Iterable[int]
     ) -> tuple[int, dict[tuple[int, int], bytes], dict[int, StoredCheckpoint]]:
-        """In one read transaction: the latest checkpoint size, the nodes, and the
-        checkpoints signed at ``sizes`` (those that exist)."""
+        """The latest checkpoint size (at least), the nodes, and the checkpoints signed at
+        ``sizes`` (those that exist): from this process's cache where it holds them (all
+        immutable, see :class:`ProofCache`), the rest in one read transaction."""
+        wanted = sorted(set(sizes))
+        got, missing = self.cache.nodes(coords)
+        cps, unknown = self.cache.checkpoints(wanted)
+        latest = self.cache.latest
+        if not missing and not unknown and (not wanted or wanted[-1] <= latest):
+            return latest, got, cps
         with self.read() as conn:
-            latest = conn.execute(select(func.max(checkpoints.c.size))).scalar_one_or_none()
-            if latest is None:
+            row = conn.exec_driver_sql("SELECT max(size) FROM checkpoints").one()
+            if row[0] is None:
                 raise ConfigError("the log has no checkpoint; run `engram init`")
-            wanted = sorted(set(sizes))
+            latest = int(row[0])
             if wanted and wanted[-1] > latest:
-                return int(latest), {}, {}  # the caller reports the size as out of range
-            got = _fetch_nodes(conn, coords) if coords else {}
-            rows = conn.execute(select(checkpoints).where(checkpoints.c.size.in_(wanted)))
-            cps = {
-                r.size: StoredCheckpoint(
-                    size=r.size, root=bytes(r.root), note=bytes(r.note), signed_at_us=r.signed_at_us
+                return latest, {}, {}  # the caller reports the size as out of range
+            fetched = _fetch_nodes(conn, missing) if missing else {}
+            found: dict[int, StoredCheckpoint] = {}
+            if unknown:
+                ph = _placeholder(conn)
+                rows = conn.exec_driver_sql(
+                    f"SELECT size, root, note, signed_at_us FROM checkpoints WHERE size IN ({', '.join([ph] * len(unknown))})",  # noqa: S608
+                    tuple(unknown),
                 )
-                for r in rows
-            }
-        return int(latest), got, cps
+                found = {
+                    int(r[0]): StoredCheckpoint(
+                        size=int(r[0]), root=bytes(r[1]), note=bytes(r[2]), signed_at_us=int(r[3])
+                    )
+                    for r in rows
+                }
+        self.cache.add_nodes(fetched.items())
+        self.cache.add_checkpoints(found, unknown, latest)
+        got.update(fetched)
+        cps.update(found)
+        return latest, got, cps
 
     def nodes_at_level(self, level: int, start: int, end: int) -> list[bytes]:
         """Hashes of nodes ``(level, start..end-1)`` in order; all must exist."""

@@ -175,15 +175,30 @@ def _tamper_node(engine: Engine) -> None:
 def test_the_log_refuses_to_sign_over_corrupted_hashes(
     ledger: Ledger, make_agent: Callable[..., Agent], engine: Engine
 ) -> None:
+    """A process that opens a database whose stored hashes were rewritten refuses to sign
+    over them or to prove from them. The process that committed the tree keeps extending
+    the tree it committed (its in-memory frontier, issue 14), so it never signs a checkpoint
+    inconsistent with one it signed either."""
     alice = make_agent("alice")
     alice.append("commitment", {"promise": "n1"})
     _tamper_node(engine)
+    restarted = Ledger(
+        SqlStore(engine), ledger.log_key, clock=ledger.clock, policy_key=ledger.policy_key, rules=ledger.rules
+    )
+    head = ledger.stream_head("alice", "commitment")
+    assert head is not None
+    n2 = alice.signer.event(
+        "commitment", {"promise": "n2"}, version=head.version + 1, prev=head.leaf_hash.hex(), client_time_us=1
+    )
     before = _snapshot(ledger)
     with pytest.raises(StorageError, match="disagree"):
-        alice.append("commitment", {"promise": "n2"})
+        restarted.append([n2])
     assert _snapshot(ledger) == before
     with pytest.raises(StorageError, match="disagree"):
-        ledger.prove_consistency(1)
+        restarted.prove_consistency(1)
+    receipt = ledger.append([n2])[0]
+    assert receipt.index == before[2].size
+    replay(ledger)  # every checkpoint, the new one too, is a prefix of the leaves' tree
 
 
 class _ForkingTransport:
