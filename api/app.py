@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.auth import RequestAuthenticator
 from api.deps import Services
+from api.fastpath import FastReads
 from api.limits import RequestLimits
 from api.problems import (
     engram_error_handler,
@@ -117,6 +118,7 @@ def create_app(
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(StarletteHTTPException, http_error_handler)
     app.add_exception_handler(Exception, unexpected_error_handler)
+    app.add_middleware(FastReads)  # inside RequestLimits: the limits apply to it too
     app.add_middleware(
         RequestLimits,
         max_bytes=settings.max_request_bytes,

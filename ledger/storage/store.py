@@ -195,6 +195,17 @@ class ProofCache:
         self.add_checkpoints({checkpoint.size: checkpoint}, [checkpoint.size], checkpoint.size)
 
 
+def _latest_checkpoint(conn: Connection) -> StoredCheckpoint:
+    row = conn.exec_driver_sql(
+        "SELECT size, root, note, signed_at_us FROM checkpoints ORDER BY size DESC LIMIT 1"
+    ).one_or_none()
+    if row is None:
+        raise ConfigError("the log has no checkpoint; run `engram init`")
+    return StoredCheckpoint(
+        size=int(row[0]), root=bytes(row[1]), note=bytes(row[2]), signed_at_us=int(row[3])
+    )
+
+
 def _placeholder(conn: Connection) -> str:
     return "?" if conn.dialect.paramstyle == "qmark" else "%s"
 
@@ -556,12 +567,7 @@ class SqlStore:
 
     def latest_checkpoint(self) -> StoredCheckpoint:
         with self.read() as conn:
-            row = conn.execute(select(checkpoints).order_by(checkpoints.c.size.desc()).limit(1)).one_or_none()
-        if row is None:
-            raise ConfigError("the log has no checkpoint; run `engram init`")
-        return StoredCheckpoint(
-            size=row.size, root=bytes(row.root), note=bytes(row.note), signed_at_us=row.signed_at_us
-        )
+            return _latest_checkpoint(conn)
 
     def checkpoint(self, size: int) -> StoredCheckpoint | None:
         with self.read() as conn:
@@ -752,6 +758,17 @@ class SqlStore:
                 yield lo + i, leaf
 
     # -- witness cosignatures -------------------------------------------------------------
+
+    def latest_cosigned(self) -> tuple[StoredCheckpoint, list[str]]:
+        """The latest checkpoint and the witness cosignature lines stored for it (by
+        witness), in one read transaction of two indexed lookups (``GET /checkpoint``)."""
+        with self.read() as conn:
+            cp = _latest_checkpoint(conn)
+            lines = conn.exec_driver_sql(
+                f"SELECT line FROM cosignatures WHERE size = {_placeholder(conn)} ORDER BY witness",  # noqa: S608
+                (cp.size,),
+            )
+            return cp, [r[0] for r in lines]
 
     def cosignature_lines(self, size: int) -> list[str]:
         """The witness cosignature lines stored for the checkpoint of ``size``, by witness."""
