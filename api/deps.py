@@ -27,10 +27,10 @@ from api.schemas import AGENT, ProofFromKnown, ReceiptOut, SignedEvent
 from api.settings import ApiSettings
 from engram.protocol.errors import AuthError, ForbiddenError, MalformedError
 from engram.protocol.kinds import kinds_where
+from ledger.envelopes import parse_envelope
 from ledger.log import Ledger, Receipt, Submission
 from ledger.memory.service import MemoryService
 from ledger.sharing import allowed_kinds
-from verifier.event import Envelope
 from verifier.note import b64decode_strict
 
 __all__ = [
@@ -90,7 +90,7 @@ def submission(svc: Services, ev: SignedEvent, cost: float = 1.0) -> Submission:
         salt=unb64(ev.salt, "salt"),
     )
     agent = svc.ledger.event_signer(sub)
-    if Envelope.from_bytes(sub.envelope).kind != "key.registered":
+    if parse_envelope(sub.envelope).kind != "key.registered":
         svc.key_limits.check("agent:" + agent, cost)
     return sub
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from engram.protocol.errors import EngramError
 from engram.protocol.wire import Receipt, Submission
-from verifier.event import Envelope
+from ledger.envelopes import parse_envelope
 
 __all__ = ["MAX_BATCH", "GroupCommit"]
 
@@ -56,7 +56,7 @@ class _Waiter:
 
 def _stream(sub: Submission) -> tuple[str, str] | None:
     try:
-        env = Envelope.from_bytes(sub.envelope)
+        env = parse_envelope(sub.envelope)
     except EngramError:
         return None  # malformed: appended alone, where the ledger reports it
     return env.agent, env.kind

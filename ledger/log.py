@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import hmac
 import secrets
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,6 +63,7 @@ from engram.protocol.kinds import gated_texts, require_kind, validate_body, verb
 from engram.protocol.signer import AgentSigner
 from engram.protocol.wire import ConsistencyProof, InclusionProof, Receipt, Submission
 from ledger.config import Settings
+from ledger.envelopes import parse_envelope
 from ledger.groupcommit import GroupCommit
 from ledger.storage.db import current_revision, head_revision, make_engine, migrate
 from ledger.storage.store import SqlStore, StoredCheckpoint, StreamHead, WriteTx
@@ -104,6 +107,13 @@ __all__ = [
 
 Clock = Callable[[], int]
 
+#: (agent, public key) of the keys this process has seen, by key id. A key id is a
+#: domain-separated hash of the public key itself (verifier.event.agent_key_id) and is
+#: registered for one agent once (its table's primary key), so this map can never be
+#: wrong: it says which key a key id names, never whether that key is valid (authorize
+#: decides that, under the lock, from the key state at the entry's index).
+_KEY_CACHE_ENTRIES = 65_536
+
 
 def system_clock_us() -> int:
     """Wall-clock microseconds since the Unix epoch (the outermost layer's clock)."""
@@ -132,6 +142,8 @@ class _Prepared:
     sub: Submission
     envelope: Envelope
     body: Mapping[str, Any]
+    #: the public key the signature was verified with before the lock (None: not yet)
+    verified_with: bytes | None = None
 
 
 #: A state-dependent refusal the composition root hands the log (e.g. the memory
@@ -258,6 +270,10 @@ class Ledger:
         self.max_body_bytes = max_body_bytes
         self.policy_key = policy_key
         self.rules = rules or AppendRules()
+        self._keys_lock = threading.Lock()
+        self._public_keys: dict[str, tuple[str, bytes]] = {}
+        #: signature -> (envelope bytes, key) event_signer verified, for the append to come
+        self._preverified: OrderedDict[bytes, tuple[bytes, bytes]] = OrderedDict()
         #: (size, border hashes) of the tree this process last committed (see _open_batch)
         self._frontier: tuple[int, list[bytes]] | None = None
         #: concurrent single appends of this process share one transaction (ledger.groupcommit)
@@ -379,7 +395,7 @@ class Ledger:
             raise MalformedError("envelope, signature, body and salt must be bytes", check="submission.type")
         if len(sub.signature) != 64:
             raise MalformedError("an Ed25519 signature is 64 bytes", check="event.signature")
-        envelope = Envelope.from_bytes(sub.envelope)
+        envelope = parse_envelope(sub.envelope)
         if envelope.origin != self.origin:
             raise OriginMismatchError(
                 f"event is for log {envelope.origin!r}, this log is {self.origin!r}", check="envelope.origin"
@@ -404,23 +420,62 @@ class Ledger:
         validate_body(envelope.kind, body)
         self.rules.gate.check_stored(gated_texts(envelope.kind, body))
         self.rules.gate.check_no_secrets(verbatim_texts(envelope.kind, body))
-        return _Prepared(sub=sub, envelope=envelope, body=body)
+        return _Prepared(
+            sub=sub, envelope=envelope, body=body, verified_with=self._verify_early(sub, envelope)
+        )
+
+    def _verify_early(self, sub: Submission, env: Envelope) -> bytes | None:
+        """Check the signature before the lock, with the key the envelope names (issue 14:
+        the writer then only re-checks what depends on log state, i.e. that this key is the
+        one valid for the agent at the entry's index). Returns that key, or None when this
+        process does not know it yet (the writer then checks everything under the lock)."""
+        if env.kind == "key.registered" and env.new_key is not None:
+            return None  # self-signed by the key it introduces: authorize decides
+        pk = self._key_of(env)
+        if pk is None:
+            return None
+        with self._keys_lock:
+            verified = self._preverified.get(sub.signature)
+        if verified is not None and verified[0] == sub.envelope and hmac.compare_digest(verified[1], pk):
+            return pk  # event_signer checked exactly these bytes with this key
+        verify_event_signature(env, sub.signature, pk, envelope_jcs=sub.envelope)
+        return pk
+
+    def _key_of(self, env: Envelope) -> bytes | None:
+        """The public key ``env.key_id`` names, if it is a key of ``env.agent`` in this log."""
+        with self._keys_lock:
+            known = self._public_keys.get(env.key_id)
+        if known is None:
+            known = self.store.public_key(env.key_id)
+            if known is None:
+                return None
+            with self._keys_lock:
+                self._public_keys[env.key_id] = known
+                if len(self._public_keys) > _KEY_CACHE_ENTRIES:
+                    self._public_keys.clear()  # rare; refilled from the table on demand
+        agent, public_key = known
+        return public_key if agent == env.agent else None
 
     def event_signer(self, sub: Submission) -> str:
         """A cheap check before anything else (rate limits): the event's signature verifies
         under the key its envelope names (a registration: its own new key). Returns the
         agent. This is not authorization; :meth:`append` still checks everything."""
-        env = Envelope.from_bytes(sub.envelope)
+        env = parse_envelope(sub.envelope)
         if env.kind == "key.registered" and env.new_key is not None:
             public_key = env.new_key.public_key
         else:
-            record = next((k for k in self.store.keys_of(env.agent) if k.key_id == env.key_id), None)
-            if record is None:
+            found = self._key_of(env)
+            if found is None:
                 raise UnknownKeyError(
                     f"no key {env.key_id} of agent {env.agent} in this log", check="key.unknown"
                 )
-            public_key = record.public_key
+            public_key = found
         verify_event_signature(env, sub.signature, public_key, envelope_jcs=sub.envelope)
+        with self._keys_lock:
+            # The append that follows need not verify these exact bytes again (_verify_early).
+            self._preverified[sub.signature] = (sub.envelope, public_key)
+            while len(self._preverified) > 1024:
+                self._preverified.popitem(last=False)
         return env.agent
 
     def append(
@@ -555,7 +610,10 @@ class Ledger:
         # Authenticate first: a forged or unauthorized event is refused before any
         # stream state is consulted. (Heads are not secret: the leaves are public.)
         decision = authorize(batch.keys, env, index)
-        verify_event_signature(env, p.sub.signature, decision.signer_public_key, envelope_jcs=p.sub.envelope)
+        if p.verified_with is None or not hmac.compare_digest(p.verified_with, decision.signer_public_key):
+            verify_event_signature(
+                env, p.sub.signature, decision.signer_public_key, envelope_jcs=p.sub.envelope
+            )
         self._check_stream(env, batch.heads.get(env.stream) or batch.db_heads.get(env.stream))
         batch.keys.apply(decision.change, index)
 

@@ -38,6 +38,7 @@ from engram.protocol.kinds import validate_body
 from engram.protocol.records import RECORD_KINDS
 from engram.protocol.schemas import CATEGORIES
 from engram.protocol.scopes import GLOBAL, parse_scopes, scope_of
+from ledger.envelopes import parse_envelope
 from ledger.log import Ledger, PolicyEvent, Receipt, Submission
 from ledger.memory.access import AccessLog, Use
 from ledger.memory.distill import Distiller, RuleBasedDistiller, Turn, distill_stats, run_distiller
@@ -60,7 +61,7 @@ from ledger.memory.report import DistillRow, distill_rows
 from ledger.memory.state import RECORD, Item
 from ledger.memory.terms import content_terms
 from ledger.memory.vectors import VectorIndex
-from verifier.event import Envelope, Leaf
+from verifier.event import Leaf
 from verifier.jcs import canonical_bytes, parse_strict
 
 __all__ = ["CloseResult", "MemoryService"]
@@ -184,7 +185,7 @@ class MemoryService:
         """Append one event an agent signed elsewhere (HTTP), after checking it is ``agent``'s,
         of one of ``kinds`` and (if given) about ``session``; the projection is synced past
         it (read-your-writes). Returns the receipt and the body."""
-        env = Envelope.from_bytes(sub.envelope)
+        env = parse_envelope(sub.envelope)
         if env.agent != agent:
             raise ForbiddenError(
                 f"this event is signed for agent {env.agent}, not {agent}", check="auth.agent"

@@ -556,6 +556,16 @@ class SqlStore:
             ).one_or_none()
         return None if row is None else str(row.key_id)
 
+    def public_key(self, key_id: str) -> tuple[str, bytes] | None:
+        """(agent, public key) of a key id registered in this log (a key id is a hash of its
+        key, registered once: the answer never changes)."""
+        with self.read() as conn:
+            row = conn.exec_driver_sql(
+                f"SELECT agent, public_key FROM agent_keys WHERE key_id = {_placeholder(conn)}",  # noqa: S608
+                (key_id,),
+            ).one_or_none()
+        return None if row is None else (str(row[0]), bytes(row[1]))
+
     def keys_of(self, agent: str) -> list[KeyRecord]:
         with self.read() as conn:
             rows = conn.execute(

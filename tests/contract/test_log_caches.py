@@ -7,9 +7,13 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+import pytest
 from sqlalchemy import Engine, event
 
 from engram.client.sdk import Agent
+from engram.protocol.errors import KeyStateError, SignatureError, UnknownKeyError
+from engram.protocol.signer import AgentSigner
+from engram.protocol.wire import Submission
 from ledger.compose import memory_rules
 from ledger.inprocess import InProcess
 from ledger.log import Ledger
@@ -17,6 +21,7 @@ from ledger.storage.db import make_engine
 from ledger.storage.store import ProofCache, SqlStore, StoredCheckpoint
 from tests.conftest import StepClock
 from tests.contract.test_log_contract import replay
+from verifier.errors import VerificationError
 
 
 def _process(ledger: Ledger, db_url: str) -> Ledger:
@@ -104,3 +109,58 @@ def test_the_node_cache_is_bounded_and_keeps_the_recently_used() -> None:
     got, missing = cache.nodes([(0, i) for i in range(4)])
     assert sorted(got) == [(0, 0), (0, 2), (0, 3)]
     assert missing == [(0, 1)]
+
+
+def test_a_key_verified_before_the_lock_is_still_refused_if_revoked_in_the_batch(
+    ledger: Ledger, make_agent: Callable[..., Agent]
+) -> None:
+    """The signature is checked before the lock with the key the envelope names; the writer
+    still decides whether that key is valid at the entry's index (here: revoked by the
+    entry before it in the same batch), so the early check never admits an event."""
+    alice = make_agent("alice")
+    revoke = alice.signer.event("key.revoked", {"reason": "stolen"}, version=0, prev=None, client_time_us=1)
+    after = alice.signer.event("commitment", {"promise": "after"}, version=0, prev=None, client_time_us=1)
+    before = ledger.store.counts()
+    with pytest.raises(KeyStateError):
+        ledger.append([revoke, after])
+    assert ledger.store.counts() == before
+    # The rate-limit pre-check verified these very bytes; the append is refused all the same.
+    ledger.append([revoke])
+    assert ledger.event_signer(after) == "alice"
+    with pytest.raises(KeyStateError):
+        ledger.append([after])
+    replay(ledger)
+
+
+def test_a_key_of_another_agent_is_unknown_to_the_early_check(
+    ledger: Ledger, make_agent: Callable[..., Agent]
+) -> None:
+    alice, bob = make_agent("alice"), make_agent("bob")
+    alice.append("commitment", {"promise": "warm the key cache"})
+    # Bob signs with his own key an event that names Alice's agent id and Bob's key id.
+    head = ledger.stream_head("alice", "commitment")
+    assert head is not None
+    forged = AgentSigner("alice", bob.signer.private_key, origin=ledger.origin).event(
+        "commitment", {"promise": "as alice"}, version=1, prev=head.leaf_hash.hex(), client_time_us=1
+    )
+    with pytest.raises(UnknownKeyError):
+        ledger.event_signer(forged)
+    before = ledger.store.counts()
+    with pytest.raises(VerificationError):
+        ledger.append([forged])
+    assert ledger.store.counts() == before
+
+
+def test_a_forged_signature_is_refused_before_the_lock_and_writes_nothing(
+    ledger: Ledger, make_agent: Callable[..., Agent], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice = make_agent("alice")
+    good = alice.signer.event("commitment", {"promise": "p"}, version=0, prev=None, client_time_us=1)
+    forged = Submission(envelope=good.envelope, signature=bytes(64), body=good.body, salt=good.salt)
+
+    def no_lock() -> None:
+        raise AssertionError("the writer lock was taken for a forged event")
+
+    monkeypatch.setattr(ledger.store, "write", no_lock)
+    with pytest.raises(SignatureError):
+        ledger.append([forged])
