@@ -14,11 +14,10 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, delete, func, or_, select, text, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from engram.protocol.errors import StorageError
@@ -111,17 +110,50 @@ def _session_from_row(r: Any) -> Session:
     )
 
 
+_ITEM_COLS = tuple(c.name for c in mem_items.columns)
+_SESSION_COLS = tuple(c.name for c in mem_sessions.columns)
+
+
+def _cols(names: Sequence[str]) -> str:
+    return ", ".join(f'"{n}"' for n in names)
+
+
+@lru_cache(maxsize=4)
+def _state_sql(ph: str) -> dict[str, str]:
+    """The projector's statements, written once per paramstyle (issue 14: SQLAlchemy
+    expression building was most of the projection's time). Identifiers are the schema's
+    column names, quoted; values are always parameters."""
+
+    def upsert(table: str, cols: Sequence[str], key: Sequence[str]) -> str:
+        updates = ", ".join(f'"{c}" = excluded."{c}"' for c in cols if c not in key)
+        return (
+            f"INSERT INTO {table} ({_cols(cols)}) VALUES ({', '.join([ph] * len(cols))}) "  # noqa: S608
+            f"ON CONFLICT ({_cols(key)}) DO UPDATE SET {updates}"
+        )
+
+    items, sessions = _cols(_ITEM_COLS), _cols(_SESSION_COLS)
+    return {
+        "put_item": upsert("mem_items", _ITEM_COLS, ("agent", "ref")),
+        "put_session": upsert("mem_sessions", _SESSION_COLS, ("agent", "session")),
+        "item": f"SELECT {items} FROM mem_items WHERE agent = {ph} AND ref = {ph}",  # noqa: S608
+        "session": f'SELECT {sessions} FROM mem_sessions WHERE agent = {ph} AND "session" = {ph}',  # noqa: S608
+        "duplicates": f"SELECT {items} FROM mem_items WHERE agent = {ph} AND tier = {ph} "  # noqa: S608
+        f"AND status = 'active' AND norm_hash = {ph} ORDER BY idx, pos",
+        "sessions": f'SELECT {sessions} FROM mem_sessions WHERE agent = {ph} ORDER BY "session"',  # noqa: S608
+        "hot": f"SELECT {items} FROM mem_items WHERE agent = {ph} AND tier = 'HOT' "  # noqa: S608
+        "AND status = 'active' ORDER BY idx, pos",
+    }
+
+
 class SqlState:
     """The :class:`~ledger.memory.state.MemoryState` port over the projection tables."""
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        self._upsert = sqlite_insert if conn.dialect.name == "sqlite" else pg_insert
+        self._sql = _state_sql("?" if conn.dialect.paramstyle == "qmark" else "%s")
 
     def item(self, agent: str, ref: str) -> Item | None:
-        r = self.conn.execute(
-            select(mem_items).where(and_(mem_items.c.agent == agent, mem_items.c.ref == ref))
-        ).one_or_none()
+        r = self.conn.exec_driver_sql(self._sql["item"], (agent, ref)).one_or_none()
         return None if r is None else item_from_row(r)
 
     def put_item(self, item: Item) -> None:
@@ -132,13 +164,7 @@ class SqlState:
         ):
             self.conn.execute(BUMP_GENERATION)
         row = _item_row(item)
-        stmt = self._upsert(mem_items).values(row)
-        self.conn.execute(
-            stmt.on_conflict_do_update(
-                index_elements=[mem_items.c.agent, mem_items.c.ref],
-                set_={k: stmt.excluded[k] for k in row if k not in ("agent", "ref")},
-            )
-        )
+        self.conn.exec_driver_sql(self._sql["put_item"], tuple(row[c] for c in _ITEM_COLS))
 
     def record_uses(self, agent: str, refs: Iterable[str], at_us: int) -> None:
         # One statement for the whole entry: access logging is the projection's most frequent
@@ -148,33 +174,16 @@ class SqlState:
             self.conn.execute(_RECORD_USES, {"a": agent, "refs": distinct, "at": at_us})
 
     def session(self, agent: str, session: str) -> Session | None:
-        r = self.conn.execute(
-            select(mem_sessions).where(and_(mem_sessions.c.agent == agent, mem_sessions.c.session == session))
-        ).one_or_none()
+        r = self.conn.exec_driver_sql(self._sql["session"], (agent, session)).one_or_none()
         return None if r is None else _session_from_row(r)
 
     def put_session(self, session: Session) -> None:
         row = {**session.to_json(), "hot_snapshot": json.dumps(session.hot_snapshot)}
-        stmt = self._upsert(mem_sessions).values(row)
-        self.conn.execute(
-            stmt.on_conflict_do_update(
-                index_elements=[mem_sessions.c.agent, mem_sessions.c.session],
-                set_={k: stmt.excluded[k] for k in row if k not in ("agent", "session")},
-            )
-        )
+        self.conn.exec_driver_sql(self._sql["put_session"], tuple(row[c] for c in _SESSION_COLS))
 
     def find_duplicate(self, agent: str, tier: str, norm: str) -> Item | None:
-        rows = self.conn.execute(
-            select(mem_items)
-            .where(
-                and_(
-                    mem_items.c.agent == agent,
-                    mem_items.c.tier == tier,
-                    mem_items.c.status == "active",
-                    mem_items.c.norm_hash == hashlib.sha256(norm.encode()).hexdigest(),
-                )
-            )
-            .order_by(mem_items.c.idx, mem_items.c.pos)
+        rows = self.conn.exec_driver_sql(
+            self._sql["duplicates"], (agent, tier, hashlib.sha256(norm.encode()).hexdigest())
         )
         for r in rows:
             it = item_from_row(r)
@@ -183,24 +192,14 @@ class SqlState:
         return None
 
     def agent_sessions(self, agent: str) -> list[Session]:
-        rows = self.conn.execute(
-            select(mem_sessions).where(mem_sessions.c.agent == agent).order_by(mem_sessions.c.session)
-        )
-        return [_session_from_row(r) for r in rows]
+        return [_session_from_row(r) for r in self.conn.exec_driver_sql(self._sql["sessions"], (agent,))]
 
     def fileable_warm(self, agent: str) -> list[Item]:
         rows = self.conn.execute(_FILEABLE_WARM, {"a": agent})
         return [item_from_row(r) for r in rows]
 
     def hot_items(self, agent: str) -> list[Item]:
-        rows = self.conn.execute(
-            select(mem_items)
-            .where(
-                and_(mem_items.c.agent == agent, mem_items.c.tier == "HOT", mem_items.c.status == "active")
-            )
-            .order_by(mem_items.c.idx, mem_items.c.pos)
-        )
-        return [item_from_row(r) for r in rows]
+        return [item_from_row(r) for r in self.conn.exec_driver_sql(self._sql["hot"], (agent,))]
 
 
 #: Documents a full-text query may match before its most common terms are left out (SQLite):
@@ -251,9 +250,7 @@ class Projection:
 
     def applied_size(self) -> int:
         with self.engine.connect() as conn:
-            return int(
-                conn.execute(select(mem_cursor.c.applied_size).where(mem_cursor.c.id == 1)).scalar_one()
-            )
+            return int(conn.exec_driver_sql("SELECT applied_size FROM mem_cursor WHERE id = 1").scalar_one())
 
     def sync(self, upto: int | None = None) -> int:
         """Apply the log up to ``upto`` (default: the whole log); return the applied size."""

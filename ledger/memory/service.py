@@ -114,15 +114,26 @@ class MemoryService:
         #: change what recall returns).
         self._unapplied_uses: set[int] = set()
         self._uses_lock = threading.Lock()
+        #: held while this process applies the log to the projection (see sync)
+        self._projector = threading.Lock()
 
     # -- consistency with the log ----------------------------------------------------
 
     def sync(self, min_size: int | None = None) -> int:
         """Bring the projection to at least ``min_size`` (default: the latest checkpoint),
-        then embed what it added (an embedder failure never fails the caller)."""
-        applied = self.projection.sync(min_size)
-        if self.vectors is not None:
-            self.vectors.embed_pending()
+        then embed what it added (an embedder failure never fails the caller).
+
+        Concurrent callers of one process share the work (issue 14): one at a time holds
+        the projector, and it applies everything committed so far, so the callers queued
+        behind it (whose entries were committed before it read the log's size) find their
+        entries applied and return after one read. One projection transaction per group of
+        writes instead of one per write; across processes the cursor row is the lock."""
+        with self._projector:
+            applied = self.projection.sync()
+            if min_size is not None and applied < min_size:
+                applied = self.projection.sync(min_size)
+            if self.vectors is not None:
+                self.vectors.embed_pending()
         return applied
 
     def _sync_for_recall(self) -> int:
