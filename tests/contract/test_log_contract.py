@@ -469,6 +469,66 @@ def test_a_killed_writer_loses_no_acknowledged_entry(ledger: Ledger, db_url: str
     assert bob.append("commitment", {"promise": "after the crash"}).index == cp.size + 1
 
 
+@pytest.mark.slow
+def test_killing_a_process_mid_batch_loses_no_acknowledged_entry_of_any_process(
+    ledger: Ledger, db_url: str
+) -> None:
+    """The sequencer under faults (issue 14): three processes of eight threads each share
+    batches through their group commits; one is SIGKILLed while its batches are in flight.
+    Every entry any process acknowledged is in the log at its index with its hash, indices
+    are dense, every pair of checkpoints is consistent, and the log goes on."""
+
+    def start(name: str, count: int) -> subprocess.Popen[str]:
+        args = [sys.executable, "-m", "tests.contract.worker", db_url, name, str(count), "--register"]
+        return subprocess.Popen(
+            [*args, "--threads", "8"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
+    victim = start("victim", 100_000)
+    others = [start(f"steady{i}", 15) for i in range(2)]
+    acked: list[tuple[int, str]] = []
+    assert victim.stdout is not None
+    deadline = time.monotonic() + 120
+    while len(acked) < 80 and time.monotonic() < deadline:
+        line = victim.stdout.readline()
+        if not line:
+            break
+        _, idx, h = line.split()
+        acked.append((int(idx), h))
+    os.kill(victim.pid, signal.SIGKILL)
+    rest, _ = victim.communicate(timeout=30)  # acks written before the kill
+    acked += [(int(i), h) for _, i, h in (ln.split() for ln in rest.splitlines() if ln.startswith("ack "))]
+    assert len(acked) >= 80
+    for w in others:
+        out, err = w.communicate(timeout=300)
+        assert w.returncode == 0, err
+        acked += [(int(i), h) for _, i, h in (ln.split() for ln in out.splitlines())]
+    indices = [i for i, _ in acked]
+    assert len(indices) == len(set(indices))
+    for idx, h in acked:
+        assert leaf_hash(ledger.store.leaf(idx)).hex() == h
+    state = ledger.store.state()
+    cp = ledger.latest_checkpoint()
+    assert state.size == cp.size == ledger.store.counts()["leaves"]
+    assert [i for i, _, _ in ledger.store.leaves_with_hashes(0, cp.size)] == list(range(cp.size))
+    vkey = VerifierKey.parse(ledger.vkey)
+    sizes = ledger.store.checkpoint_sizes()
+    for old, new in itertools.pairwise(sizes):
+        o = verify_checkpoint(ledger.store.checkpoint(old).note, vkey)
+        n = verify_checkpoint(ledger.store.checkpoint(new).note, vkey)
+        verify_consistency(
+            old_size=old,
+            new_size=new,
+            old_root=o.root,
+            new_root=n.root,
+            proof=ledger.prove_consistency(old, new).hashes,
+        )
+    replay(ledger)
+    bob = Agent.generate("bob", log_vkey=ledger.vkey, transport=InProcess(ledger))
+    bob.register()
+    assert bob.append("commitment", {"promise": "after the crash"}).index == cp.size + 1
+
+
 def test_node_reads_are_index_lookups_not_scans(ledger: Ledger, engine: Engine) -> None:
     from ledger.storage.store import nodes_query
 
