@@ -36,7 +36,7 @@ from verifier.errors import (
     OriginMismatchError,
     SignatureError,
 )
-from verifier.jcs import MAX_SAFE_INTEGER, canonical_bytes, parse_canonical
+from verifier.jcs import MAX_SAFE_INTEGER, canonical_bytes, canonical_bytes_of_parsed, parse_canonical
 from verifier.merkle import leaf_hash
 from verifier.note import b64decode_strict
 
@@ -274,7 +274,8 @@ class Envelope:
     def from_bytes(cls, data: bytes) -> Envelope:
         """Parse envelope bytes that must be canonical JCS and exactly this envelope's encoding."""
         env = cls.from_obj(parse_canonical(data, max_bytes=MAX_ENVELOPE_BYTES))
-        if env.canonical() != data:  # pragma: no cover - from_obj is lossless; kept as a guard
+        # from_obj keeps only parsed values, so the fast encoder applies (verifier.jcs).
+        if canonical_bytes_of_parsed(env.to_obj(), data) != data:  # pragma: no cover - a guard
             raise CanonicalFormError("envelope does not re-encode to its bytes", check="envelope.form")
         return env
 

@@ -32,6 +32,7 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "JSONValue",
     "canonical_bytes",
+    "canonical_bytes_of_parsed",
     "check_shape",
     "parse_canonical",
     "parse_strict",
@@ -266,6 +267,35 @@ def check_shape(
             depth -= 1
 
 
+#: The standard library's C encoder with JCS separators and escaping (ensure_ascii=False:
+#: the same C string encoder as _encode_string) and keys sorted by code point.
+_C_ENCODER = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False, check_circular=False
+)
+#: UTF-8 lead bytes of U+E000..U+10FFFF: the only characters whose code-point order can
+#: differ from UTF-16 code-unit order (a BMP character at or above U+E000 sorts after a
+#: supplementary one in code points, before it in UTF-16).
+_ORDER_MAY_DIFFER = re.compile(rb"[\xee-\xf4]")
+
+
+def canonical_bytes_of_parsed(value: JSONValue, data: bytes) -> bytes:
+    """:func:`canonical_bytes` of a value :func:`parse_strict` returned for ``data``, by the
+    C encoder where that is provably the same bytes, else by :func:`canonical_bytes`.
+
+    Why it is the same: parse_strict admits only null, booleans, safe integers, strings
+    without lone surrogates, lists and objects with string keys, nested at most
+    :data:`MAX_DEPTH` deep. On those, the C encoder writes integers, literals and strings
+    exactly as :func:`_encode` does (same string encoder; ``int.__repr__``), and sorts keys
+    by code point, which equals the UTF-16 order RFC 8785 asks for unless a key holds a
+    character at or above U+E000, which needs one of the bytes ``_ORDER_MAY_DIFFER`` finds
+    in ``data`` (then the slow path decides). Property tests check the two agree
+    (tests/unit/test_jcs.py). About 10x faster on leaves and bodies (issue 14).
+    """
+    if _ORDER_MAY_DIFFER.search(data):
+        return canonical_bytes(value)
+    return _C_ENCODER.encode(value).encode("utf-8")
+
+
 def parse_canonical(data: bytes, *, max_bytes: int) -> JSONValue:
     """Parse ``data`` strictly and require it to be exactly its RFC 8785 canonical form.
 
@@ -274,7 +304,7 @@ def parse_canonical(data: bytes, *, max_bytes: int) -> JSONValue:
         (and everything :func:`parse_strict` raises)
     """
     value = parse_strict(data, max_bytes=max_bytes)
-    if canonical_bytes(value) != bytes(data):
+    if canonical_bytes_of_parsed(value, bytes(data)) != bytes(data):
         raise CanonicalFormError(
             "JSON is not in RFC 8785 canonical form (key order, whitespace or escapes)",
             check="canonical.form",

@@ -10,7 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from verifier.errors import CanonicalFormError, LimitExceededError, MalformedError
-from verifier.jcs import MAX_SAFE_INTEGER, canonical_bytes, parse_canonical, parse_strict
+from verifier.jcs import (
+    MAX_SAFE_INTEGER,
+    canonical_bytes,
+    canonical_bytes_of_parsed,
+    parse_canonical,
+    parse_strict,
+)
 
 # Unicode text without lone surrogates (not representable in UTF-8 and rejected by JCS).
 text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
@@ -117,3 +123,84 @@ def test_the_shape_bound_never_undercounts(value: object) -> None:
     if text.count("[") > 1:
         with pytest.raises(LimitExceededError):
             parse_strict(text.encode(), max_bytes=1 << 16, max_containers=text.count("[") - 1)
+
+
+# -- the C-encoder fast path of parse_canonical (issue 14) ----------------------------------
+
+# Keys from every plane, weighted towards the characters where code-point and UTF-16 orders
+# disagree (U+E000..U+FFFF against supplementary characters).
+order_text = st.text(
+    st.characters(blacklist_categories=("Cs",))
+    | st.characters(min_codepoint=0xE000, max_codepoint=0xFFFF, blacklist_categories=("Cs",))
+    | st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF),
+    max_size=4,
+)
+order_values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-MAX_SAFE_INTEGER, max_value=MAX_SAFE_INTEGER) | text,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(order_text, children, max_size=5),
+    max_leaves=25,
+)
+
+
+@given(json_values | order_values)
+def test_the_fast_canonical_form_is_byte_identical_to_the_reference(value: object) -> None:
+    data = canonical_bytes(value)
+    assert canonical_bytes_of_parsed(parse_strict(data, max_bytes=1 << 20), data) == data
+
+
+def _reference_outcome(data: bytes) -> object:
+    """What parse_canonical answered before the fast path: parse strictly, re-encode with
+    the reference encoder, compare."""
+    try:
+        value = parse_strict(data, max_bytes=1 << 20)
+        if canonical_bytes(value) != data:
+            return CanonicalFormError
+        return ("ok", value)
+    except Exception as e:
+        return type(e)
+
+
+def _outcome(data: bytes) -> object:
+    try:
+        return ("ok", parse_canonical(data, max_bytes=1 << 20))
+    except Exception as e:
+        return type(e)
+
+
+@given(
+    json_values | order_values,
+    st.sampled_from(["canonical", "ascii", "spaced", "unsorted", "reversed"]),
+)
+def test_parse_canonical_accepts_and_refuses_exactly_as_the_reference(value: object, form: str) -> None:
+    if form == "canonical":
+        data = canonical_bytes(value)
+    elif form == "ascii":
+        data = json.dumps(value, ensure_ascii=True, separators=(",", ":"), sort_keys=True).encode()
+    elif form == "spaced":
+        data = json.dumps(value, ensure_ascii=False, sort_keys=True).encode()
+    elif form == "unsorted":
+        data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    else:
+        data = json.dumps(_reverse_keys(value), ensure_ascii=False, separators=(",", ":")).encode()
+    assert _outcome(data) == _reference_outcome(data)
+
+
+@given(st.binary(max_size=64))
+def test_parse_canonical_matches_the_reference_on_arbitrary_bytes(data: bytes) -> None:
+    assert _outcome(data) == _reference_outcome(data)
+
+
+def _reverse_keys(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _reverse_keys(value[k]) for k in reversed(list(value))}
+    if isinstance(value, list):
+        return [_reverse_keys(v) for v in value]
+    return value
+
+
+def test_keys_ordered_by_code_point_only_are_refused_on_the_fast_path_too() -> None:
+    # U+1F600 (D83D DE00 in UTF-16) sorts before U+FB01 by code units, after it by code point.
+    by_utf16 = '{"\U0001f600":1,"\ufb01":2}'.encode()
+    by_code_point = '{"\ufb01":2,"\U0001f600":1}'.encode()
+    assert _outcome(by_utf16) == ("ok", {"\U0001f600": 1, "\ufb01": 2})
+    assert _outcome(by_code_point) is CanonicalFormError
