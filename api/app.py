@@ -9,6 +9,7 @@ events, memory, sharing and the trust oracle. specs/http-api.md is the contract.
 import asyncio
 import logging
 import os
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -94,11 +95,20 @@ def create_app(
         task = None
         if svc.ledger.witnesses is not None and settings.witness_interval_s > 0:
             task = asyncio.create_task(_witness_loop(svc.ledger, settings.witness_interval_s))
+        # The projection follows the log in the background: a lagging projection catches
+        # up at start-up, not inside the first memory request (issue 14).
+        stop = threading.Event()
+        follower = threading.Thread(
+            target=svc.memory.follow, args=(stop,), name="engram-projection", daemon=True
+        )
+        follower.start()
         try:
             yield
         finally:
+            stop.set()
             if task is not None:
                 task.cancel()
+            await anyio.to_thread.run_sync(follower.join, 30)
 
     app = FastAPI(
         title="Engram",

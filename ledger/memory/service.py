@@ -9,6 +9,7 @@ step with the log (read-your-writes: every operation syncs past its own appends)
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 import threading
 import time
@@ -65,6 +66,8 @@ from verifier.event import Leaf
 from verifier.jcs import canonical_bytes, parse_strict
 
 __all__ = ["CloseResult", "MemoryService"]
+
+_log = logging.getLogger("engram.memory")
 
 #: Longest recall query (characters), as the HTTP API bounds it.
 MAX_QUERY_CHARS = 1000
@@ -135,6 +138,19 @@ class MemoryService:
             if self.vectors is not None:
                 self.vectors.embed_pending()
         return applied
+
+    def follow(self, stop: threading.Event, interval_s: float = 0.5) -> None:
+        """Keep the projection following the log until ``stop`` is set (the service's
+        background projector, issue 14): at start-up it catches up a lagging projection, so
+        that no request has to replay the log; afterwards each round applies what was
+        committed since (usually nothing: two indexed reads). A failing round is logged and
+        retried; a request that needs the projection meanwhile syncs it as before."""
+        while not stop.is_set():
+            try:
+                self.sync()
+            except Exception:  # the follower must never die; requests still sync themselves
+                _log.exception("the projection follower's round failed")
+            stop.wait(interval_s)
 
     def _sync_for_recall(self) -> int:
         """:meth:`sync`, except when the only entries the projection lacks are this service's
