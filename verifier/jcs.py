@@ -41,6 +41,8 @@ __all__ = [
 MAX_SAFE_INTEGER = 2**53 - 1
 MAX_DEPTH = 32
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: An escape that may decode to a surrogate code unit (a false alarm only costs the walk).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 JSONValue = Any  # None | bool | int | str | list[JSONValue] | dict[str, JSONValue]
 
@@ -200,7 +202,7 @@ def parse_strict(
         text = data.decode("utf-8", errors="strict")
     except UnicodeDecodeError as e:
         raise MalformedError(f"not valid UTF-8: {e.reason}", check="json.encoding") from e
-    check_shape(text, max_depth=MAX_DEPTH, max_containers=max_containers, max_values=max_values)
+    depth = check_shape(text, max_depth=MAX_DEPTH, max_containers=max_containers, max_values=max_values)
     try:
         value = json.loads(
             text,
@@ -213,7 +215,11 @@ def parse_strict(
         raise
     except (ValueError, RecursionError) as e:
         raise MalformedError(f"not JSON: {e}", check="json.syntax") from e
-    _check_tree(value)
+    # The walk finds lone surrogates, which only an escape can produce (the text is valid
+    # UTF-8), and values nested deeper than MAX_DEPTH, which needs more than MAX_DEPTH
+    # brackets: without either in the text it cannot fail, and is skipped.
+    if depth > MAX_DEPTH or _SURROGATE_ESCAPE.search(text):
+        _check_tree(value)
     return value
 
 
@@ -230,8 +236,9 @@ def check_shape(
     max_depth: int = MAX_DEPTH,
     max_containers: int | None = None,
     max_values: int | None = None,
-) -> None:
-    """Bound a JSON text's nesting depth, containers and values before parsing it.
+) -> int:
+    """Bound a JSON text's nesting depth, containers and values before parsing it; return
+    the deepest bracket nesting (0: no container).
 
     Linear in the text and done mostly in C: strings are blanked by one regular
     expression, containers are counted with ``str.count``, and values are bounded by
@@ -256,15 +263,17 @@ def check_shape(
                 f"about {values} values exceed the limit of {max_values}", check="json.values"
             )
     if not containers:
-        return
-    depth = 0
+        return 0
+    depth = deepest = 0
     for ch in _NOT_BRACKETS.sub("", bare):
         if ch in "[{":
             depth += 1
             if depth > max_depth + 1:
                 raise LimitExceededError(f"nesting deeper than {max_depth}", check="canonical.depth")
+            deepest = max(deepest, depth)
         else:
             depth -= 1
+    return deepest
 
 
 #: The standard library's C encoder with JCS separators and escaping (ensure_ascii=False:

@@ -204,6 +204,8 @@ class KeyHistory:
     def check_and_apply(self, leaf: Leaf) -> KeyDecision:
         """Authorize the leaf, verify its agent signature, then advance the state."""
         decision = authorize(self, leaf.envelope, leaf.index)
-        verify_event_signature(leaf.envelope, leaf.signature, decision.signer_public_key)
+        verify_event_signature(
+            leaf.envelope, leaf.signature, decision.signer_public_key, envelope_jcs=leaf.envelope_jcs()
+        )
         self.apply(decision.change, leaf.index)
         return decision

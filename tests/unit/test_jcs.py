@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from verifier.errors import CanonicalFormError, LimitExceededError, MalformedError
 from verifier.jcs import (
     MAX_SAFE_INTEGER,
+    _check_tree,
     canonical_bytes,
     canonical_bytes_of_parsed,
     parse_canonical,
@@ -204,3 +205,22 @@ def test_keys_ordered_by_code_point_only_are_refused_on_the_fast_path_too() -> N
     by_code_point = '{"\ufb01":2,"\U0001f600":1}'.encode()
     assert _outcome(by_utf16) == ("ok", {"\U0001f600": 1, "\ufb01": 2})
     assert _outcome(by_code_point) is CanonicalFormError
+
+
+@given(
+    st.integers(min_value=28, max_value=36),
+    st.sampled_from(["", "1", '"x"', '"\\ud800"', '"\\\\ud800"', '{"a":1}', "[]"]),
+    st.booleans(),
+)
+def test_skipping_the_tree_walk_never_admits_what_it_refuses(depth: int, inner: str, objects: bool) -> None:
+    """parse_strict walks the parsed tree only when the text could hold a lone surrogate or
+    nest too deep; whatever it admits, the walk admits too."""
+    text = inner
+    for _ in range(depth):
+        text = '{"k":' + text + "}" if objects and text else "[" + text + "]"
+    data = text.encode()
+    try:
+        value = parse_strict(data, max_bytes=1 << 20)
+    except (MalformedError, CanonicalFormError, LimitExceededError):
+        return
+    _check_tree(value)  # raises if the skip admitted something the walk refuses
