@@ -38,16 +38,19 @@ import argparse
 import json
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
 from verifier.errors import LimitExceededError, MalformedError, ProofError, VerificationError
+from verifier.event import Leaf
 from verifier.jcs import parse_strict
-from verifier.merkle import node_hash
 from verifier.note import MAX_NOTE_BYTES, VerifiedCheckpoint, VerifierKey, b64decode_strict, verify_checkpoint
+from verifier.parallel import MIN_PARALLEL_ENTRIES, SignatureChecker, default_jobs
 from verifier.replay import LogReplay
 from verifier.state import CheckpointStore, StateError, require_extends
 from verifier.tiles import TILE_HEIGHT, TILE_WIDTH, read_bundle, read_file, tile_path, tiles_for_size
@@ -218,14 +221,26 @@ class _Prefixes:
 
 
 def audit_log(
-    root: Path, key: VerifierKey, *, quiet: bool = False, anchors: Sequence[_Anchor] = ()
+    root: Path,
+    key: VerifierKey,
+    *,
+    quiet: bool = False,
+    anchors: Sequence[_Anchor] = (),
+    jobs: int = 1,
 ) -> Report:
-    """Run checks 1-8 over a tiles directory; stop at the first failure."""
-    return _audit_log(root, key, quiet=quiet, anchors=anchors)[0]
+    """Run checks 1-8 over a tiles directory; stop at the first failure. ``jobs`` > 1
+    verifies signatures in that many worker processes ahead of the replay (the result is
+    the same; verifier.parallel)."""
+    return _audit_log(root, key, quiet=quiet, anchors=anchors, jobs=jobs)[0]
 
 
 def _audit_log(
-    root: Path, key: VerifierKey, *, quiet: bool = False, anchors: Sequence[_Anchor] = ()
+    root: Path,
+    key: VerifierKey,
+    *,
+    quiet: bool = False,
+    anchors: Sequence[_Anchor] = (),
+    jobs: int = 1,
 ) -> tuple[Report, LogReplay | None, VerifiedCheckpoint | None]:
     """:func:`audit_log`, also returning the replay and checkpoint (for the remembered state)."""
     report = Report()
@@ -252,29 +267,61 @@ def _audit_log(
         return replay.remember_root() if replay.size in anchor_sizes else replay.tree.root()
 
     prefixes.at(0, root_now)
-    level0: list[bytes] = []
+    tiles = _TileCheck(root)
+    replay.on_nodes = tiles.add
+    checker = SignatureChecker(jobs if cp.size >= MIN_PARALLEL_ENTRIES else 1)
+    # Bundles parsed and sent to the signature workers ahead of the sequential replay (at
+    # most 2 per worker: bounded memory), each with the error that stopped its reading.
+    ahead: deque[tuple[list[Leaf], tuple[str, VerificationError] | None, Any]] = deque()
     step = "entries"
+
+    def replay_one() -> None:
+        nonlocal step
+        leaves, stop, keys = ahead.popleft()
+        verified = keys.result() if isinstance(keys, Future) else keys
+        for leaf, key in zip(leaves, verified, strict=True):
+            step = "leaves"
+            try:
+                replay.add_parsed(leaf, verified_with=key)
+            except VerificationError as e:
+                step = _step_of(e)
+                raise
+            prefixes.at(replay.size, root_now)
+            if prefixes.failure is not None:
+                step, err = prefixes.failure
+                raise err
+        if stop is not None:
+            step = stop[0]
+            raise stop[1]
+        _progress(replay.size, cp.size, quiet)
+
     try:
         for n in range(-(-cp.size // TILE_WIDTH)):
             width = min(TILE_WIDTH, cp.size - n * TILE_WIDTH)
-            step = "entries"
-            leaves = read_bundle(root, n, width)
-            for leaf in leaves:
-                step = "leaves"
+            leaves: list[Leaf] = []
+            stop: tuple[str, VerificationError] | None = None
+            try:
+                raws = read_bundle(root, n, width)
+            except VerificationError as e:
+                raws, stop = [], ("entries", e)
+            for raw in raws:
                 try:
-                    parsed = replay.add(leaf)
+                    leaves.append(replay.parse(raw))
                 except VerificationError as e:
-                    step = _step_of(e)
-                    raise
-                level0.append(parsed.hash)
-                prefixes.at(replay.size, root_now)
-                if prefixes.failure is not None:
-                    step, err = prefixes.failure
-                    raise err
-            _progress(replay.size, cp.size, quiet)
+                    stop = (_step_of(e), e)
+                    break
+            ahead.append((leaves, stop, checker.submit(leaves)))
+            if stop is not None:
+                break
+            while len(ahead) > 2 * max(1, jobs):
+                replay_one()
+        while ahead:
+            replay_one()
     except VerificationError as e:
         report.fail(step, e)
         return report, None, cp
+    finally:
+        checker.close()
     agents = {a for a, _ in replay.heads}
     report.ok("entries", f"{cp.size} entries in {-(-cp.size // TILE_WIDTH)} bundles")
     report.ok("leaves", "canonical, indices dense, server timestamps strictly increasing")
@@ -290,11 +337,11 @@ def _audit_log(
     )
 
     try:
-        tiles = _check_tiles(root, level0)
+        checked = tiles.finish(cp.size)
     except VerificationError as e:
         report.fail("tiles", e)
         return report, None, cp
-    report.ok("tiles", f"{tiles} hash tiles equal the tree recomputed from the entries")
+    report.ok("tiles", f"{checked} hash tiles equal the tree recomputed from the entries")
 
     try:
         replay.check_checkpoint(cp)
@@ -328,18 +375,51 @@ def _audit_log(
     return report, replay, cp
 
 
-def _check_tiles(root: Path, level0: Sequence[bytes]) -> int:
-    """Compare every hash tile with the tree recomputed from the leaf hashes."""
-    size = len(level0)
-    levels: list[list[bytes]] = [list(level0)]
-    count = 0
-    for level, n, width in tiles_for_size(size):
-        while len(levels) <= level * TILE_HEIGHT:
-            below = levels[-1]
-            levels.append([node_hash(below[i], below[i + 1]) for i in range(0, len(below) - 1, 2)])
-        expected = b"".join(levels[level * TILE_HEIGHT][n * TILE_WIDTH : n * TILE_WIDTH + width])
+class _TileCheck:
+    """Compares each hash tile with the replayed tree as soon as the tree completes it, so
+    the audit holds at most one unfinished tile per level (bounded memory), not every leaf
+    hash of the log. A difference is kept and reported after the entries' checks."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.open: dict[int, list[bytes]] = {}  # tile level -> hashes of its unfinished tile
+        self.full = 0
+        self.failure: VerificationError | None = None
+
+    def add(self, completed: list[tuple[int, int, bytes]]) -> None:
+        for level, idx, h in completed:
+            if level % TILE_HEIGHT:
+                continue
+            hashes = self.open.setdefault(level // TILE_HEIGHT, [])
+            hashes.append(h)
+            if len(hashes) == TILE_WIDTH:
+                self._compare(level // TILE_HEIGHT, idx // TILE_WIDTH, TILE_WIDTH, hashes)
+                hashes.clear()
+                self.full += 1
+
+    def finish(self, size: int) -> int:
+        """Check the partial tiles of ``size``; raise the first difference; return how many
+        tiles were compared."""
+        expected = list(tiles_for_size(size))
+        for level, n, width in expected:
+            if width < TILE_WIDTH:
+                self._compare(level, n, width, self.open.get(level, [])[:width])
+        if self.failure is not None:
+            raise self.failure
+        if self.full != sum(1 for _, _, w in expected if w == TILE_WIDTH):  # pragma: no cover
+            raise ProofError("the replayed tree and the tile layout disagree", check="tiles.hash")
+        return len(expected)
+
+    def _compare(self, level: int, n: int, width: int, hashes: Sequence[bytes]) -> None:
+        if self.failure is not None:
+            return
         rel = tile_path(level, n, width)
-        got = read_file(root, rel, max_bytes=32 * TILE_WIDTH)
+        try:
+            got = read_file(self.root, rel, max_bytes=32 * TILE_WIDTH)
+        except VerificationError as e:
+            self.failure = e
+            return
+        expected = b"".join(hashes)
         if got != expected:
             where = next(
                 (
@@ -349,12 +429,10 @@ def _check_tiles(root: Path, level0: Sequence[bytes]) -> int:
                 ),
                 None,
             )
-            raise ProofError(
+            self.failure = ProofError(
                 f"{rel} differs from the recomputed tree (first at hash {where if where is None else where // 32})",
                 check="tiles.hash",
             )
-        count += 1
-    return count
 
 
 def _print(report: Report, title: str, as_json: bool) -> int:
@@ -593,12 +671,16 @@ def _cmd_log(args: argparse.Namespace) -> int:
     root = Path(args.dir)
     if not root.is_dir():
         raise UsageError(f"{root} is not a directory")
+    if args.jobs is not None and not 1 <= args.jobs <= 256:
+        raise UsageError("--jobs is between 1 and 256")
     anchors = _anchors(args.trusted_checkpoint, key)
     policy = _witness_policy(args)
     with _state(args, key) as state:
         if state is not None and state.remembered is not None:
             anchors.append(_Anchor(state.remembered, "state"))
-        report, replay, cp = _audit_log(root, key, quiet=args.quiet or args.json, anchors=anchors)
+        report, replay, cp = _audit_log(
+            root, key, quiet=args.quiet or args.json, anchors=anchors, jobs=args.jobs or default_jobs()
+        )
         if report.failed is None and cp is not None and replay is not None:
             try:
                 _witness_step(report, policy, cp, None)
@@ -690,6 +772,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("dir")
     _common(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="worker processes verifying signatures ahead of the replay (default: the CPUs available; "
+        "1: none; logs under 4096 entries never use them)",
+    )
     p.set_defaults(run=_cmd_log)
     args = parser.parse_args(argv)
     try:

@@ -29,6 +29,7 @@ is retired (the failure that makes some peers reject their own past after a rota
 
 from __future__ import annotations
 
+import hmac
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -39,6 +40,7 @@ from verifier.event import (
     POLICY_KINDS,
     Envelope,
     Leaf,
+    agent_key_id,
     verify_event_signature,
     verify_pop,
 )
@@ -201,11 +203,19 @@ class KeyHistory:
             self.keys[change.add.key_id] = change.add
             self.active[change.add.agent] = change.add.key_id
 
-    def check_and_apply(self, leaf: Leaf) -> KeyDecision:
-        """Authorize the leaf, verify its agent signature, then advance the state."""
+    def check_and_apply(self, leaf: Leaf, *, verified_with: bytes | None = None) -> KeyDecision:
+        """Authorize the leaf, verify its agent signature, then advance the state.
+
+        ``verified_with``: a public key this leaf's signature was already verified under
+        (verifier.parallel); the Ed25519 check is skipped only if it is exactly the key
+        authorized here and the key the envelope names."""
         decision = authorize(self, leaf.envelope, leaf.index)
-        verify_event_signature(
-            leaf.envelope, leaf.signature, decision.signer_public_key, envelope_jcs=leaf.envelope_jcs()
-        )
+        key = decision.signer_public_key
+        if not (
+            verified_with is not None
+            and hmac.compare_digest(verified_with, key)
+            and hmac.compare_digest(agent_key_id(key), leaf.envelope.key_id)
+        ):
+            verify_event_signature(leaf.envelope, leaf.signature, key, envelope_jcs=leaf.envelope_jcs())
         self.apply(decision.change, leaf.index)
         return decision

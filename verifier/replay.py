@@ -23,6 +23,7 @@ requires successive checkpoints to describe prefixes of the same replayed tree.
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
 
 from verifier.errors import MalformedError, ProofError, StreamChainError
 from verifier.event import DEFAULT_MAX_LEAF_BYTES, Leaf
@@ -44,14 +45,24 @@ class LogReplay:
         self.last_timestamp_us = 0
         self.tree = CompactRange()
         self.roots: dict[int, bytes] = {}  # roots at sizes the caller asked to remember
+        #: called with the (level, index, hash) nodes each leaf completes (tile checks)
+        self.on_nodes: Callable[[list[tuple[int, int, bytes]]], None] | None = None
 
     @property
     def size(self) -> int:
         return self.tree.size
 
+    def parse(self, leaf_bytes: bytes) -> Leaf:
+        """Step 1 alone: the bytes are exactly a well-formed leaf of this origin."""
+        return Leaf.from_bytes(leaf_bytes, max_bytes=self.max_leaf_bytes, origin=self.origin)
+
     def add(self, leaf_bytes: bytes) -> Leaf:
         """Check the next leaf (steps 1-6); raise a VerificationError naming the check."""
-        leaf = Leaf.from_bytes(leaf_bytes, max_bytes=self.max_leaf_bytes, origin=self.origin)
+        return self.add_parsed(self.parse(leaf_bytes))
+
+    def add_parsed(self, leaf: Leaf, *, verified_with: bytes | None = None) -> Leaf:
+        """Steps 2-6 for a leaf :meth:`parse` returned. ``verified_with``: a key its signature
+        was already verified under (verifier.parallel; see KeyHistory.check_and_apply)."""
         if leaf.index != self.tree.size:
             raise MalformedError(
                 f"leaf at position {self.tree.size} says index {leaf.index}", check="log.index"
@@ -62,7 +73,7 @@ class LogReplay:
                 f"(previous {self.last_timestamp_us})",
                 check="log.timestamp",
             )
-        self.keys.check_and_apply(leaf)
+        self.keys.check_and_apply(leaf, verified_with=verified_with)
         env = leaf.envelope
         version, prev = self.heads.get(env.stream, (-1, None))
         if env.version != version + 1 or env.prev != prev:
@@ -73,7 +84,9 @@ class LogReplay:
             )
         self.heads[env.stream] = (env.version, leaf.hash.hex())
         self.last_timestamp_us = leaf.timestamp_us
-        self.tree.append(leaf.hash)
+        completed = self.tree.append(leaf.hash)
+        if self.on_nodes is not None:
+            self.on_nodes(completed)
         return leaf
 
     def remember_root(self) -> bytes:

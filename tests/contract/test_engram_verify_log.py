@@ -142,3 +142,44 @@ def test_a_forked_log_is_caught_by_its_own_history(
     report = audit_log(forked, key, quiet=True)
     assert report.failed is not None and report.failed["check"] == "history"
     assert report.failed["failed_check"] == "replay.consistency"
+
+
+def _flip_sig_char(bundle: bytes) -> bytes:
+    """Change one base64 character inside the first leaf's signature: the leaf stays
+    canonical and well formed, its signature no longer verifies."""
+    at = bundle.index(b'"sig":"') + len(b'"sig":"') + 10
+    c = bundle[at : at + 1]
+    return bundle[:at] + (b"B" if c != b"B" else b"C") + bundle[at + 1 :]
+
+
+@pytest.mark.parametrize(
+    ("rel", "mutate"),
+    [
+        (None, None),
+        (tile_path("entries", 0), lambda b: b[:-1]),
+        (tile_path("entries", 0), lambda b: b[:3000] + bytes([b[3000] ^ 1]) + b[3001:]),
+        (tile_path("entries", 0), _flip_sig_char),
+        (tile_path(0, 0), lambda b: bytes(32) + b[32:]),
+        ("engram/checkpoints.jsonl", lambda b: b.replace(b'"size":5,', b'"size":6,', 1)),
+    ],
+    ids=["honest", "truncated-bundle", "flipped-leaf-byte", "bad-signature", "hash-tile", "history-size"],
+)
+def test_signature_workers_give_the_same_report_as_one_process(
+    exported: tuple[Path, VerifierKey],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    rel: str | None,
+    mutate: Callable[[bytes], bytes] | None,
+) -> None:
+    """verifier.parallel verifies signatures ahead of the replay; the answer must be the
+    same, check for check, as one process's (issue 14)."""
+    root, key = exported
+    if rel is not None and mutate is not None:
+        root = _tampered(root, tmp_path, rel, mutate)
+    monkeypatch.setattr("verifier.cli.MIN_PARALLEL_ENTRIES", 0)  # the pool even for 300 entries
+    alone = audit_log(root, key, quiet=True, jobs=1)
+    workers = audit_log(root, key, quiet=True, jobs=2)
+    assert workers.checks == alone.checks
+    assert (workers.failed is None) == (rel is None)
+    if rel is not None and mutate is _flip_sig_char:
+        assert workers.failed is not None and workers.failed["failed_check"] == "event.signature"
