@@ -66,6 +66,23 @@ class InclusionOut(BaseModel):
     checkpoint: str | None
 
 
+#: Proofs one batch request may ask for (each costs O(log n) cached hashes).
+MAX_BATCH_PROOFS = 256
+
+
+class InclusionBatchIn(Strict):
+    indices: list[Annotated[int, Field(ge=0, le=2**53, strict=True)]] = Field(
+        min_length=1, max_length=MAX_BATCH_PROOFS, description="distinct leaf indices"
+    )
+    size: int | None = Field(
+        default=None, ge=1, le=2**53, strict=True, description="tree size (default: latest)"
+    )
+
+
+class InclusionBatchOut(BaseModel):
+    proofs: list[InclusionOut]
+
+
 class ConsistencyOut(BaseModel):
     old_size: int
     new_size: int

@@ -839,6 +839,14 @@ class Ledger:
             )
         return out
 
+    def prove_inclusion_batch(self, indices: Sequence[int], size: int) -> list[InclusionProof]:
+        """:meth:`prove_inclusion_many`, each proof checked against the root before it is
+        returned (what the batch proof endpoint serves)."""
+        proofs = self.prove_inclusion_many(indices, size)
+        for p in proofs:
+            verify_inclusion(leaf_hash=p.leaf_hash, index=p.index, size=size, proof=p.hashes, root=p.root)
+        return proofs
+
     def prove_inclusion(self, index: int, size: int | None = None) -> InclusionProof:
         """Inclusion proof of leaf ``index`` in the tree of ``size`` (default: latest checkpoint)."""
         if size is None:

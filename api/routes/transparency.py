@@ -11,7 +11,7 @@ from fastapi.responses import PlainTextResponse, StreamingResponse
 from api import convert
 from api.deps import ServicesDep
 from api.problems import problem, problem_responses
-from api.schemas import HEX64, ConsistencyOut, HealthOut, InclusionOut
+from api.schemas import HEX64, ConsistencyOut, HealthOut, InclusionBatchIn, InclusionBatchOut, InclusionOut
 from engram.protocol.errors import MalformedError, NotFoundError
 from ledger.tiles import TILE_WIDTH, entry_bundle, hash_tile
 
@@ -100,6 +100,19 @@ def inclusion(
             raise NotFoundError("no leaf has that hash", check="request.leaf_hash")
         index = found
     return convert.inclusion(svc.ledger.prove_inclusion(index, size))
+
+
+@router.post("/v1/proofs/inclusion/batch", tags=["proofs"], responses=problem_responses())
+def inclusion_batch(svc: ServicesDep, req: InclusionBatchIn) -> InclusionBatchOut:
+    """Inclusion proofs of up to 256 distinct leaves in one tree (default: the latest
+    checkpoint's), computed together: one read for what the caches do not hold, each proof
+    checked before it is returned."""
+    if len(set(req.indices)) != len(req.indices):
+        raise MalformedError("indices must be distinct", check="request.indices")
+    size = svc.ledger.size() if req.size is None else req.size
+    return InclusionBatchOut(
+        proofs=[convert.inclusion(p) for p in svc.ledger.prove_inclusion_batch(req.indices, size)]
+    )
 
 
 @router.get("/v1/proofs/consistency", tags=["proofs"], responses=problem_responses(404, 422))
