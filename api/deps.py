@@ -111,6 +111,17 @@ def submit_signed(
     return receipt, body
 
 
+MinIndex = Annotated[
+    int | None,
+    Header(
+        alias="engram-min-index",
+        ge=0,
+        le=2**53,
+        description="read-your-writes: answer as soon as the memory projection holds this log "
+        "entry (e.g. the reader's own last write), without bringing it to the latest checkpoint",
+    ),
+]
+
 KnownSize = Annotated[
     int | None,
     Header(

@@ -12,7 +12,16 @@ from fastapi import APIRouter, Path, Query
 from starlette.concurrency import run_in_threadpool
 
 from api import convert
-from api.deps import AgentPath, KnownSize, ReaderDep, SelfDep, ServicesDep, receipt_out, submit_signed
+from api.deps import (
+    AgentPath,
+    KnownSize,
+    MinIndex,
+    ReaderDep,
+    SelfDep,
+    ServicesDep,
+    receipt_out,
+    submit_signed,
+)
 from api.problems import problem_responses
 from api.schemas import (
     REF,
@@ -53,9 +62,11 @@ def open_session(
 
 
 @router.get("/v1/agents/{agent}/sessions/{session}", responses=_PROBLEMS)
-def session_state(agent: AgentPath, session: SessionPath, access: SelfDep, svc: ServicesDep) -> SessionOut:
+def session_state(
+    agent: AgentPath, session: SessionPath, access: SelfDep, svc: ServicesDep, min_index: MinIndex = None
+) -> SessionOut:
     """A session's state (the next turn number is ``turns``). Signed by the agent."""
-    svc.memory.sync()
+    svc.memory.sync_through(min_index)
     s = svc.memory.projection.session(access.agent, session)
     if s is None:
         raise NotFoundError(f"no session {session} of {agent}", check="memory.session")
@@ -114,7 +125,9 @@ def write_record(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: Kno
 
 
 @router.post("/v1/agents/{agent}/recall", responses=_PROBLEMS)
-async def recall(agent: AgentPath, req: RecallIn, access: SelfDep, svc: ServicesDep) -> RecallOut:
+async def recall(
+    agent: AgentPath, req: RecallIn, access: SelfDep, svc: ServicesDep, min_index: MinIndex = None
+) -> RecallOut:
     """Recall for a prompt (signed by the agent): HOT first, then WARM memories (COLD on
     request), archived memories that match, and raw session turns (tier ``RECORD``) ranked;
     each result names its log index. Use is recorded (``memory.accessed``, asynchronously)."""
@@ -128,6 +141,7 @@ async def recall(agent: AgentPath, req: RecallIn, access: SelfDep, svc: Services
         session=req.session,
         limit=req.limit,
         scopes=req.scopes,
+        min_index=min_index,
     )
     return RecallOut(
         agent=result.agent,
@@ -152,12 +166,13 @@ def tier_view(
     status: Annotated[Literal["active", "superseded", "archived", "erased", "all"], Query()] = "active",
     after: Annotated[str | None, Query(pattern=REF, description="page after this item reference")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+    min_index: MinIndex = None,
 ) -> ItemsOut:
     """One agent's memory items by tier, in log order, a page at a time (signed by the
     agent, or by a share token's audience: then only items of the kinds the token allows).
     ``tier=RECORD`` lists the session-turn records (what an erasure plan needs).
     ``next`` is the ``after`` of the following page, or null at the end."""
-    size = svc.memory.sync()
+    size = svc.memory.sync_through(min_index)
     items = svc.memory.projection.items(
         access.agent,
         tiers=None if tier is None else [tier],
@@ -177,11 +192,15 @@ def tier_view(
 
 @router.get("/v1/agents/{agent}/memory/{ref}", responses=_PROBLEMS)
 def memory_item(
-    agent: AgentPath, ref: Annotated[str, Path(pattern=REF)], access: ReaderDep, svc: ServicesDep
+    agent: AgentPath,
+    ref: Annotated[str, Path(pattern=REF)],
+    access: ReaderDep,
+    svc: ServicesDep,
+    min_index: MinIndex = None,
 ) -> ItemProofOut:
     """One item with its provenance, the leaf that made it and that leaf's inclusion proof
     in the latest checkpoint."""
-    svc.memory.sync()
+    svc.memory.sync_through(min_index)
     it = svc.memory.projection.item(access.agent, ref)
     if it is None or not access.sees(it.source_kind):
         raise NotFoundError(f"no item {ref} of {agent} visible to this caller", check="memory.item")

@@ -287,6 +287,8 @@ class HttpTransport:
         #: the largest checkpoint size seen in a receipt; sent as Engram-Known-Size so that
         #: receipts carry the consistency proof from it (verified by the Agent, never trusted)
         self.known_size: int | None = None
+        #: index of the last entry this client saw acknowledged (reads ask for at least it)
+        self.last_index: int | None = None
         self._proofs: dict[tuple[int, int], list[bytes]] = {}
 
     # -- plumbing ------------------------------------------------------------------------
@@ -354,6 +356,7 @@ class HttpTransport:
             if len(self._proofs) > 64:
                 self._proofs.pop(next(iter(self._proofs)))
         self.known_size = max(self.known_size or 0, r.proof.size)
+        self.last_index = max(self.last_index if self.last_index is not None else -1, r.index)
         return r
 
     def submit(self, submissions: Sequence[Submission], *, operator: bool = False) -> list[Receipt]:
@@ -411,6 +414,10 @@ class RemoteMemory:
         return self.agent.agent_id
 
     def _signed(self, method: str, path: str, **kw: Any) -> HttpResponse:
+        if self.transport.last_index is not None:
+            # Read-your-writes without waiting for the latest checkpoint: the server answers
+            # once its memory projection holds this client's last acknowledged write.
+            kw["headers"] = {"engram-min-index": str(self.transport.last_index), **(kw.get("headers") or {})}
         return self.transport.request(
             method,
             path,

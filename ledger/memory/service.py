@@ -152,6 +152,23 @@ class MemoryService:
                 _log.exception("the projection follower's round failed")
             stop.wait(interval_s)
 
+    def sync_through(self, index: int | None) -> int:
+        """Read-your-writes for a reader that names the last entry it must see (its own
+        latest write): return at once if the projection already holds entry ``index``
+        (the background follower usually has applied it), else apply up to it. With None,
+        :meth:`sync` to the latest checkpoint. Returns the applied size."""
+        if index is None:
+            return self.sync()
+        applied = self.projection.applied_size()
+        if applied > index:
+            return applied
+        size = self.ledger.size()
+        if index >= size:
+            raise RejectedEventError(
+                f"entry {index} is not in the log (its size is {size})", check="request.min_index"
+            )
+        return self.sync(index + 1)
+
     def _sync_for_recall(self) -> int:
         """:meth:`sync`, except when the only entries the projection lacks are this service's
         own access records, which the access writer is applying at that moment: then recall
@@ -534,6 +551,7 @@ class MemoryService:
         record_access: bool = True,
         sources: str = "all",
         scopes: Sequence[str] | None = None,
+        min_index: int | None = None,
     ) -> RecallResult:
         """HOT (the session's frozen snapshot inside a session), then up to ``limit`` memories
         and raw records ranked for ``query`` within ``budget_tokens`` (ledger.memory.recall).
@@ -543,7 +561,10 @@ class MemoryService:
         keeps with what was said.
 
         ``scopes`` (engram.protocol.scopes): keep only memories of these scopes (``global``,
-        ``project:<name>``, ``user:<name>``), HOT included; None searches every scope."""
+        ``project:<name>``, ``user:<name>``), HOT included; None searches every scope.
+
+        ``min_index``: recall as soon as the projection holds this entry (:meth:`sync_through`)
+        instead of bringing it to the latest checkpoint first."""
         try:
             wanted = parse_scopes(scopes)
         except MalformedError as e:
@@ -556,7 +577,7 @@ class MemoryService:
             )
         if not 1 <= limit <= MAX_RECALL_LIMIT:
             raise RejectedEventError(f"limit must be 1-{MAX_RECALL_LIMIT}", check="request.limit")
-        applied = self._sync_for_recall()
+        applied = self._sync_for_recall() if min_index is None else self.sync_through(min_index)
         now = self.ledger.clock() if now_us is None else now_us
         budget = self.config.hot_max_tokens * 2 if budget_tokens is None else budget_tokens
         snap = self.projection.session(agent_id, session) if session else None

@@ -6,11 +6,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import ApiSettings
+from engram.client.http import HttpTransport, RemoteMemory
 from engram.client.sdk import Agent
+from engram.protocol.errors import RejectedEventError
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
 
@@ -38,3 +41,41 @@ def test_a_lagging_projection_catches_up_at_start_up_and_follows_the_log(
         alice.append("commitment", {"promise": "made while the service runs"})
         assert _wait_applied(memory, ledger.size()) == ledger.size()
     assert memory.rebuild() == memory.digest()
+
+
+def test_a_reader_naming_its_last_write_reads_it_without_waiting_for_the_rest(
+    ledger: Ledger, make_agent: Callable[..., Agent], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Engram-Min-Index (issue 14, Deliver 4): the HTTP client sends the index of its last
+    acknowledged write with each read; the service answers once the projection holds that
+    entry, and refuses an index beyond the log."""
+    memory = MemoryService(ledger)
+    client = TestClient(
+        create_app(ApiSettings(operator_token=OPERATOR), ledger=ledger, memory_service=memory)
+    )
+    t = HttpTransport("http://testserver", operator_token=OPERATOR, http=client)
+    agent = Agent.generate("reader", log_vkey=ledger.vkey, transport=t)
+    agent.register()
+    remote = RemoteMemory(agent, t)
+    receipt, ref = remote.write(category="LEARNING", content="the build cache lives on the second disk")
+    assert t.last_index == receipt.index
+    # Entries appended elsewhere after it: a reader naming its write does not apply them.
+    other = make_agent("other")
+    for i in range(5):
+        other.append("commitment", {"promise": f"later {i}"})
+    applied = memory.projection.applied_size()
+    assert applied < ledger.size()
+    assert ref in [i["ref"] for i in remote.items(tier="WARM")]
+    assert memory.projection.applied_size() == applied  # answered without syncing further
+    assert memory.sync_through(None) == ledger.size()  # no index: as of the latest checkpoint
+    t.last_index = ledger.size() + 10
+    with pytest.raises(RejectedEventError, match="not in the log"):
+        remote.items()
+
+
+def test_sync_through_refuses_an_entry_beyond_the_log(ledger: Ledger) -> None:
+    memory = MemoryService(ledger)
+    with pytest.raises(RejectedEventError) as e:
+        memory.sync_through(ledger.size())
+    assert e.value.check == "request.min_index"
+    assert memory.sync_through(ledger.size() - 1) == ledger.size()
