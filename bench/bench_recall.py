@@ -525,8 +525,11 @@ class BulkDistiller:
         return out
 
 
-def scale(n: int, *, queries: int, tmp: Path) -> None:
-    """Recall latency for one agent holding ``n`` memories (issue 11: p99 <= 50 ms at 10^5)."""
+def scale(n: int, *, queries: int, tmp: Path) -> dict[str, dict[str, float]]:
+    """Recall latency for one agent holding ``n`` memories (issue 11: p99 <= 50 ms at 10^5).
+
+    Prints the figures and returns them: per label ("recall", "recall, access logged"), the
+    items searched and p50/p99 in ms (``python -m bench`` reports them)."""
     from ledger.memory.policy import PolicyConfig
 
     rng = random.Random(5)
@@ -554,6 +557,7 @@ def scale(n: int, *, queries: int, tmp: Path) -> None:
     print(f" scale: {items:,} memories for one agent written in {load:.0f} s ({n / load:,.0f}/s), "
           f"embedded in {embed:.1f} s")  # fmt: skip
     qs = [planted_fact(rng, *rng.sample(PEOPLE, 2), n=i).question for i in range(queries)]
+    figures: dict[str, dict[str, float]] = {}
     for label, kw in (("recall", {}), ("recall, access logged", {"record_access": True})):
         memory.recall("scale", qs[0], include_cold=True, record_access=False)  # warm the caches
         lat = []
@@ -565,7 +569,9 @@ def scale(n: int, *, queries: int, tmp: Path) -> None:
         p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))]
         print(f"  {label:<22} over {items:,} memories: p50 {statistics.median(lat) * 1000:.1f} ms, "
               f"p99 {p99 * 1000:.1f} ms (target p99 <= 50 ms: {p99 * 1000 / 50:.2f}x of it)")  # fmt: skip
+        figures[label] = {"items": items, "p50_ms": statistics.median(lat) * 1000, "p99_ms": p99 * 1000}
     memory.flush_access()
+    return figures
 
 
 def main() -> None:

@@ -175,6 +175,26 @@ def demo(
     run_demo(settings, out, into_this_log=into_this_log)
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def bench(ctx: typer.Context) -> None:
+    """Run the benchmark harness (python -m bench): every figure and target of docs/performance.md,
+    a JSON report and a table. Options pass through, e.g. engram bench --smoke, --only replay,
+    --no-pg, --long, --json FILE, --markdown FILE. Needs a source checkout with the bench extra
+    (pip install -e '.[bench]'): the harness is not part of the installed package."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "bench" / "__main__.py").is_file():
+        err.print(
+            "engram bench runs from a source checkout: the harness (bench/) is not installed with the package"
+        )
+        raise typer.Exit(2)
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)
+    )
+    raise typer.Exit(subprocess.call([sys.executable, "-m", "bench", *ctx.args], env=env))  # noqa: S603
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",

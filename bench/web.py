@@ -1,0 +1,258 @@
+"""The HTTP service: durable ingest with 1, 8 and 64 clients, then the public reads.
+
+A real ``engram serve --workers 2`` (uvicorn, bench_http.Server) on loopback, SQLite or
+PostgreSQL. The load comes from separate client processes (at most ``load_procs``, so the
+client's own Python does not become the bottleneck of one interpreter), on the same two cores
+as the server: what a client costs is part of what is measured, and the figures say so.
+
+* Ingest: each client is a thread with its own agent (registered with the operator token),
+  appending one event at a time through the shipped client (``engram.client``): the event
+  is signed, the request posted, the receipt's checkpoint signature and inclusion proof
+  verified before the next. events/s over the wall time from the first to the last append;
+  p50/p99 of each append's latency.
+* Reads: ``GET /checkpoint``, a hash tile (``/tile/0/000``) and an entry bundle
+  (``/tile/entries/000``; partial ``.p/W`` while the log holds fewer than 256 entries), each
+  from ``load_procs`` processes with one keep-alive connection (http.client) for
+  ``reads_seconds``; requests/s, only 200s counted.
+* The server's peak RSS: master and workers summed, sampled every 0.2 s.
+"""
+
+from __future__ import annotations
+
+import http.client
+import multiprocessing as mp
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from bench.bench_http import TOKEN, Server
+from bench.common import database, fig, median, pct, plain_pg
+from bench.plan import Config
+from bench.report import Figure
+
+_TILE_WIDTH = 256
+
+
+class _RssSampler:
+    """The peak of (server process + its descendants) RSS, sampled in a thread."""
+
+    def __init__(self, pid: int) -> None:
+        import psutil
+
+        self.proc = psutil.Process(pid)
+        self.peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import psutil
+
+        while not self._stop.is_set():
+            try:
+                procs = [self.proc, *self.proc.children(recursive=True)]
+                total = 0
+                for p in procs:
+                    try:
+                        total += p.memory_info().rss
+                    except psutil.Error:
+                        continue
+                self.peak = max(self.peak, total / (1 << 20))
+            except psutil.Error:
+                return
+            self._stop.wait(0.2)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+def _client_proc(
+    url: str, vkey: str, names: Sequence[str], per_client: int, ready: Any, go: Any, results: Any
+) -> None:
+    """One load process: its agents register, then (on ``go``) each appends ``per_client`` events."""
+    from engram.client.http import HttpTransport
+    from engram.client.sdk import Agent
+
+    try:
+        agents = []
+        for name in names:
+            agent = Agent.generate(
+                name, log_vkey=vkey, transport=HttpTransport(url, operator_token=TOKEN), state_dir=None
+            )
+            agent.register()
+            agents.append(agent)
+        lat: list[float] = []
+        errors: list[str] = []
+        lock = threading.Lock()
+        spans: list[tuple[float, float]] = []
+
+        def work(agent: Agent) -> None:
+            mine = []
+            try:
+                start = time.monotonic()
+                for i in range(per_client):
+                    t = time.perf_counter()
+                    agent.append("commitment", {"promise": f"promise {i}: " + "h" * 220})
+                    mine.append(time.perf_counter() - t)
+                end = time.monotonic()
+            except Exception as e:
+                with lock:
+                    errors.append(f"{type(e).__name__}: {e}")
+                return
+            with lock:
+                lat.extend(mine)
+                spans.append((start, end))
+
+        threads = [threading.Thread(target=work, args=(a,)) for a in agents]
+        ready.put(len(agents))
+        go.wait()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        results.put({"lat": lat, "spans": spans, "errors": errors})
+    except Exception as e:
+        ready.put(0)
+        results.put({"lat": [], "spans": [], "errors": [f"{type(e).__name__}: {e}"]})
+
+
+def http_ingest(
+    server: Server, clients: int, per_client: int, procs: int, tag: str
+) -> tuple[float, float, float]:
+    """(events/s, p50 ms, p99 ms) of ``clients`` concurrent HTTP clients."""
+    ctx = mp.get_context("spawn")
+    ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+    names = [f"http-{tag}-{clients}-{i}" for i in range(clients)]
+    nprocs = max(1, min(procs, clients))
+    parts = [names[i::nprocs] for i in range(nprocs)]
+    workers = [
+        ctx.Process(target=_client_proc, args=(server.url, server.vkey, part, per_client, ready, go, results))
+        for part in parts
+    ]
+    for w in workers:
+        w.start()
+    for _ in workers:
+        ready.get(timeout=600)
+    go.set()
+    got = [results.get(timeout=1800) for _ in workers]
+    for w in workers:
+        w.join()
+    errors = [e for g in got for e in g["errors"]]
+    if errors:
+        raise RuntimeError(f"{len(errors)} HTTP clients failed, first: {errors[0]}")
+    lat = [x for g in got for x in g["lat"]]
+    spans = [s for g in got for s in g["spans"]]
+    wall = max(e for _, e in spans) - min(s for s, _ in spans)
+    return len(lat) / wall, median(lat) * 1000, pct(lat, 0.99) * 1000
+
+
+def _read_proc(url: str, path: str, seconds: float, ready: Any, go: Any, results: Any) -> None:
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=30)
+    try:
+        conn.request("GET", path)
+        first = conn.getresponse()
+        first.read()
+        ready.put(first.status)
+        go.wait()
+        ok = bad = 0
+        t0 = time.monotonic()
+        deadline = t0 + seconds
+        while time.monotonic() < deadline:
+            conn.request("GET", path)
+            r = conn.getresponse()
+            r.read()
+            if r.status == 200:
+                ok += 1
+            else:
+                bad += 1
+        results.put((ok, bad, time.monotonic() - t0))
+    except Exception:
+        ready.put(0)
+        results.put((0, 1, 1.0))
+    finally:
+        conn.close()
+
+
+def http_reads(url: str, path: str, procs: int, seconds: float) -> float:
+    """Requests/s of ``path`` from ``procs`` processes, each one keep-alive connection."""
+    ctx = mp.get_context("spawn")
+    ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+    workers = [
+        ctx.Process(target=_read_proc, args=(url, path, seconds, ready, go, results)) for _ in range(procs)
+    ]
+    for w in workers:
+        w.start()
+    statuses = [ready.get(timeout=120) for _ in workers]
+    if any(s != 200 for s in statuses):
+        go.set()
+        for w in workers:
+            w.join()
+        raise RuntimeError(f"GET {path} answered {statuses}")
+    go.set()
+    got = [results.get(timeout=seconds + 120) for _ in workers]
+    for w in workers:
+        w.join()
+    if any(bad for _, bad, _ in got):
+        raise RuntimeError(f"GET {path}: {sum(b for _, b, _ in got)} answers were not 200")
+    return sum(ok / elapsed for ok, _, elapsed in got)
+
+
+def _tile_paths(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=30)
+    try:
+        conn.request("GET", "/checkpoint")
+        size = int(conn.getresponse().read().decode().splitlines()[1])
+    finally:
+        conn.close()
+    suffix = "" if size >= _TILE_WIDTH else f".p/{size}"
+    return f"/tile/0/000{suffix}", f"/tile/entries/000{suffix}"
+
+
+def run(cfg: Config, out: list[Figure], backend: str) -> None:
+    s = cfg.sizes
+    name = "SQLite" if backend == "sqlite" else "PostgreSQL"
+    with database(backend, cfg.pg_url, cfg.workdir, "http") as url:
+        home = Path(cfg.workdir) / f"http-{backend}"
+        server = Server(home, None if backend == "sqlite" else plain_pg(url), s.http_workers)
+        sampler = _RssSampler(server.proc.pid)
+        try:
+            http_ingest(server, 2, 3, 1, "warmup")  # both workers' imports, connections, caches
+            for clients in s.clients:
+                per_client = max(2, s.http_events // clients)
+                rate, p50, p99 = http_ingest(server, clients, per_client, s.load_procs, backend)
+                key = f"ingest.http.{backend}.c{clients}"
+                what = f"HTTP ingest, {clients} client{'s' if clients > 1 else ''}, {s.http_workers} workers, {name}"
+                n = f"{clients * per_client} events, {min(s.load_procs, clients)} client processes"
+                out.append(fig(f"{key}.rate", what, rate, "events/s", note=n))
+                out.append(fig(f"{key}.p50", f"{what}, p50", p50, "ms", note=n))
+                out.append(fig(f"{key}.p99", f"{what}, p99", p99, "ms", note=n))
+            tile, entries = _tile_paths(server.url)
+            for path_key, path in (("checkpoint", "/checkpoint"), ("tile", tile), ("entries", entries)):
+                rate = http_reads(server.url, path, s.load_procs, s.reads_seconds)
+                out.append(
+                    fig(
+                        f"reads.{backend}.{path_key}",
+                        f"GET {path}, {s.http_workers} workers, {name}",
+                        rate,
+                        "requests/s",
+                        note=f"{s.load_procs} client processes, keep-alive, {s.reads_seconds:g} s",
+                    )
+                )
+        finally:
+            server.stop()
+            peak = sampler.stop()
+        out.append(
+            fig(
+                f"http.{backend}.server_rss",
+                f"engram serve peak RSS (master + {s.http_workers} workers), {name}",
+                peak,
+                "MiB",
+            )
+        )
