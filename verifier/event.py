@@ -388,15 +388,20 @@ class Leaf:
         return canonical_bytes_of_parsed(self.envelope.to_obj(), self.raw)
 
     @staticmethod
-    def build(*, index: int, timestamp_us: int, envelope: Envelope, signature: bytes) -> Leaf:
-        obj = {
+    def _obj(*, index: int, timestamp_us: int, envelope: Envelope, signature: bytes) -> dict[str, Any]:
+        return {
             "format": LEAF_FORMAT,
             "index": index,
             "timestamp_us": timestamp_us,
             "event": envelope.to_obj(),
             "sig": base64.b64encode(signature).decode("ascii"),
         }
-        raw = canonical_bytes(obj)
+
+    @staticmethod
+    def build(*, index: int, timestamp_us: int, envelope: Envelope, signature: bytes) -> Leaf:
+        raw = canonical_bytes(
+            Leaf._obj(index=index, timestamp_us=timestamp_us, envelope=envelope, signature=signature)
+        )
         return Leaf(index=index, timestamp_us=timestamp_us, envelope=envelope, signature=signature, raw=raw)
 
     @classmethod
@@ -430,13 +435,7 @@ class Leaf:
         # Exact bytes: the leaf must be what build() makes of its parsed values, so the
         # signature checked over envelope.canonical() is over the very bytes in the leaf.
         # (Its values all come from the parsed leaf: the C encoder path applies, verifier.jcs.)
-        rebuilt = {
-            "format": LEAF_FORMAT,
-            "index": index,
-            "timestamp_us": timestamp_us,
-            "event": envelope.to_obj(),
-            "sig": base64.b64encode(signature).decode("ascii"),
-        }
+        rebuilt = cls._obj(index=index, timestamp_us=timestamp_us, envelope=envelope, signature=signature)
         if canonical_bytes_of_parsed(rebuilt, bytes(data)) != data:
             raise CanonicalFormError("leaf does not re-encode to its bytes", check="leaf.form")
         return cls(

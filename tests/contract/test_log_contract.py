@@ -408,6 +408,20 @@ def test_tiles_export_is_complete_and_recomputes_the_root(
 # -- concurrency and crashes ---------------------------------------------------------------
 
 
+def _every_checkpoint_pair_consistent(ledger: Ledger) -> None:
+    vkey = VerifierKey.parse(ledger.vkey)
+    for old, new in itertools.pairwise(ledger.store.checkpoint_sizes()):
+        o = verify_checkpoint(ledger.store.checkpoint(old).note, vkey)
+        n = verify_checkpoint(ledger.store.checkpoint(new).note, vkey)
+        verify_consistency(
+            old_size=old,
+            new_size=new,
+            old_root=o.root,
+            new_root=n.root,
+            proof=ledger.prove_consistency(old, new).hashes,
+        )
+
+
 def _worker(db_url: str, name: str, count: int, *, register: bool) -> subprocess.Popen[str]:
     args = [sys.executable, "-m", "tests.contract.worker", db_url, name, str(count)]
     if register:
@@ -427,18 +441,7 @@ def test_concurrent_processes_append_into_one_gap_free_sequence(ledger: Ledger, 
     size = ledger.size()
     assert size == 1 + 4 + 160
     assert ledger.store.counts()["leaves"] == size
-    vkey = VerifierKey.parse(ledger.vkey)
-    sizes = ledger.store.checkpoint_sizes()
-    for old, new in itertools.pairwise(sizes):
-        o = verify_checkpoint(ledger.store.checkpoint(old).note, vkey)
-        n = verify_checkpoint(ledger.store.checkpoint(new).note, vkey)
-        verify_consistency(
-            old_size=old,
-            new_size=new,
-            old_root=o.root,
-            new_root=n.root,
-            proof=ledger.prove_consistency(old, new).hashes,
-        )
+    _every_checkpoint_pair_consistent(ledger)
     replay(ledger)
 
 
@@ -511,18 +514,7 @@ def test_killing_a_process_mid_batch_loses_no_acknowledged_entry_of_any_process(
     cp = ledger.latest_checkpoint()
     assert state.size == cp.size == ledger.store.counts()["leaves"]
     assert [i for i, _, _ in ledger.store.leaves_with_hashes(0, cp.size)] == list(range(cp.size))
-    vkey = VerifierKey.parse(ledger.vkey)
-    sizes = ledger.store.checkpoint_sizes()
-    for old, new in itertools.pairwise(sizes):
-        o = verify_checkpoint(ledger.store.checkpoint(old).note, vkey)
-        n = verify_checkpoint(ledger.store.checkpoint(new).note, vkey)
-        verify_consistency(
-            old_size=old,
-            new_size=new,
-            old_root=o.root,
-            new_root=n.root,
-            proof=ledger.prove_consistency(old, new).hashes,
-        )
+    _every_checkpoint_pair_consistent(ledger)
     replay(ledger)
     bob = Agent.generate("bob", log_vkey=ledger.vkey, transport=InProcess(ledger))
     bob.register()
