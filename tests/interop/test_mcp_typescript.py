@@ -8,14 +8,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.e2e.processes import free_port, listening
 
 HERE = Path(__file__).resolve().parent / "mcpts"
 ENGRAM = str(Path(sys.executable).parent / "engram")
@@ -86,10 +86,10 @@ def _check(out: dict[str, Any], env: dict[str, str]) -> None:
     assert out["logKey"] == key
 
 
-def test_typescript_client_over_stdio(ts_client: Path, home: tuple[dict[str, str], Path]) -> None:
-    env, key = home
+def _run_client(ts_client: Path, env: dict[str, str], *args: str) -> None:
+    """Run the TypeScript client with ``args``; it prints its findings as the last line."""
     run = subprocess.run(
-        ["node", str(ts_client), "stdio", ENGRAM, str(key)],
+        ["node", str(ts_client), *args],
         env=env,
         cwd=ts_client.parent,
         capture_output=True,
@@ -101,34 +101,14 @@ def test_typescript_client_over_stdio(ts_client: Path, home: tuple[dict[str, str
     _check(json.loads(run.stdout.strip().splitlines()[-1]), env)
 
 
+def test_typescript_client_over_stdio(ts_client: Path, home: tuple[dict[str, str], Path]) -> None:
+    env, key = home
+    _run_client(ts_client, env, "stdio", ENGRAM, str(key))
+
+
 def test_typescript_client_over_streamable_http(ts_client: Path, home: tuple[dict[str, str], Path]) -> None:
     env, key = home
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    proc = subprocess.Popen(
-        [ENGRAM, "mcp", "--key-file", str(key), "--transport", "http", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(300):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
-        run = subprocess.run(
-            ["node", str(ts_client), "http", f"http://127.0.0.1:{port}/mcp"],
-            env=env,
-            cwd=ts_client.parent,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
-        assert run.returncode == 0, run.stderr[-2000:]
-        _check(json.loads(run.stdout.strip().splitlines()[-1]), env)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    port = free_port()
+    server = [ENGRAM, "mcp", "--key-file", str(key), "--transport", "http", "--port", str(port)]
+    with listening(server, env, port, what="engram mcp --transport http"):
+        _run_client(ts_client, env, "http", f"http://127.0.0.1:{port}/mcp")
