@@ -33,6 +33,7 @@ __all__ = [
     "JSONValue",
     "canonical_bytes",
     "canonical_bytes_of_parsed",
+    "canonical_bytes_of_values",
     "check_shape",
     "parse_canonical",
     "parse_strict",
@@ -303,6 +304,27 @@ def canonical_bytes_of_parsed(value: JSONValue, data: bytes) -> bytes:
     if _ORDER_MAY_DIFFER.search(data):
         return canonical_bytes(value)
     return _C_ENCODER.encode(value).encode("utf-8")
+
+
+def canonical_bytes_of_values(value: JSONValue) -> bytes:
+    """:func:`canonical_bytes` of a value built in process from the types parse_strict
+    returns (null, booleans, safe integers, strings, lists, objects with string keys), by
+    the C encoder where that is provably the same bytes. The caller guarantees the types
+    (floats, unsafe integers and nesting beyond MAX_DEPTH are not looked for: use
+    :func:`canonical_bytes` for anything else); a lone surrogate goes to the reference,
+    which refuses it.
+
+    The argument of :func:`canonical_bytes_of_parsed`, with the C encoder's own output in
+    place of the source bytes: a key holding a character at or above U+E000 puts one of the
+    lead bytes ``_ORDER_MAY_DIFFER`` finds into the output too, and then the reference
+    encoder decides. Used where the projection digest encodes every row (issue 14)."""
+    try:
+        out = _C_ENCODER.encode(value).encode("utf-8")
+    except UnicodeEncodeError:
+        return canonical_bytes(value)  # a lone surrogate: the reference refuses it
+    if _ORDER_MAY_DIFFER.search(out):
+        return canonical_bytes(value)
+    return out
 
 
 def parse_canonical(data: bytes, *, max_bytes: int) -> JSONValue:

@@ -14,6 +14,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -22,7 +23,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from engram.protocol.errors import StorageError
 from engram.protocol.gate import normalize_text
-from ledger.memory.state import RECORD, Item, LoggedEvent, Session, digest, evolve
+from ledger.memory.state import RECORD, Item, LoggedEvent, Session, digest_sorted, evolve, ref_key
 from ledger.memory.terms import content_terms
 from ledger.memory.vectors import BUMP_GENERATION, DELETE_VECTOR
 from ledger.storage.db import WRITE_OPTION
@@ -31,7 +32,7 @@ from ledger.storage.store import SqlStore
 from verifier.event import Leaf
 from verifier.jcs import parse_strict
 
-__all__ = ["Projection", "SqlState"]
+__all__ = ["BatchState", "Projection", "SqlState"]
 
 _CHUNK = 500
 
@@ -139,6 +140,8 @@ def _state_sql(ph: str) -> dict[str, str]:
         "session": f'SELECT {sessions} FROM mem_sessions WHERE agent = {ph} AND "session" = {ph}',  # noqa: S608
         "duplicates": f"SELECT {items} FROM mem_items WHERE agent = {ph} AND tier = {ph} "  # noqa: S608
         f"AND status = 'active' AND norm_hash = {ph} ORDER BY idx, pos",
+        "duplicates_any": f"SELECT {items} FROM mem_items WHERE agent = {ph} AND tier = {ph} "  # noqa: S608
+        f"AND norm_hash = {ph}",
         "sessions": f'SELECT {sessions} FROM mem_sessions WHERE agent = {ph} ORDER BY "session"',  # noqa: S608
         "hot": f"SELECT {items} FROM mem_items WHERE agent = {ph} AND tier = 'HOT' "  # noqa: S608
         "AND status = 'active' ORDER BY idx, pos",
@@ -200,6 +203,240 @@ class SqlState:
 
     def hot_items(self, agent: str) -> list[Item]:
         return [item_from_row(r) for r in self.conn.exec_driver_sql(self._sql["hot"], (agent,))]
+
+
+def _clone_item(it: Item) -> Item:
+    return replace(
+        it,
+        tags=list(it.tags),
+        provenance=[dict(p) for p in it.provenance],
+        tier_history=[dict(h) for h in it.tier_history],
+    )
+
+
+def _clone_session(s: Session) -> Session:
+    return replace(s, hot_snapshot=[{**h, "tags": list(h.get("tags") or [])} for h in s.hot_snapshot])
+
+
+#: Parameters per IN list of a prefetch (well under SQLite's 32,766 and PostgreSQL's limits).
+_IN_LIMIT = 500
+#: The tiers a duplicate is looked for in (records and tombstones never take part in dedup).
+_DEDUP_TIERS = ("HOT", "WARM", "COLD")
+
+
+class BatchState:
+    """The state port over the projection tables with a write-back overlay for one chunk of
+    entries (issue 14, Deliver 6): evolve reads and writes items and sessions in memory, and
+    :meth:`flush` writes what changed with one executemany per table.
+
+    The overlay is authoritative for every row it holds (loaded from the table or written by
+    evolve), the table for every other row, so each read is the union of the two with the
+    overlay winning: the same answers :class:`SqlState` gives after each entry, which the
+    projection contract test (incremental = rebuilt = in memory) checks. :meth:`prefetch`
+    loads what a chunk's bodies name (items, sessions, duplicate candidates by normalized
+    hash) in a few IN queries instead of one query per event; anything else is read through.
+    Duplicates are found through a hash map of the overlay, once the table's candidates for
+    that (agent, tier, hash) are in it. Memory holds one chunk's rows, never the log's."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.db = SqlState(conn)
+        self._sql = self.db._sql
+        self._ph = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+        self._items: dict[tuple[str, str], Item] = {}
+        self._absent: set[tuple[str, str]] = set()
+        self._dirty_items: dict[tuple[str, str], None] = {}
+        self._by_agent: dict[str, set[str]] = {}
+        self._by_norm: dict[tuple[str, str], set[str]] = {}  # (agent, norm hash) -> refs
+        self._norm_loaded: set[tuple[str, str, str]] = set()  # (agent, tier, norm hash)
+        self._sessions: dict[tuple[str, str], Session | None] = {}
+        self._dirty_sessions: dict[tuple[str, str], None] = {}
+        self._erased: dict[str, list[str]] = {}
+
+    # -- the overlay ----------------------------------------------------------------------
+
+    def _hold(self, it: Item) -> None:
+        key = (it.agent, it.ref)
+        self._items[key] = it
+        self._absent.discard(key)
+        self._by_agent.setdefault(it.agent, set()).add(it.ref)
+        self._by_norm.setdefault((it.agent, _norm_hash(it.content)), set()).add(it.ref)
+
+    def _load_rows(self, rows: Iterable[Any]) -> None:
+        for r in rows:
+            if (r.agent, r.ref) not in self._items:  # what the overlay holds is newer
+                self._hold(item_from_row(r))
+
+    def _select_keys(
+        self, table: str, cols: str, keys: Sequence[str], wanted: Sequence[tuple[str, ...]]
+    ) -> Iterator[Any]:
+        """Rows of ``table`` whose ``keys`` equal one of the ``wanted`` tuples: a join with a
+        VALUES list, which both backends answer with one index lookup per tuple (a row-value
+        IN list scans the table on SQLite)."""
+        on = " AND ".join(f't."{k}" = v.column{n + 1}' for n, k in enumerate(keys))
+        one = "(" + ", ".join([self._ph] * len(keys)) + ")"
+        step = max(1, _IN_LIMIT // len(keys))
+        for start in range(0, len(wanted), step):
+            part = wanted[start : start + step]
+            sql = f"SELECT {cols} FROM (VALUES {', '.join([one] * len(part))}) AS v JOIN {table} t ON {on}"  # noqa: S608
+            yield from self.conn.exec_driver_sql(sql, tuple(x for key in part for x in key))
+
+    def prefetch(self, events: Sequence[LoggedEvent]) -> None:
+        """Load, in a few queries, the rows the bodies of ``events`` name."""
+        refs: dict[tuple[str, str], None] = {}
+        sessions: dict[tuple[str, str], None] = {}
+        norms: dict[tuple[str, str, str], None] = {}
+        for ev in events:
+            b = ev.body
+            if b is None:
+                continue
+            kind, agent = ev.kind, ev.agent
+            if kind in _NAMES_ITEM:
+                refs[(agent, b["item"])] = None
+                if b.get("confirms"):
+                    refs[(agent, b["confirms"])] = None
+            elif kind == "memory.accessed":
+                refs.update(dict.fromkeys((agent, r) for r in b["items"]))
+            if kind in _NAMES_SESSION:
+                sessions[(agent, b["session"])] = None
+            if kind == "memory.written":
+                h = _norm_hash(b["content"])
+                norms.update(dict.fromkeys((agent, t, h) for t in _DEDUP_TIERS))
+            elif kind == "memory.distilled":
+                for entry in b["entries"]:
+                    h = _norm_hash(entry["content"])
+                    norms.update(dict.fromkeys((agent, t, h) for t in _DEDUP_TIERS))
+        items = ", ".join(f't."{c}"' for c in _ITEM_COLS)
+        todo = [k for k in refs if k not in self._items and k not in self._absent]
+        self._load_rows(self._select_keys("mem_items", items, ("agent", "ref"), todo))
+        self._absent.update(k for k in todo if k not in self._items)
+        todo = [k for k in sessions if k not in self._sessions]
+        sess = ", ".join(f't."{c}"' for c in _SESSION_COLS)
+        for r in self._select_keys("mem_sessions", sess, ("agent", "session"), todo):
+            self._sessions[(r.agent, r.session)] = _session_from_row(r)
+        for k in todo:
+            self._sessions.setdefault(k, None)
+        todo3 = [k for k in norms if k not in self._norm_loaded]
+        self._load_rows(self._select_keys("mem_items", items, ("agent", "tier", "norm_hash"), todo3))
+        self._norm_loaded.update(todo3)
+
+    def flush(self) -> None:
+        """Write every changed item and session (one executemany per table)."""
+        if self._erased:
+            bumped = False
+            for agent, refs in self._erased.items():
+                bumped |= bool(self.conn.execute(DELETE_VECTOR, {"agent": agent, "refs": refs}).rowcount)
+            if bumped:
+                self.conn.execute(BUMP_GENERATION)
+        if self._dirty_items:
+            rows = [_item_row(self._items[k]) for k in self._dirty_items]
+            self.conn.exec_driver_sql(self._sql["put_item"], [tuple(r[c] for c in _ITEM_COLS) for r in rows])
+        if self._dirty_sessions:
+            srows = []
+            for k in self._dirty_sessions:
+                s = self._sessions[k]
+                assert s is not None
+                row = {**s.to_json(), "hot_snapshot": json.dumps(s.hot_snapshot)}
+                srows.append(tuple(row[c] for c in _SESSION_COLS))
+            self.conn.exec_driver_sql(self._sql["put_session"], srows)
+        self._erased, self._dirty_items, self._dirty_sessions = {}, {}, {}
+
+    # -- the MemoryState port -------------------------------------------------------------
+
+    def item(self, agent: str, ref: str) -> Item | None:
+        key = (agent, ref)
+        it = self._items.get(key)
+        if it is None:
+            if key in self._absent:
+                return None
+            it = self.db.item(agent, ref)
+            if it is None:
+                self._absent.add(key)
+                return None
+            self._hold(it)
+        return _clone_item(it)
+
+    def put_item(self, item: Item) -> None:
+        if item.status == "erased":
+            self._erased.setdefault(item.agent, []).append(item.ref)
+        self._hold(_clone_item(item))
+        self._dirty_items[(item.agent, item.ref)] = None
+
+    def record_uses(self, agent: str, refs: Iterable[str], at_us: int) -> None:
+        for ref in dict.fromkeys(refs):
+            if self.item(agent, ref) is not None:  # only items that exist, as the UPDATE does
+                it = self._items[(agent, ref)]
+                it.access_count += 1
+                it.last_access_us = at_us
+                self._dirty_items[(agent, ref)] = None
+
+    def session(self, agent: str, session: str) -> Session | None:
+        key = (agent, session)
+        if key not in self._sessions:
+            self._sessions[key] = self.db.session(agent, session)
+        s = self._sessions[key]
+        return None if s is None else _clone_session(s)
+
+    def put_session(self, session: Session) -> None:
+        key = (session.agent, session.session)
+        self._sessions[key] = _clone_session(session)
+        self._dirty_sessions[key] = None
+
+    def find_duplicate(self, agent: str, tier: str, norm: str) -> Item | None:
+        h = hashlib.sha256(norm.encode()).hexdigest()
+        if (agent, tier, h) not in self._norm_loaded:
+            rows = self.conn.exec_driver_sql(self._sql["duplicates_any"], (agent, tier, h))
+            self._load_rows(rows)
+            self._norm_loaded.add((agent, tier, h))
+        best: Item | None = None
+        for ref in self._by_norm.get((agent, h), ()):
+            it = self._items[(agent, ref)]
+            same = it.status == "active" and it.tier == tier and it.norm == norm  # the text decides
+            if same and (best is None or ref_key(it.ref) < ref_key(best.ref)):
+                best = it
+        return None if best is None else _clone_item(best)
+
+    def _merged(self, agent: str, from_table: list[Item], keep: Callable[[Item], bool]) -> list[Item]:
+        out = {it.ref: it for it in from_table if (agent, it.ref) not in self._items}
+        for ref in self._by_agent.get(agent, ()):
+            it = self._items[(agent, ref)]
+            if keep(it):
+                out[ref] = _clone_item(it)
+        return [out[r] for r in sorted(out, key=ref_key)]
+
+    def hot_items(self, agent: str) -> list[Item]:
+        return self._merged(
+            agent, self.db.hot_items(agent), lambda i: i.status == "active" and i.tier == "HOT"
+        )
+
+    def fileable_warm(self, agent: str) -> list[Item]:
+        return self._merged(agent, self.db.fileable_warm(agent), _fileable)
+
+    def agent_sessions(self, agent: str) -> list[Session]:
+        out = {s.session: s for s in self.db.agent_sessions(agent)}
+        for (a, name), s in self._sessions.items():
+            if a == agent:
+                if s is None:
+                    out.pop(name, None)
+                else:
+                    out[name] = _clone_session(s)
+        return [out[n] for n in sorted(out)]
+
+
+def _fileable(it: Item) -> bool:
+    return (
+        it.status == "active"
+        and it.tier == "WARM"
+        and (it.category == "COMMITMENT" or bool({"task", "decision", "blocker"} & set(it.tags)))
+    )
+
+
+#: Kinds whose body names an item (``item``; ``confirms`` for a tier change).
+_NAMES_ITEM = frozenset(
+    ("memory.superseded", "memory.decay_exempted", "memory.archived", "memory.tier_changed")
+)
+#: Kinds whose body names a session.
+_NAMES_SESSION = frozenset(("session.turn", "session.closed", "memory.distilled"))
 
 
 #: Documents a full-text query may match before its most common terms are left out (SQLite):
@@ -275,22 +512,43 @@ class Projection:
     def _sync(self, target: int) -> int:
         while True:
             with self._projector() as conn:
-                stmt = select(mem_cursor.c.applied_size).where(mem_cursor.c.id == 1)
+                stmt = select(mem_cursor.c.applied_size, mem_cursor.c.fts_deferred).where(
+                    mem_cursor.c.id == 1
+                )
                 if conn.dialect.name == "postgresql":
                     stmt = stmt.with_for_update()
-                applied = int(conn.execute(stmt).scalar_one())
+                row = conn.execute(stmt).one()
+                applied, fts_deferred = int(row[0]), bool(row[1])
                 if applied >= target:
+                    if fts_deferred:
+                        self._rebuild_fulltext(conn)
                     return applied
                 end = min(target, applied + _CHUNK)
-                state = SqlState(conn)
-                for ev in self._events(conn, applied, end):
+                events = self._events(conn, applied, end)
+                state = BatchState(conn)
+                state.prefetch(events)
+                for ev in events:
                     if ev.kind == "memory.erased" and ev.body is not None:
+                        state.flush()  # the refold reads and rewrites the agent's rows
                         self._refold(conn, ev.agent, ev.index + 1)
+                        state = BatchState(conn)
                     else:
                         evolve(state, ev)
+                state.flush()
+                if fts_deferred and end >= target:
+                    self._rebuild_fulltext(conn)
                 conn.execute(update(mem_cursor).where(mem_cursor.c.id == 1).values(applied_size=end))
             if end >= target:
                 return end
+
+    @staticmethod
+    def _rebuild_fulltext(conn: Connection) -> None:
+        """The catch-up after a rebuild reached the log: index every item's text in bulk
+        (FTS5 ``'rebuild'``), and turn the row-by-row triggers back on, in the projector's
+        transaction (see migration 0008)."""
+        if conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("INSERT INTO mem_fts(mem_fts) VALUES ('rebuild')")
+        conn.exec_driver_sql("UPDATE mem_cursor SET fts_deferred = 0 WHERE id = 1")
 
     def _refold(self, conn: Connection, agent: str, end: int) -> None:
         """Recompute ``agent``'s projection from its entries below ``end`` as they are stored
@@ -350,6 +608,9 @@ class Projection:
                 if conn.dialect.name == "postgresql":
                     stmt = stmt.with_for_update()
                 conn.execute(stmt)
+                if conn.dialect.name == "sqlite":  # full text in bulk once caught up (migration 0008)
+                    conn.exec_driver_sql("UPDATE mem_cursor SET fts_deferred = 1 WHERE id = 1")
+                    conn.exec_driver_sql("INSERT INTO mem_fts(mem_fts) VALUES ('delete-all')")
                 conn.execute(delete(mem_items))
                 conn.execute(delete(mem_sessions))
                 conn.execute(delete(mem_vectors))
@@ -364,15 +625,30 @@ class Projection:
         return self.sync()
 
     def digest(self) -> tuple[int, str]:
-        """(applied size, projection digest) read in one transaction."""
+        """(applied size, projection digest) read in one transaction, streaming the rows in
+        the digest's order (memory holds one row at a time, not the projection)."""
+        order = ' COLLATE "C"' if self.engine.dialect.name == "postgresql" else ""  # code-point order
+        items = f"SELECT {_cols(_ITEM_COLS)} FROM mem_items ORDER BY agent{order}, ref{order}"  # noqa: S608
+        sessions = f'SELECT {_cols(_SESSION_COLS)} FROM mem_sessions ORDER BY agent{order}, "session"{order}'  # noqa: S608
+
+        def rows(conn: Connection, sql: str, build: Callable[[Any], Any]) -> Iterator[Any]:
+            # Lazily: one cursor open at a time, each fetched a thousand rows at a time.
+            for r in conn.execution_options(stream_results=True, yield_per=1000).exec_driver_sql(sql):
+                yield build(r)
+
         try:
-            with self.engine.connect() as conn, conn.begin():
-                applied = int(conn.execute(select(mem_cursor.c.applied_size)).scalar_one())
-                items = [item_from_row(r) for r in conn.execute(select(mem_items))]
-                sessions = [_session_from_row(r) for r in conn.execute(select(mem_sessions))]
+            with self.engine.connect() as conn:
+                if conn.dialect.name == "postgresql":  # one snapshot for the three reads
+                    conn = conn.execution_options(isolation_level="REPEATABLE READ")
+                with conn.begin():
+                    applied = int(
+                        conn.exec_driver_sql("SELECT applied_size FROM mem_cursor WHERE id = 1").scalar_one()
+                    )
+                    return applied, digest_sorted(
+                        rows(conn, items, item_from_row), rows(conn, sessions, _session_from_row), applied
+                    )
         except DBAPIError as e:
             raise StorageError(f"database error: {e.orig!r}") from e
-        return applied, digest(items, sessions, applied)
 
     # -- queries ----------------------------------------------------------------------
 

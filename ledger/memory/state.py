@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from engram.protocol.bodies import DEFAULT_TIER_V2_FROM_US, default_tier
 from engram.protocol.gate import normalize_text
 from engram.protocol.records import RECORD_KINDS, record_content
-from verifier.jcs import canonical_bytes
+from verifier.jcs import canonical_bytes, canonical_bytes_of_values
 
 __all__ = [
     "EVOLVE",
@@ -46,6 +46,7 @@ __all__ = [
     "MemoryState",
     "Session",
     "digest",
+    "digest_sorted",
     "evolve",
     "ref_key",
     "tokens",
@@ -563,11 +564,37 @@ def _copy(v: Any) -> Any:
     return json.loads(json.dumps(v)) if isinstance(v, list | dict) else v
 
 
+_DIGEST_PREFIX = b"engram/projection/v1\x00"
+_ITEM_FIELDS = tuple(Item.__dataclass_fields__)
+_SESSION_FIELDS = tuple(Session.__dataclass_fields__)
+
+
 def digest(items: Iterable[Item], sessions: Iterable[Session], applied_size: int) -> str:
-    """SHA-256 of the canonical projection: two replays of the same log give the same value."""
-    doc = {
-        "applied_size": applied_size,
-        "items": sorted((i.to_json() for i in items), key=lambda d: (d["agent"], d["ref"])),
-        "sessions": sorted((s.to_json() for s in sessions), key=lambda d: (d["agent"], d["session"])),
-    }
-    return hashlib.sha256(b"engram/projection/v1\x00" + canonical_bytes(doc)).hexdigest()
+    """SHA-256 of the canonical projection: two replays of the same log give the same value.
+
+    The hashed bytes are ``engram/projection/v1\\0`` followed by the RFC 8785 form of
+    ``{"applied_size": n, "items": [...], "sessions": [...]}``, items sorted by (agent, ref)
+    and sessions by (agent, session), each as its :meth:`Item.to_json` object."""
+    return digest_sorted(
+        sorted(items, key=lambda i: (i.agent, i.ref)),
+        sorted(sessions, key=lambda s: (s.agent, s.session)),
+        applied_size,
+    )
+
+
+def digest_sorted(items: Iterable[Item], sessions: Iterable[Session], applied_size: int) -> str:
+    """:func:`digest` of items and sessions already in its order, hashed as they stream by
+    (the SQL projection's digest holds no more than one row in memory)."""
+    h = hashlib.sha256(_DIGEST_PREFIX)
+    h.update(canonical_bytes({"applied_size": applied_size})[:-1] + b',"items":[')
+    for n, it in enumerate(items):
+        if n:
+            h.update(b",")
+        h.update(canonical_bytes_of_values({f: getattr(it, f) for f in _ITEM_FIELDS}))
+    h.update(b'],"sessions":[')
+    for n, se in enumerate(sessions):
+        if n:
+            h.update(b",")
+        h.update(canonical_bytes_of_values({f: getattr(se, f) for f in _SESSION_FIELDS}))
+    h.update(b"]}")
+    return h.hexdigest()

@@ -179,6 +179,9 @@ mem_cursor = Table(
     Column("vec_generation", BigInteger, nullable=False, server_default=text("0")),
     Column("embedded_size", BigInteger, nullable=False, server_default=text("0")),
     Column("embedded_model", String(160), nullable=True),
+    #: 1 while a rebuild replays with the SQLite full-text triggers off; the catch-up that
+    #: reaches the log's end rebuilds the index in bulk and sets it back to 0 (migration 0008).
+    Column("fts_deferred", SmallInteger, nullable=False, server_default=text("0")),
     CheckConstraint("id = 1", name="single_row"),
 )
 

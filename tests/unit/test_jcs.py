@@ -15,6 +15,7 @@ from verifier.jcs import (
     _check_tree,
     canonical_bytes,
     canonical_bytes_of_parsed,
+    canonical_bytes_of_values,
     parse_canonical,
     parse_strict,
 )
@@ -147,6 +148,21 @@ order_values = st.recursive(
 def test_the_fast_canonical_form_is_byte_identical_to_the_reference(value: object) -> None:
     data = canonical_bytes(value)
     assert canonical_bytes_of_parsed(parse_strict(data, max_bytes=1 << 20), data) == data
+
+
+@given(json_values | order_values)
+def test_the_fast_canonical_form_of_built_values_is_byte_identical_to_the_reference(value: object) -> None:
+    assert canonical_bytes_of_values(value) == canonical_bytes(value)
+
+
+@pytest.mark.parametrize("value", ["\ud800", {"\udc00": 1}, [{"k": "a\ud800"}]])
+def test_the_fast_canonical_form_of_built_values_leaves_lone_surrogates_to_the_reference(
+    value: object,
+) -> None:
+    with pytest.raises(CanonicalFormError):
+        canonical_bytes(value)
+    with pytest.raises(CanonicalFormError):
+        canonical_bytes_of_values(value)
 
 
 def _reference_outcome(data: bytes) -> object:
