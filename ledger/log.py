@@ -32,6 +32,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -41,6 +42,7 @@ from engram.protocol.errors import (
     ConfigError,
     ConflictError,
     LimitExceededError,
+    LogIntegrityError,
     MalformedError,
     OriginMismatchError,
     PrevMismatchError,
@@ -65,9 +67,11 @@ from engram.protocol.wire import ConsistencyProof, InclusionProof, Receipt, Subm
 from ledger.config import Settings
 from ledger.envelopes import parse_envelope
 from ledger.groupcommit import GroupCommit
+from ledger.signed_head import ForkRefusedError, SignedHead, SignedHeadRecord, record_path
 from ledger.storage.db import current_revision, head_revision, make_engine, migrate
-from ledger.storage.store import SqlStore, StoredCheckpoint, StreamHead, WriteTx
+from ledger.storage.store import SqlStore, StoredCheckpoint, StreamHead, WriteTx, cross_check_keys
 from ledger.witness import WitnessSubmitter, load_submitter
+from verifier.errors import VerificationError
 from verifier.event import (
     DEFAULT_MAX_LEAF_BYTES,
     POLICY_AGENT,
@@ -244,6 +248,7 @@ class Ledger:
         max_body_bytes: int = 64 * 1024,
         policy_key: Ed25519PrivateKey | None = None,
         rules: AppendRules | None = None,
+        signed_head: Path | None = None,
     ) -> None:
         state = store.state()
         if state is None:
@@ -256,6 +261,8 @@ class Ledger:
             raise ConfigError(f"max_leaf_bytes {max_leaf_bytes} is outside [1, 65535] (the tlog-tiles limit)")
         if max_body_bytes < 1:
             raise ConfigError("max_body_bytes must be positive")
+        # Checkpoint rows count only if this log's key signed them (issue 15).
+        store.trust(VerifierKey.parse(log_key.vkey))
         if policy_key is not None:
             registered = store.active_key_id(POLICY_AGENT)
             own = agent_key_id(policy_key.public_key().public_bytes_raw())
@@ -275,7 +282,9 @@ class Ledger:
         #: signature -> (envelope bytes, key) event_signer verified, for the append to come
         self._preverified: OrderedDict[bytes, tuple[bytes, bytes]] = OrderedDict()
         #: (size, border hashes) of the tree this process last committed (see _open_batch)
-        self._frontier: tuple[int, list[bytes]] | None = None
+        self._frontier: tuple[int, list[bytes], int] | None = None
+        #: the signer's own record of the last checkpoint it signed (ledger.signed_head)
+        self.signed_head = None if signed_head is None else SignedHeadRecord(signed_head, log_key.name)
         #: concurrent single appends of this process share one transaction (ledger.groupcommit)
         self.group_commit: GroupCommit | None = GroupCommit(self.append_batch)
         #: Witnesses this log submits its checkpoints to (``ENGRAM_WITNESS_POLICY``), or None.
@@ -292,10 +301,12 @@ class Ledger:
         clock: Clock = system_clock_us,
         policy_key: Ed25519PrivateKey | None = None,
         rules: AppendRules | None = None,
+        signed_head: Path | None = None,
         **limits: int,
     ) -> Ledger:
         """Migrate the database, record the log identity, sign the empty checkpoint, and
-        register the ledger's policy agent (index 0) when a policy key is given."""
+        register the ledger's policy agent (index 0) when a policy key is given.
+        ``signed_head``: the signer's record file (ledger.signed_head), or None for none."""
         migrate(engine)
         store = SqlStore(engine)
         note = sign_note(checkpoint_text(log_key.name, 0, EMPTY_ROOT), log_key.name, log_key.private_key)
@@ -304,7 +315,9 @@ class Ledger:
             log_vkey=log_key.vkey,
             checkpoint=StoredCheckpoint(size=0, root=EMPTY_ROOT, note=note, signed_at_us=clock()),
         )
-        ledger = cls(store, log_key, clock=clock, policy_key=policy_key, rules=rules, **limits)
+        ledger = cls(
+            store, log_key, clock=clock, policy_key=policy_key, rules=rules, signed_head=signed_head, **limits
+        )
         if policy_key is not None:
             signer = AgentSigner(POLICY_AGENT, policy_key, origin=ledger.origin)
             ledger.append([signer.registration(client_time_us=clock())], operator=True, system=True)
@@ -350,6 +363,7 @@ class Ledger:
             clock=clock,
             policy_key=policy_key,
             rules=rules,
+            signed_head=record_path(settings.log_key_file),
             max_leaf_bytes=settings.max_leaf_bytes,
             max_body_bytes=settings.max_body_bytes,
         )
@@ -374,6 +388,7 @@ class Ledger:
             max_body_bytes=settings.max_body_bytes,
             policy_key=policy_key,
             rules=rules,
+            signed_head=record_path(settings.log_key_file),
         )
         if settings.witness_policy is not None:
             ledger.witnesses = load_submitter(settings.witness_policy, timeout_s=settings.witness_timeout_s)
@@ -533,7 +548,9 @@ class Ledger:
             note, root = self._commit(tx, batch)  # 5
         # Committed (the transaction's exit returned): only now may the new frontier and
         # the batch's nodes stand for the log's state in this process.
-        self._frontier = (batch.size, [h for _, _, h in batch.border.nodes])
+        self._frontier = (batch.size, [h for _, _, h in batch.border.nodes], batch.last_ts)
+        if self.signed_head is not None:
+            self.signed_head.advance_quietly(SignedHead(batch.size, root))
         self.store.cache.committed(
             batch.node_rows,
             StoredCheckpoint(size=batch.size, root=root, note=note, signed_at_us=batch.last_ts),
@@ -573,17 +590,31 @@ class Ledger:
             # this very size: the log only grows, so a tree of this size is that tree, and
             # nothing needs re-reading. Set only after a commit returned (append_batch).
             border = CompactRange(size, frontier[1])
+            start_root = border.root()
+            if state.last_timestamp_us != frontier[2]:
+                raise LogIntegrityError(
+                    f"log_state.last_timestamp_us is {state.last_timestamp_us}, but this log's last entry "
+                    f"(index {size - 1}) was stamped {frontier[2]}; refusing to stamp entries from it "
+                    "(run `engram audit`)",
+                    check="state.last_timestamp",
+                )
         else:
             # Another process appended, or this one just started: read the right edge, and
             # never extend a tree whose stored hashes disagree with what the log already
-            # signed: that would sign a checkpoint inconsistent with an earlier one.
+            # signed: that would sign a checkpoint inconsistent with an earlier one. The
+            # checkpoint row counts only if the log key signed it (SqlStore.trust), and the
+            # clock continues from the last entry's own timestamp, proven in that tree.
             border = CompactRange(size, self._frontier_hashes(tx, size))
+            start_root = border.root()
             signed_root = tx.checkpoint_root(size)
-            if signed_root is None or not hmac.compare_digest(signed_root, border.root()):
-                raise StorageError(
-                    f"stored Merkle nodes at size {size} disagree with the signed checkpoint; "
-                    "refusing to sign a new one (run an audit)"
+            if signed_root is None or not hmac.compare_digest(signed_root, start_root):
+                raise LogIntegrityError(
+                    f"stored Merkle nodes at size {size} (log_state.size) disagree with the checkpoint "
+                    "signed at that size, or none is signed; refusing to sign a new one (run `engram audit`)",
+                    check="state.nodes",
                 )
+            self._check_last_entry(tx, size, start_root, state.last_timestamp_us)
+        self._check_signed_head(tx, size, start_root)
         start_nodes = [((lv, i), h) for lv, i, h in border.nodes]
         envs = [p.envelope for p in pending if isinstance(p, _Prepared)]
         key_ids = [e.key_id for e in envs] + [e.new_key.key_id for e in envs if e.new_key is not None]
@@ -593,7 +624,12 @@ class Ledger:
         ]
         # Active keys are loaded too: a forced revocation retires a key it does not name.
         loaded, active = tx.load_key_state(key_ids, [a for a, _ in streams] + [POLICY_AGENT])
-        keys = _BatchKeys(keys=loaded, active=active)
+        # Decisions use the key state the log's own key entries give (issue 15: the table
+        # can be changed behind the log), and a table that disagrees stops the append.
+        agents = {a for a, _ in streams} | {POLICY_AGENT} | {k.agent for k in loaded.values()}
+        log_keys, log_active = tx.derive_keys(agents, size)
+        cross_check_keys(loaded, active, log_keys, log_active)
+        keys = _BatchKeys(keys=log_keys, active=log_active)
         return _Batch(
             size=size,
             last_ts=state.last_timestamp_us,
@@ -731,6 +767,72 @@ class Ledger:
             client_time_us=self.clock(),
         )
         return self._prepare(sub, operator=False, system=True)
+
+    @staticmethod
+    def _check_last_entry(tx: WriteTx, size: int, root: bytes, last_timestamp_us: int) -> None:
+        """``log_state.last_timestamp_us`` must be the timestamp of the last entry, read from
+        that entry's bytes, proven in the tree of ``root`` (a state set into the future would
+        stamp every later entry in the future)."""
+        if size == 0:
+            stamped = 0
+        else:
+            raw = tx.leaf(size - 1)
+            ranges = inclusion_ranges(size - 1, size)
+            got = tx.nodes([c for lo, hi in ranges for c in range_nodes(lo, hi)])
+            hashes = tuple(range_hash([got[c] for c in range_nodes(lo, hi)]) for lo, hi in ranges)
+            try:
+                if raw is None:
+                    raise MalformedError("missing", check="state.leaves")
+                verify_inclusion(leaf_hash=leaf_hash(raw), index=size - 1, size=size, proof=hashes, root=root)
+                stamped = Leaf.from_bytes(raw).timestamp_us
+            except VerificationError as e:
+                raise LogIntegrityError(
+                    f"leaves row {size - 1} (the last entry) is missing or not the entry the signed tree "
+                    "holds; refusing to append (run `engram audit`)",
+                    check="state.leaves",
+                ) from e
+        if last_timestamp_us != stamped:
+            raise LogIntegrityError(
+                f"log_state.last_timestamp_us is {last_timestamp_us}, but the last entry (index {size - 1}) "
+                f"was stamped {stamped}; refusing to stamp entries from it (run `engram audit`)",
+                check="state.last_timestamp",
+            )
+
+    def _check_signed_head(self, tx: WriteTx, size: int, root: bytes) -> None:
+        """The tree about to be extended (``size``, ``root``) must extend the last checkpoint
+        this signer recorded signing (ledger.signed_head): the same root at the same size, or
+        a consistency proof from the stored nodes. Anything else is a rolled-back or forked
+        database, and signing on would publish a fork."""
+        if self.signed_head is None:
+            return
+        head = self.signed_head.read()
+        if head is None:
+            return
+        if head.size > size:
+            raise ForkRefusedError(
+                f"the database's log has {size} entries, but this signer already signed a checkpoint of "
+                f"size {head.size} ({self.signed_head.path}): the database was rolled back or restored; "
+                "refusing to sign a fork (run `engram audit`)"
+            )
+        if head.size == size:
+            same = hmac.compare_digest(head.root, root)
+            proof_ok = same
+        else:
+            ranges = consistency_ranges(head.size, size)
+            got = tx.nodes([c for lo, hi in ranges for c in range_nodes(lo, hi)])
+            hashes = tuple(range_hash([got[c] for c in range_nodes(lo, hi)]) for lo, hi in ranges)
+            try:
+                verify_consistency(
+                    old_size=head.size, new_size=size, old_root=head.root, new_root=root, proof=hashes
+                )
+                proof_ok = True
+            except VerificationError:
+                proof_ok = False
+        if not proof_ok:
+            raise ForkRefusedError(
+                f"the database's tree of size {size} does not extend the checkpoint of size {head.size} this "
+                f"signer signed ({self.signed_head.path}); refusing to sign a fork (run `engram audit`)"
+            )
 
     @staticmethod
     def _frontier_hashes(tx: WriteTx, size: int) -> list[bytes]:

@@ -151,8 +151,13 @@ def policy_key() -> Ed25519PrivateKey:
 
 
 @pytest.fixture
-def ledger(engine: Engine, log_key: LogKey, clock: StepClock, policy_key: Ed25519PrivateKey) -> Ledger:
-    return create_ledger(engine, log_key, clock=clock, policy_key=policy_key)
+def ledger(
+    engine: Engine, log_key: LogKey, clock: StepClock, policy_key: Ed25519PrivateKey, tmp_path: Path
+) -> Ledger:
+    # With the signer's own record of what it signed (ledger.signed_head), as engram init makes.
+    return create_ledger(
+        engine, log_key, clock=clock, policy_key=policy_key, signed_head=tmp_path / "log.key.signed-head"
+    )
 
 
 @pytest.fixture

@@ -33,6 +33,7 @@ __all__ = [
     "ForbiddenError",
     "KeyStateError",
     "LimitExceededError",
+    "LogIntegrityError",
     "MalformedError",
     "NotFoundError",
     "OriginMismatchError",
@@ -94,6 +95,17 @@ class PrevMismatchError(ConflictError):
 
 class StorageError(EngramError):
     """The database failed; nothing was acknowledged. May succeed if retried later."""
+
+
+class LogIntegrityError(StorageError):
+    """The database disagrees with the log it holds (a changed, deleted or inserted row, a
+    rolled-back database): the log refuses to extend it and nothing is written. ``check``
+    names what disagreed (e.g. ``state.agent_keys``, ``state.last_timestamp``,
+    ``signer.fork``); ``engram audit`` names every differing row and column."""
+
+    def __init__(self, message: str, *, check: str) -> None:
+        self.check = check
+        super().__init__(f"[{check}] {message}")
 
 
 class ConfigError(EngramError):

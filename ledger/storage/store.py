@@ -26,6 +26,8 @@ ledger acknowledges an append only after the commit returns.
 
 from __future__ import annotations
 
+import hmac
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -37,7 +39,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Select, and_, func, insert, or_, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
-from engram.protocol.errors import ConfigError, StorageError
+from engram.protocol.errors import ConfigError, LogIntegrityError, StorageError
 from ledger.storage.db import WRITE_OPTION
 from ledger.storage.schema import (
     agent_keys,
@@ -50,11 +52,15 @@ from ledger.storage.schema import (
     request_nonces,
     stream_heads,
 )
+from verifier.errors import VerificationError
+from verifier.event import Leaf, agent_key_id
 from verifier.keys import KeyRecord
+from verifier.note import VerifierKey, verify_checkpoint
 
 __all__ = ["LogState", "ProofCache", "SqlStore", "StoredCheckpoint", "StreamHead", "WriteTx", "nodes_query"]
 
 _IN_CHUNK = 400  # bound the size of one IN (...) list
+_log = logging.getLogger(__name__)
 
 #: Merkle nodes one process keeps in memory (LRU): a proof's upper levels are shared by
 #: every proof, so a warm cache answers most of a proof without the database. ~10 MiB.
@@ -195,14 +201,211 @@ class ProofCache:
         self.add_checkpoints({checkpoint.size: checkpoint}, [checkpoint.size], checkpoint.size)
 
 
-def _latest_checkpoint(conn: Connection) -> StoredCheckpoint:
-    row = conn.exec_driver_sql(
-        "SELECT size, root, note, signed_at_us FROM checkpoints ORDER BY size DESC LIMIT 1"
-    ).one_or_none()
-    if row is None:
+#: How many of the newest checkpoint rows are looked at for one whose signature verifies.
+LATEST_CANDIDATES = 8
+#: Verified checkpoint notes one process remembers (a dict lookup instead of a signature).
+VERIFIED_NOTES = 4096
+
+
+class CheckpointCheck:
+    """Accepts a checkpoint row only if its note is signed by the log key and names the
+    row's own size and root (issue 15: a row INSERTed past the end, with any bytes, must
+    not become what the service serves). Verified notes are remembered (bounded): a note
+    that verified once always will."""
+
+    def __init__(self, log_key: VerifierKey) -> None:
+        self.log_key = log_key
+        self._lock = threading.Lock()
+        self._ok: OrderedDict[bytes, tuple[int, bytes]] = OrderedDict()
+
+    def valid(self, cp: StoredCheckpoint) -> bool:
+        with self._lock:
+            known = self._ok.get(cp.note)
+        if known is None:
+            try:
+                v = verify_checkpoint(cp.note, self.log_key)
+            except VerificationError:
+                return False
+            known = (v.size, v.root)
+            with self._lock:
+                self._ok[cp.note] = known
+                while len(self._ok) > VERIFIED_NOTES:
+                    self._ok.popitem(last=False)
+        return known[0] == cp.size and hmac.compare_digest(known[1], cp.root)
+
+    def refused(self, cp: StoredCheckpoint) -> None:
+        _log.error(
+            "checkpoints row of size %d is not a checkpoint signed by this log's key (note or "
+            "columns changed, or a row inserted): ignored; run `engram audit`",
+            cp.size,
+        )
+
+
+#: The kinds whose entries change an agent's key state (verifier.keys).
+KEY_KINDS = ("key.registered", "key.rotated", "key.revoked")
+#: Parsed key entries one process remembers, by leaf bytes (an entry never changes).
+KEY_ENTRIES_CACHED = 65_536
+
+
+class KeyStreams:
+    """Key state derived from the log's own key entries (issue 15).
+
+    ``agent_keys`` is a table the append path must be able to UPDATE (a rotation retires a
+    key), so whoever can write to it could bring a revoked, stolen key back with one
+    ``UPDATE agent_keys SET retired_at = NULL``. The decisions that matter (which key may
+    sign an event at an index, which key authenticates a request) therefore come from the
+    ``key.*`` entries of the agents concerned, replayed in log order: each agent has a
+    handful, read with one indexed query, and parsed once per process (cached by their
+    exact bytes, the validation tag: a changed row is a different key). Leaves are
+    append-only (UPDATE and DELETE are refused by triggers, and a row inserted past the
+    end is not below the signed size these reads are bounded by); ``engram audit`` checks
+    the rest (every leaf against the tree, every column against its leaf)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._parsed: OrderedDict[bytes, tuple[int, str, str, str | None, bytes | None]] = OrderedDict()
+
+    def _parse(self, raw: bytes) -> tuple[int, str, str, str | None, bytes | None]:
+        with self._lock:
+            hit = self._parsed.get(raw)
+        if hit is not None:
+            return hit
+        leaf = Leaf.from_bytes(raw)
+        env = leaf.envelope
+        nk = env.new_key
+        hit = (
+            leaf.index,
+            env.agent,
+            env.kind,
+            None if nk is None else nk.key_id,
+            None if nk is None else nk.public_key,
+        )
+        with self._lock:
+            self._parsed[raw] = hit
+            while len(self._parsed) > KEY_ENTRIES_CACHED:
+                self._parsed.popitem(last=False)
+        return hit
+
+    def derive(
+        self, conn: Connection, agents: Iterable[str], below: int
+    ) -> tuple[dict[str, KeyRecord], dict[str, str | None]]:
+        """(every key of ``agents`` with its span, each agent's active key id or None), from
+        their key entries below index ``below``.
+
+        Raises:
+            LogIntegrityError: a key entry's row disagrees with its bytes, or the entries do
+                not replay (check ``state.leaves``).
+        """
+        names = sorted(set(agents))
+        keys: dict[str, KeyRecord] = {}
+        active: dict[str, str | None] = dict.fromkeys(names)
+        ph = _placeholder(conn)
+        rows: list[tuple[int, bytes]] = []
+        for i in range(0, len(names), _IN_CHUNK):
+            chunk = names[i : i + _IN_CHUNK]
+            rows += [
+                (int(r[0]), bytes(r[1]))
+                for r in conn.exec_driver_sql(
+                    f"SELECT idx, leaf FROM leaves WHERE agent IN ({_marks(ph, len(chunk))}) "  # noqa: S608
+                    f"AND kind IN ({_marks(ph, len(KEY_KINDS))}) AND idx < {ph}",
+                    (*chunk, *KEY_KINDS, below),
+                )
+            ]
+        rows.sort()
+        for idx, raw in rows:
+            try:
+                index, agent, kind, new_id, new_pk = self._parse(raw)
+            except VerificationError as e:
+                raise LogIntegrityError(
+                    f"leaves row {idx} does not parse as a leaf: {e}", check="state.leaves"
+                ) from e
+            if index != idx or agent not in active or kind not in KEY_KINDS:
+                raise LogIntegrityError(
+                    f"leaves row {idx}: its index, agent or kind columns disagree with its bytes "
+                    f"(index {index}, agent {agent!r}, kind {kind!r})",
+                    check="state.leaves",
+                )
+            old = active[agent]
+            if kind != "key.registered":
+                if old is None:
+                    raise LogIntegrityError(
+                        f"leaves row {idx}: {kind} of {agent} without an active key", check="state.leaves"
+                    )
+                how = "rotated" if kind == "key.rotated" else "revoked"
+                rec = keys[old]
+                keys[old] = KeyRecord(
+                    key_id=rec.key_id,
+                    agent=agent,
+                    public_key=rec.public_key,
+                    added_at=rec.added_at,
+                    retired_at=idx,
+                    retired_how=how,
+                )
+                active[agent] = None
+            if kind != "key.revoked":
+                if new_id is None or new_pk is None:
+                    raise LogIntegrityError(
+                        f"leaves row {idx}: {kind} without a new key", check="state.leaves"
+                    )
+                keys[new_id] = KeyRecord(key_id=new_id, agent=agent, public_key=new_pk, added_at=idx)
+                active[agent] = new_id
+        return keys, active
+
+
+def cross_check_keys(
+    table: Mapping[str, KeyRecord],
+    table_active: Mapping[str, str | None],
+    log: Mapping[str, KeyRecord],
+    log_active: Mapping[str, str | None],
+) -> None:
+    """Refuse (LogIntegrityError, check ``state.agent_keys``) when the ``agent_keys`` rows
+    read for a batch disagree with the key state its log entries give, naming the row and
+    column: the log never extends a database whose key table was changed behind it."""
+    problems: list[str] = []
+    for key_id, row in sorted(table.items()):
+        want = log.get(key_id)
+        if want is None:
+            problems.append(f"agent_keys row {key_id}: no key entry of agent {row.agent!r} registers it")
+            continue
+        for col in ("agent", "public_key", "added_at", "retired_at", "retired_how"):
+            got, exp = getattr(row, col), getattr(want, col)
+            if got != exp:
+                problems.append(f"agent_keys row {key_id}: {col} is {got!r}, the log says {exp!r}")
+    for agent, active_id in sorted(table_active.items()):
+        if agent in log_active and log_active[agent] != active_id:
+            problems.append(
+                f"agent_keys: the active key of {agent!r} is {active_id!r}, the log says {log_active[agent]!r}"
+            )
+    for key_id, want in sorted(log.items()):
+        if key_id not in table and (want.agent in table_active) and log_active.get(want.agent) == key_id:
+            problems.append(f"agent_keys row {key_id} (active key of {want.agent!r}) is missing")
+    if problems:
+        raise LogIntegrityError(
+            "the key table disagrees with the log's key entries; refusing to append (run `engram audit`): "
+            + "; ".join(problems[:8]),
+            check="state.agent_keys",
+        )
+
+
+def _cp_row(r: Any) -> StoredCheckpoint:
+    return StoredCheckpoint(size=int(r[0]), root=bytes(r[1]), note=bytes(r[2]), signed_at_us=int(r[3]))
+
+
+def _latest_checkpoint(conn: Connection, check: CheckpointCheck | None) -> StoredCheckpoint:
+    """The newest checkpoint row whose signature verifies (the newest row without a check)."""
+    rows = conn.exec_driver_sql(
+        f"SELECT size, root, note, signed_at_us FROM checkpoints ORDER BY size DESC LIMIT {LATEST_CANDIDATES}"  # noqa: S608
+    ).all()
+    if not rows:
         raise ConfigError("the log has no checkpoint; run `engram init`")
-    return StoredCheckpoint(
-        size=int(row[0]), root=bytes(row[1]), note=bytes(row[2]), signed_at_us=int(row[3])
+    for r in rows:
+        cp = _cp_row(r)
+        if check is None or check.valid(cp):
+            return cp
+        check.refused(cp)
+    raise LogIntegrityError(
+        f"none of the {len(rows)} newest checkpoint rows carries this log's signature; run `engram audit`",
+        check="state.checkpoints",
     )
 
 
@@ -250,8 +453,18 @@ _WRITE_SQL = {ph: _write_sql(ph) for ph in ("?", "%s")}
 class WriteTx:
     """Operations available inside the serialized append transaction."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(
+        self, conn: Connection, check: CheckpointCheck | None = None, key_streams: KeyStreams | None = None
+    ) -> None:
         self._conn = conn
+        self._check = check
+        self._key_streams = key_streams or KeyStreams()
+
+    def derive_keys(
+        self, agents: Iterable[str], below: int
+    ) -> tuple[dict[str, KeyRecord], dict[str, str | None]]:
+        """Key state of ``agents`` from their key entries below ``below`` (KeyStreams)."""
+        return self._key_streams.derive(self._conn, agents, below)
 
     def lock_state(self) -> LogState:
         if self._conn.dialect.name == "postgresql":
@@ -269,8 +482,19 @@ class WriteTx:
         return _stream_head(self._conn, agent, kind)
 
     def checkpoint_root(self, size: int) -> bytes | None:
-        row = self._conn.execute(select(checkpoints.c.root).where(checkpoints.c.size == size)).one_or_none()
-        return None if row is None else bytes(row.root)
+        """The root of the checkpoint signed at ``size``; None if there is none, or if the
+        row is not signed by the log key."""
+        row = self._conn.exec_driver_sql(
+            f"SELECT size, root, note, signed_at_us FROM checkpoints WHERE size = {_placeholder(self._conn)}",  # noqa: S608
+            (size,),
+        ).one_or_none()
+        if row is None:
+            return None
+        cp = _cp_row(row)
+        if self._check is not None and not self._check.valid(cp):
+            self._check.refused(cp)
+            return None
+        return cp.root
 
     def key(self, key_id: str) -> KeyRecord | None:
         row = self._conn.execute(select(agent_keys).where(agent_keys.c.key_id == key_id)).one_or_none()
@@ -285,7 +509,14 @@ class WriteTx:
         return None if row is None else str(row.key_id)
 
     def nodes(self, coords: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
-        return _fetch_nodes(self._conn, coords)
+        return _fetch_nodes(self._conn, coords) if coords else {}
+
+    def leaf(self, index: int) -> bytes | None:
+        row = self._conn.exec_driver_sql(
+            f"SELECT leaf FROM leaves WHERE idx = {_placeholder(self._conn)}",  # noqa: S608
+            (index,),
+        ).one_or_none()
+        return None if row is None else bytes(row[0])
 
     # Bulk reads for one batch: three queries instead of three per event.
 
@@ -417,7 +648,8 @@ class WriteTx:
             )
         c.exec_driver_sql(sql["state"], (new_size, last_timestamp_us))
         c.exec_driver_sql(
-            sql["checkpoint"], (checkpoint.size, checkpoint.root, checkpoint.note, checkpoint.signed_at_us)
+            sql["checkpoint"],
+            (checkpoint.size, checkpoint.root, checkpoint.note, checkpoint.signed_at_us),
         )
 
 
@@ -477,6 +709,21 @@ class SqlStore:
         self.engine = engine
         #: this process's cache of committed nodes and checkpoints (see ProofCache)
         self.cache = ProofCache()
+        #: set by the ledger (:meth:`trust`): checkpoint rows are accepted only if signed
+        self.checkpoint_check: CheckpointCheck | None = None
+        #: key state from the log's key entries, for every security decision (KeyStreams)
+        self.key_streams = KeyStreams()
+
+    def trust(self, log_key: VerifierKey) -> None:
+        """Accept checkpoint rows only if ``log_key`` signed them (see CheckpointCheck)."""
+        self.checkpoint_check = CheckpointCheck(log_key)
+
+    def _valid(self, cp: StoredCheckpoint) -> bool:
+        check = self.checkpoint_check
+        if check is None or check.valid(cp):
+            return True
+        check.refused(cp)
+        return False
 
     @property
     def backend(self) -> str:
@@ -489,7 +736,7 @@ class SqlStore:
             with self.engine.connect() as conn:
                 conn = conn.execution_options(**{WRITE_OPTION: True})
                 with conn.begin():
-                    yield WriteTx(conn)
+                    yield WriteTx(conn, self.checkpoint_check, self.key_streams)
         except DBAPIError as e:
             raise StorageError(f"database error during append: {e.orig!r}") from e
         except SQLAlchemyError as e:
@@ -548,13 +795,15 @@ class SqlStore:
             ]
 
     def active_key_id(self, agent: str) -> str | None:
+        """The agent's active key id, from its key entries in the signed log (KeyStreams),
+        never from the mutable ``agent_keys`` table."""
+        return self._log_keys(agent)[1]
+
+    def _log_keys(self, agent: str) -> tuple[list[KeyRecord], str | None]:
         with self.read() as conn:
-            row = conn.execute(
-                select(agent_keys.c.key_id).where(
-                    and_(agent_keys.c.agent == agent, agent_keys.c.retired_at.is_(None))
-                )
-            ).one_or_none()
-        return None if row is None else str(row.key_id)
+            below = _latest_checkpoint(conn, self.checkpoint_check).size
+            keys, active = self.key_streams.derive(conn, [agent], below)
+        return sorted(keys.values(), key=lambda k: k.added_at), active[agent]
 
     def public_key(self, key_id: str) -> tuple[str, bytes] | None:
         """(agent, public key) of a key id registered in this log (a key id is a hash of its
@@ -564,29 +813,30 @@ class SqlStore:
                 f"SELECT agent, public_key FROM agent_keys WHERE key_id = {_placeholder(conn)}",  # noqa: S608
                 (key_id,),
             ).one_or_none()
-        return None if row is None else (str(row[0]), bytes(row[1]))
+        if row is None or agent_key_id(bytes(row[1])) != key_id:
+            return None  # a key id is the hash of its key: a row that says otherwise is not it
+        return str(row[0]), bytes(row[1])
 
     def keys_of(self, agent: str) -> list[KeyRecord]:
-        with self.read() as conn:
-            rows = conn.execute(
-                select(agent_keys).where(agent_keys.c.agent == agent).order_by(agent_keys.c.added_at)
-            )
-            return [_key_record(r) for r in rows]
+        """Every key of ``agent`` with its span, in registration order, from its key entries
+        in the signed log (KeyStreams)."""
+        return self._log_keys(agent)[0]
 
     # -- checkpoints ------------------------------------------------------------------
 
     def latest_checkpoint(self) -> StoredCheckpoint:
         with self.read() as conn:
-            return _latest_checkpoint(conn)
+            return _latest_checkpoint(conn, self.checkpoint_check)
 
     def checkpoint(self, size: int) -> StoredCheckpoint | None:
         with self.read() as conn:
             row = conn.execute(select(checkpoints).where(checkpoints.c.size == size)).one_or_none()
         if row is None:
             return None
-        return StoredCheckpoint(
+        cp = StoredCheckpoint(
             size=row.size, root=bytes(row.root), note=bytes(row.note), signed_at_us=row.signed_at_us
         )
+        return cp if self._valid(cp) else None
 
     def checkpoints_upto(self, size: int, batch: int = 2000) -> Iterator[StoredCheckpoint]:
         """Every stored checkpoint with size <= ``size``, in order, read in batches."""
@@ -602,9 +852,11 @@ class SqlStore:
             if not rows:
                 return
             for r in rows:
-                yield StoredCheckpoint(
+                cp = StoredCheckpoint(
                     size=r.size, root=bytes(r.root), note=bytes(r.note), signed_at_us=r.signed_at_us
                 )
+                if self._valid(cp):
+                    yield cp
             last = rows[-1].size
 
     def checkpoint_sizes(self) -> list[int]:
@@ -635,10 +887,7 @@ class SqlStore:
         if not missing and not unknown and (not wanted or wanted[-1] <= latest):
             return latest, got, cps
         with self.read() as conn:
-            row = conn.exec_driver_sql("SELECT max(size) FROM checkpoints").one()
-            if row[0] is None:
-                raise ConfigError("the log has no checkpoint; run `engram init`")
-            latest = int(row[0])
+            latest = _latest_checkpoint(conn, self.checkpoint_check).size
             if wanted and wanted[-1] > latest:
                 return latest, {}, {}  # the caller reports the size as out of range
             fetched = _fetch_nodes(conn, missing) if missing else {}
@@ -649,12 +898,7 @@ class SqlStore:
                     f"SELECT size, root, note, signed_at_us FROM checkpoints WHERE size IN ({', '.join([ph] * len(unknown))})",  # noqa: S608
                     tuple(unknown),
                 )
-                found = {
-                    int(r[0]): StoredCheckpoint(
-                        size=int(r[0]), root=bytes(r[1]), note=bytes(r[2]), signed_at_us=int(r[3])
-                    )
-                    for r in rows
-                }
+                found = {cp.size: cp for cp in map(_cp_row, rows) if self._valid(cp)}
         self.cache.add_nodes(fetched.items())
         self.cache.add_checkpoints(found, unknown, latest)
         got.update(fetched)
@@ -773,7 +1017,7 @@ class SqlStore:
         """The latest checkpoint and the witness cosignature lines stored for it (by
         witness), in one read transaction of two indexed lookups (``GET /checkpoint``)."""
         with self.read() as conn:
-            cp = _latest_checkpoint(conn)
+            cp = _latest_checkpoint(conn, self.checkpoint_check)
             lines = conn.exec_driver_sql(
                 f"SELECT line FROM cosignatures WHERE size = {_placeholder(conn)} ORDER BY witness",  # noqa: S608
                 (cp.size,),

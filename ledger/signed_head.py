@@ -1,0 +1,161 @@
+"""The signer's own record of the last checkpoint it signed, kept outside the database.
+
+Why (issue 15): the log's promise is that every checkpoint it ever signs extends every
+earlier one. The database cannot keep that promise on its own: whoever owns its tables can
+roll the log back (delete the last leaves, nodes and checkpoints, set ``log_state`` back)
+or restore an old backup, and the next append would then sign a second checkpoint of a size
+already signed, with another root: a fork that clients holding the first checkpoint can
+prove but never reconcile, and that a fresh export hides.
+
+So the holder of the log key keeps, beside the key file, the size and root of the latest
+checkpoint it signed (:class:`SignedHead`), and the log checks, under the writer lock and
+before it signs, that the tree it is about to extend extends that checkpoint: the same root
+at the same size, or an RFC 9162 consistency proof from the recorded size, computed from
+the stored nodes and checked against the recorded root. A database behind the record, or
+a tree that does not extend it, is refused (:class:`ForkRefusedError`, check
+``signer.fork``) and nothing is signed.
+
+The record is advanced after each commit: written to a temporary file, fsynced, renamed
+over the record, and the directory fsynced, under an exclusive ``flock`` so that the
+worker processes of one host that share the key file only ever move it forward. Written
+after the commit, not before: a crash between the two leaves the record behind the
+database (harmless: the next append proves the database's tree extends it), never ahead of
+it (which would read as a rollback and stop the log). What it leaves open: a rollback made
+within the moment between a commit and the record's fsync, and service instances on other
+hosts, each of which guards only against forks of what it signed itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import fcntl
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from engram.protocol.errors import LogIntegrityError
+
+__all__ = ["ForkRefusedError", "SignedHead", "SignedHeadRecord", "record_path"]
+
+_log = logging.getLogger(__name__)
+
+_MAGIC = "engram-signed-head/v1"
+#: The record is a few lines; anything longer is not one.
+_MAX_BYTES = 1024
+
+
+class ForkRefusedError(LogIntegrityError):
+    """The database's log does not extend the last checkpoint this signer signed."""
+
+    def __init__(self, message: str, *, check: str = "signer.fork") -> None:
+        super().__init__(message, check=check)
+
+
+@dataclass(frozen=True, slots=True)
+class SignedHead:
+    """Size and root hash of the latest checkpoint the signer signed."""
+
+    size: int
+    root: bytes
+
+
+def record_path(log_key_file: Path) -> Path:
+    """Where the record of ``log_key_file``'s signer lives: beside the key."""
+    return log_key_file.with_name(log_key_file.name + ".signed-head")
+
+
+class SignedHeadRecord:
+    """The record file of one log key (see the module docstring)."""
+
+    def __init__(self, path: Path, origin: str) -> None:
+        self.path = path
+        self.origin = origin
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        lock = self.path.with_name(self.path.name + ".lock")
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    def read(self) -> SignedHead | None:
+        """The record, or None when this signer has not recorded a checkpoint yet.
+
+        Raises:
+            ForkRefusedError: the file exists but is not a record of this log (check
+                ``signer.record``): the log must not sign until an operator looks.
+        """
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read(_MAX_BYTES + 1)
+        except FileNotFoundError:
+            return None
+        return self._parse(data)
+
+    def _parse(self, data: bytes) -> SignedHead:
+        def bad(why: str) -> ForkRefusedError:
+            return ForkRefusedError(
+                f"the signer's record {self.path} is unreadable ({why}); refusing to sign until it is "
+                "restored (it holds the last checkpoint this key signed)",
+                check="signer.record",
+            )
+
+        if len(data) > _MAX_BYTES:
+            raise bad("too long")
+        try:
+            lines = data.decode("ascii").split("\n")
+        except UnicodeDecodeError:
+            raise bad("not ASCII") from None
+        if len(lines) != 5 or lines[0] != _MAGIC or lines[4] != "":
+            raise bad("not a signed-head record")
+        if lines[1] != self.origin:
+            raise bad(f"it is the record of log {lines[1]!r}, not {self.origin!r}")
+        if not lines[2].isdigit() or (len(lines[2]) > 1 and lines[2][0] == "0") or len(lines[2]) > 19:
+            raise bad("bad size")
+        try:
+            root = base64.b64decode(lines[3], validate=True)
+        except binascii.Error:
+            raise bad("bad root") from None
+        if len(root) != 32:
+            raise bad("bad root")
+        return SignedHead(int(lines[2]), root)
+
+    def advance(self, head: SignedHead) -> None:
+        """Record ``head`` unless the record already holds a larger size (another process
+        of this host signed further meanwhile). Durable when it returns."""
+        with self._locked():
+            current = self.read()
+            if current is not None and current.size >= head.size:
+                return
+            text = f"{_MAGIC}\n{self.origin}\n{head.size}\n{base64.b64encode(head.root).decode()}\n"
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, text.encode("ascii"))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.path)
+            dfd = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+
+    def advance_quietly(self, head: SignedHead) -> None:
+        """:meth:`advance` after a commit: the entries are durable and acknowledged either
+        way, so a failure is logged, not raised (the next append proves the database's tree
+        extends the older record, then records again)."""
+        try:
+            self.advance(head)
+        except (OSError, ForkRefusedError) as e:
+            _log.warning(
+                "could not record the signed checkpoint of size %d in %s: %s", head.size, self.path, e
+            )
