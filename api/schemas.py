@@ -262,3 +262,21 @@ class OracleClaimOut(BaseModel):
 class HealthOut(BaseModel):
     ok: bool
     size: int
+
+
+class AuditFindingOut(BaseModel):
+    table: str
+    row: str
+    column: str | None
+    message: str
+
+
+class AuditOut(BaseModel):
+    """``engram audit``'s report (ledger.audit): every derived row compared with the leaves."""
+
+    clean: bool
+    entries: int
+    seconds: float
+    findings: list[AuditFindingOut]
+    more_findings: int
+    notes: list[str]

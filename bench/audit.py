@@ -102,14 +102,15 @@ def bundles(cfg: Config, out: list[Figure]) -> None:
 
 
 def replay(cfg: Config, out: list[Figure]) -> None:
-    from ledger.compose import open_ledger
+    from ledger.compose import memory_service, open_ledger
     from ledger.config import Settings
 
     s = cfg.sizes
     env = engram_home(cfg.workdir, "replay")
     os.environ["ENGRAM_HOME"] = env["ENGRAM_HOME"]
     vkey = log_vkey(env)
-    ledger = open_ledger(Settings.from_env())
+    settings = Settings.from_env()
+    ledger = open_ledger(settings)
     try:
         with LogBuilder(ledger, agents=min(s.build_agents, max(2, min(s.replay_sizes) // 4))) as builder:
             for n in sorted(s.replay_sizes):
@@ -146,6 +147,21 @@ def replay(cfg: Config, out: list[Figure]) -> None:
                         n / export.wall_s,
                         "entries/s",
                         note=f"wall {export.wall_s:.1f} s",
+                    )
+                )
+                # engram audit (issue 15): every table re-derived from the leaves, the memory
+                # projection included once it has caught up; exit code 0 means clean.
+                memory_service(ledger, settings).sync()
+                audited = run_measured([ENGRAM, "audit"], env)
+                if "clean" not in audited.stdout:
+                    raise RuntimeError(f"engram audit found differences: {audited.stdout[-500:]}")
+                out.append(
+                    fig(
+                        f"replay.{tag}.audit",
+                        f"engram audit of {n:,} entries (every table, projection included)",
+                        n / audited.wall_s,
+                        "entries/s",
+                        note=f"wall {audited.wall_s:.1f} s, peak RSS {audited.peak_rss_mib:.0f} MiB, start-up included",
                     )
                 )
                 out.append(

@@ -233,7 +233,7 @@ def _bundles(cfg: Config) -> list[str]:
 def _replay(cfg: Config) -> list[str]:
     out = []
     for n in cfg.sizes.replay_sizes:
-        out += [f"replay.{size_tag(n)}.{k}" for k in ("verify", "per_core", "export", "rss")]
+        out += [f"replay.{size_tag(n)}.{k}" for k in ("verify", "per_core", "export", "audit", "rss")]
     return out
 
 

@@ -1144,6 +1144,38 @@ def token_inspect(token: Annotated[str, typer.Argument(help="A token.")]) -> Non
         out.print(escape(src.rstrip()))
 
 
+@app.command("audit")
+def audit_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Re-derive every table from the leaves (hashes, nodes, checkpoints, stream heads, key
+    table, log state, body commitments, the memory projection) and name each row and column
+    that differs. Read-only; exit code 0 when everything agrees, 1 when anything differs."""
+    from ledger.audit import audit
+
+    ledger = _ledger()
+    with _progress("auditing (log entries)") as tick:
+        report = audit(ledger.store, ledger.verifier_key, progress=tick)
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
+    else:
+        rate = report.entries / report.seconds if report.seconds else 0.0
+        verdict = (
+            "[green]clean[/]"
+            if report.clean
+            else f"[bold red]{len(report.findings) + report.more} findings[/]"
+        )
+        out.print(f"audited {report.entries} entries in {report.seconds:.2f} s ({rate:,.0f}/s): {verdict}")
+        for f in report.findings:
+            out.print(f"  {escape(str(f))}")
+        if report.more:
+            out.print(f"  ... and {report.more} more")
+        for note in report.notes:
+            out.print(f"note: {escape(note)}")
+    if not report.clean:
+        raise typer.Exit(1)
+
+
 @app.command("rebuild")
 def rebuild_all() -> None:
     """Drop every projection and replay the log (same as `engram memory rebuild`)."""

@@ -233,6 +233,7 @@ class _Batch:
     node_rows: list[dict[str, Any]] = field(default_factory=list)
     built: list[Leaf] = field(default_factory=list)
     erased_bodies: list[int] = field(default_factory=list)
+    start_size: int = 0  # the size the batch extends: the previous checkpoint's
 
 
 class Ledger:
@@ -631,6 +632,7 @@ class Ledger:
         cross_check_keys(loaded, active, log_keys, log_active)
         keys = _BatchKeys(keys=log_keys, active=log_active)
         return _Batch(
+            start_size=size,
             size=size,
             last_ts=state.last_timestamp_us,
             border=border,
@@ -702,6 +704,7 @@ class Ledger:
             new_size=batch.size,
             last_timestamp_us=batch.last_ts,
             checkpoint=StoredCheckpoint(size=batch.size, root=root, note=note, signed_at_us=batch.last_ts),
+            prev_size=batch.start_size,
             erase_bodies=batch.erased_bodies,
         )
         return note, root

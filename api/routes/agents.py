@@ -26,6 +26,7 @@ from api.problems import problem_responses
 from api.schemas import (
     KIND,
     AgentOut,
+    AuditOut,
     EventBatch,
     ForceRevoke,
     HeadOut,
@@ -144,3 +145,18 @@ def revoke(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize
 def force_revoke(agent: AgentPath, req: ForceRevoke, svc: ServicesDep) -> ReceiptOut:
     """Operator: revoke a lost or compromised key with the ledger's policy key."""
     return receipt_out(svc, svc.ledger.force_revoke(agent, req.reason), None)
+
+
+@router.post(
+    "/v1/operator/audit",
+    tags=["operator"],
+    dependencies=[Depends(require_operator)],
+    responses=_PROBLEMS,
+)
+def operator_audit(svc: ServicesDep) -> AuditOut:
+    """Operator: ``engram audit`` over HTTP. Re-derives every table from the leaves and names
+    each row and column that differs (``clean`` false); read-only. It reads the whole log:
+    run it nightly, not per request."""
+    from ledger.audit import audit
+
+    return AuditOut.model_validate(audit(svc.ledger.store, svc.ledger.verifier_key).to_json())

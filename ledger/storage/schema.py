@@ -121,6 +121,9 @@ checkpoints = Table(
     Column("root", LargeBinary(32), nullable=False),
     Column("note", LargeBinary, nullable=False),
     Column("signed_at_us", BigInteger, nullable=False),
+    #: The size of the checkpoint this one extends (the batch's start; NULL for size 0 and
+    #: rows older than migration 0009): the rows form a chain, so a deleted row is named.
+    Column("prev_size", BigInteger, nullable=True),
 )
 
 #: Witness cosignatures (c2sp.org/tlog-cosignature) collected for a checkpoint: one note

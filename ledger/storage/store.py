@@ -441,7 +441,7 @@ def _write_sql(ph: str) -> dict[str, str]:
         + " ON CONFLICT (agent, kind) DO UPDATE SET version = excluded.version,"
         " leaf_hash = excluded.leaf_hash, idx = excluded.idx",
         "state": f"UPDATE log_state SET size = {ph}, last_timestamp_us = {ph} WHERE id = 1",  # noqa: S608
-        "checkpoint": ins("checkpoints", "size, root, note, signed_at_us"),
+        "checkpoint": ins("checkpoints", "size, root, note, signed_at_us, prev_size"),
     }
 
 
@@ -594,6 +594,7 @@ class WriteTx:
         new_size: int,
         last_timestamp_us: int,
         checkpoint: StoredCheckpoint,
+        prev_size: int,
         erase_bodies: Sequence[int] = (),
     ) -> None:
         c = self._conn
@@ -649,7 +650,7 @@ class WriteTx:
         c.exec_driver_sql(sql["state"], (new_size, last_timestamp_us))
         c.exec_driver_sql(
             sql["checkpoint"],
-            (checkpoint.size, checkpoint.root, checkpoint.note, checkpoint.signed_at_us),
+            (checkpoint.size, checkpoint.root, checkpoint.note, checkpoint.signed_at_us, prev_size),
         )
 
 

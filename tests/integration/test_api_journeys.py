@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fastapi.testclient import TestClient
+from sqlalchemy import text
 
 from api.app import create_app
 from api.settings import ApiSettings
@@ -480,3 +481,28 @@ def test_close_results_travel_on_the_receipt_not_the_shared_transport(
     closed = ada.close_session(sa)
     assert closed["policy"] and all(r.agent == "ada" for r in closed["policy"])
     assert closed["closed"].answer is not None
+
+
+def test_operator_audit_names_a_changed_row_and_requests_ignore_the_key_table(
+    connect: Callable[..., RemoteMemory], client: TestClient, ledger: Ledger
+) -> None:
+    """Issue 15: the audit over HTTP (operator only), and request authentication that reads
+    key state from the log, so un-revoking a key in ``agent_keys`` gives it nothing back."""
+    ada = connect("ada")
+    ada.agent.append("commitment", {"promise": "before the theft"})
+    ada.agent.revoke("stolen")
+    assert client.post("/v1/operator/audit").status_code == 401
+    auth = {"Authorization": f"Bearer {OPERATOR}"}
+    r = client.post("/v1/operator/audit", headers=auth)
+    assert r.status_code == 200, r.text
+    assert r.json()["clean"] is True and r.json()["entries"] == ledger.size()
+    with ledger.store.engine.begin() as conn:
+        conn.execute(text("UPDATE agent_keys SET retired_at = NULL, retired_how = NULL WHERE agent = 'ada'"))
+    with pytest.raises(AuthError):  # the stolen key still signs no request
+        ada.items()
+    report = client.post("/v1/operator/audit", headers=auth).json()
+    assert report["clean"] is False
+    assert {(f["table"], f["column"]) for f in report["findings"]} >= {
+        ("agent_keys", "retired_at"),
+        ("agent_keys", "retired_how"),
+    }
