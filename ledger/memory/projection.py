@@ -11,6 +11,7 @@ SQLite). ``rebuild`` empties the tables and replays from index 0.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -21,7 +22,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, bindparam, delete, func, or_, select, text, update
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from engram.protocol.errors import StorageError
+from engram.protocol.errors import LogIntegrityError, StorageError
 from engram.protocol.gate import normalize_text
 from ledger.memory.state import RECORD, Item, LoggedEvent, Session, digest_sorted, evolve, ref_key
 from ledger.memory.terms import content_terms
@@ -29,7 +30,7 @@ from ledger.memory.vectors import BUMP_GENERATION, DELETE_VECTOR
 from ledger.storage.db import WRITE_OPTION
 from ledger.storage.schema import bodies, leaves, mem_cursor, mem_items, mem_sessions, mem_vectors
 from ledger.storage.store import SqlStore
-from verifier.event import Leaf
+from verifier.event import Leaf, body_commitment
 from verifier.jcs import parse_strict
 
 __all__ = ["BatchState", "Projection", "SqlState"]
@@ -579,7 +580,7 @@ class Projection:
     @staticmethod
     def _event_rows(conn: Connection, where: Any) -> list[LoggedEvent]:
         rows = conn.execute(
-            select(leaves.c.idx, leaves.c.leaf, bodies.c.body)
+            select(leaves.c.idx, leaves.c.leaf, bodies.c.salt, bodies.c.body)
             .select_from(leaves.outerjoin(bodies, bodies.c.idx == leaves.c.idx))
             .where(where)
             .order_by(leaves.c.idx)
@@ -587,7 +588,20 @@ class Projection:
         out = []
         for r in rows:
             leaf = Leaf.from_bytes(bytes(r.leaf))
-            body = None if r.body is None else parse_strict(bytes(r.body), max_bytes=1 << 24)
+            body = None
+            if r.body is not None:
+                # The projection folds in only what the entry signed (issue 15): a body
+                # changed in the table is named, not projected into recall.
+                raw = bytes(r.body)
+                if not hmac.compare_digest(
+                    body_commitment(bytes(r.salt), raw), leaf.envelope.body_commitment
+                ):
+                    raise LogIntegrityError(
+                        f"bodies row {r.idx}: the stored body is not the one entry {r.idx} committed to; "
+                        "not projected (run `engram audit`)",
+                        check="state.bodies",
+                    )
+                body = parse_strict(raw, max_bytes=1 << 24)
             out.append(
                 LoggedEvent(
                     index=leaf.index,

@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from sqlalchemy import text
 
 from engram.client.sdk import Agent
+from engram.protocol.errors import LogIntegrityError
 from ledger.log import Ledger
 from ledger.memory.projection import Projection
 from ledger.memory.service import MemoryService
@@ -68,3 +70,25 @@ def test_a_rebuild_interrupted_after_the_reset_indexes_full_text_on_the_next_cat
     assert memory.digest() == before
     assert len(memory.projection.fulltext(agent.agent_id, "kingfishers", ["HOT", "WARM", "COLD"])) == 1
     assert len(memory.projection.fulltext(agent.agent_id, "heron", ["HOT", "WARM", "COLD"], limit=100)) == 30
+
+
+def test_a_body_changed_in_the_table_is_named_not_projected(
+    ledger: Ledger, make_agent: Callable[..., Agent]
+) -> None:
+    """Issue 15, Deliver 5: the projector checks each body against the commitment its entry
+    signed and names the entry, instead of folding the changed text into recall."""
+    memory = MemoryService(ledger)
+    agent = make_agent("changed")
+    receipt = memory.write(agent, category="LEARNING", content="the original text")
+    before = memory.digest()
+    with ledger.store.engine.begin() as conn:  # bodies are erasable: the service role may UPDATE them
+        body = conn.execute(text("SELECT body FROM bodies WHERE idx = :i"), {"i": receipt.index}).scalar_one()
+        changed = bytes(body).replace(b"the original text", b"a planted lie here")
+        conn.execute(text("UPDATE bodies SET body = :b WHERE idx = :i"), {"b": changed, "i": receipt.index})
+    with pytest.raises(LogIntegrityError) as e:
+        memory.rebuild()
+    assert e.value.check == "state.bodies" and f"bodies row {receipt.index}" in str(e.value)
+    assert not memory.projection.fulltext(agent.agent_id, "planted lie", ["HOT", "WARM", "COLD"])
+    with ledger.store.engine.begin() as conn:
+        conn.execute(text("UPDATE bodies SET body = :b WHERE idx = :i"), {"b": body, "i": receipt.index})
+    assert memory.rebuild() == before
