@@ -35,6 +35,41 @@ async def _problem(send: Send, status: int, slug: str, title: str, detail: str, 
     await send({"type": "http.response.body", "body": body})
 
 
+#: Headers that must appear at most once: with two, a proxy and the service (or two parts
+#: of the service) could each believe a different one (issue 15: duplicated signer headers).
+SINGLE_HEADERS = frozenset(
+    {
+        b"host",
+        b"content-length",
+        b"content-type",
+        b"authorization",
+        b"engram-signer",
+        b"engram-timestamp",
+        b"engram-nonce",
+        b"engram-signature",
+        b"engram-min-index",
+        b"engram-known-size",
+        b"if-none-match",
+    }
+)
+
+
+def _malformed_head(scope: Scope) -> str | None:
+    """Why the request head is refused (400), or None. The target must be origin-form
+    (``/path``): this is an origin server, and an absolute-form target (``http://h/p``)
+    would make the signed target and the routed path two different strings."""
+    raw = scope.get("raw_path") or scope.get("path", "").encode()
+    if not raw.startswith(b"/"):
+        return "the request target must be a path (origin-form, /...), not an absolute URL"
+    seen: set[bytes] = set()
+    for name, _ in scope.get("headers") or []:
+        if name in SINGLE_HEADERS:
+            if name in seen:
+                return f"the header {name.decode('latin-1')} appears more than once"
+            seen.add(name)
+    return None
+
+
 class RequestLimits:
     def __init__(self, app: ASGIApp, *, max_bytes: int, per_client: RateLimiter) -> None:
         self.app = app
@@ -44,6 +79,10 @@ class RequestLimits:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        refused = _malformed_head(scope)
+        if refused is not None:
+            await _problem(send, 400, "malformed", "Malformed request", refused, [])
             return
         client = scope.get("client")
         try:

@@ -38,6 +38,11 @@ class ApiSettings(BaseSettings):
     operator_token: SecretStr = SecretStr("")
     dev_mode: bool = False
     max_request_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1024 * 1024)
+    #: request line plus headers, bytes (engram serve answers 431 beyond; api/server.py)
+    max_header_bytes: int = Field(default=65_536, ge=4096, le=1_048_576)
+    #: a request must arrive in full this many seconds after its first byte (or after the
+    #: connection opened); otherwise 408 and the connection closes (engram serve)
+    request_timeout_s: int = Field(default=15, ge=1, le=600)
     #: signed requests are valid this many seconds either side of the server's clock
     signature_window_s: int = Field(default=300, ge=5, le=3600)
     #: per verified key (agent, audience key, operator), per worker process

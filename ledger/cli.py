@@ -228,7 +228,17 @@ def serve(
         err.print(f"engram serve: {escape(str(e))}")
         raise typer.Exit(2) from None
 
-    uvicorn.run("api.main:app_factory", factory=True, host=host, port=port, workers=workers)
+    # h11 (strict parsing) with a bounded request head and a request deadline (api/server.py);
+    # h11's own buffer bound sits above ENGRAM_MAX_HEADER_BYTES so that the 431 answers first.
+    uvicorn.run(
+        "api.main:app_factory",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        http="api.server:BoundedH11Protocol",
+        h11_max_incomplete_event_size=2 * 1_048_576,
+    )
 
 
 @witness_app.command("init")
