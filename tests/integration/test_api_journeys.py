@@ -506,3 +506,37 @@ def test_operator_audit_names_a_changed_row_and_requests_ignore_the_key_table(
         ("agent_keys", "retired_at"),
         ("agent_keys", "retired_how"),
     }
+
+
+def test_anonymous_claims_are_charged_by_cost_and_answered_once_per_checkpoint(
+    connect: Callable[..., RemoteMemory], ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15: an anonymous oracle claim costs CLAIM_COST requests of its address's budget
+    and its verdict is cached per checkpoint, so a flood from one address is refused (429
+    with Retry-After) while another address is still answered."""
+    import api.routes.sharing as sharing
+
+    settings = ApiSettings(
+        operator_token=OPERATOR, rate_limit_per_minute=1, rate_limit_burst=100
+    )  # no refill to speak of
+    app = create_app(settings, ledger=ledger)
+    flooder, other = TestClient(app, client=("10.0.0.1", 1000)), TestClient(app, client=("10.0.0.2", 1000))
+    ada = connect("ada")
+    ada.record("pact.outcome", {"pact": "a1", "result": "fulfilled", "quality": 90})
+    calls: list[int] = []
+    real = sharing.evaluate_claim
+    monkeypatch.setattr(sharing, "evaluate_claim", lambda led, c: calls.append(1) or real(led, c))
+    first = flooder.post("/v1/oracle/claims", json={"agent": "ada", "count": 1})
+    again = flooder.post("/v1/oracle/claims", json={"agent": "ada", "count": 1})
+    assert first.status_code == again.status_code == 200 and first.json() == again.json()
+    assert len(calls) == 1  # the same claim at the same checkpoint: computed once
+    statuses = [
+        flooder.post("/v1/oracle/claims", json={"agent": "ada", "count": n}).status_code for n in range(2, 9)
+    ]
+    assert statuses.count(200) == 2 and statuses[-1] == 429  # 100 tokens: four claims of 25 (one cached)
+    refused = flooder.post("/v1/oracle/claims", json={"agent": "ada", "count": 9})
+    assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
+    assert other.post("/v1/oracle/claims", json={"agent": "ada", "count": 2}).status_code == 200
+    ada.record("pact.outcome", {"pact": "a2", "result": "fulfilled", "quality": 80})
+    fresh = other.post("/v1/oracle/claims", json={"agent": "ada", "count": 1})
+    assert fresh.status_code == 200 and fresh.json()["verdict"] == "contradicted"  # a new checkpoint
