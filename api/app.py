@@ -28,7 +28,7 @@ from api.problems import (
     unexpected_error_handler,
     validation_error_handler,
 )
-from api.ratelimit import RateLimiter
+from api.ratelimit import HostBuckets, ProcessBuckets, RateLimiter
 from api.routes import agents, memory, sharing, transparency
 from api.settings import ApiSettings
 from engram.protocol.errors import EngramError
@@ -43,13 +43,28 @@ __all__ = ["create_app"]
 _log = logging.getLogger("engram.api")
 
 
-def _services(settings: ApiSettings, ledger: Ledger, memory_service: MemoryService) -> Services:
+def _buckets(settings: ApiSettings, shared: bool, name: str) -> HostBuckets | ProcessBuckets:
+    """Where a limiter keeps its buckets: with the "host" scope, in a file of the service's
+    home that every worker maps (api/ratelimit.py); an app built around a ledger passed in
+    (tests, embedding) keeps them in the process."""
+    if shared and settings.rate_limit_scope == "host":
+        return HostBuckets(settings.home / f"ratelimit-{name}.bin")
+    return ProcessBuckets()
+
+
+def _services(
+    settings: ApiSettings, ledger: Ledger, memory_service: MemoryService, *, shared: bool
+) -> Services:
     return Services(
         settings=settings,
         ledger=ledger,
         memory=memory_service,
         auth=RequestAuthenticator(ledger.store, ledger.origin, window_s=settings.signature_window_s),
-        key_limits=RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst),
+        key_limits=RateLimiter(
+            settings.rate_limit_per_minute,
+            settings.rate_limit_burst,
+            buckets=_buckets(settings, shared, "keys"),
+        ),
     )
 
 
@@ -90,7 +105,7 @@ def create_app(
             if settings.database_url:
                 env["ENGRAM_DATABASE_URL"] = normalize_database_url(settings.database_url)
             opened = open_services(Settings.from_env(env))
-            app.state.services = _services(settings, opened.ledger, opened.memory)
+            app.state.services = _services(settings, opened.ledger, opened.memory, shared=True)
         svc: Services = app.state.services
         task = None
         if svc.ledger.witnesses is not None and settings.witness_interval_s > 0:
@@ -123,7 +138,9 @@ def create_app(
         ),
     )
     if ledger is not None:
-        app.state.services = _services(settings, ledger, memory_service or MemoryService(ledger))
+        app.state.services = _services(
+            settings, ledger, memory_service or MemoryService(ledger), shared=False
+        )
     app.add_exception_handler(EngramError, engram_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(StarletteHTTPException, http_error_handler)
@@ -133,7 +150,9 @@ def create_app(
         RequestLimits,
         max_bytes=settings.max_request_bytes,
         per_client=RateLimiter(
-            settings.rate_limit_per_client_per_minute, settings.rate_limit_per_client_burst
+            settings.rate_limit_per_client_per_minute,
+            settings.rate_limit_per_client_burst,
+            buckets=_buckets(settings, ledger is None, "clients"),
         ),
     )
     for r in (transparency.router, agents.router, memory.router, sharing.router):

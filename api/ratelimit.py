@@ -1,22 +1,160 @@
 """Per-key token-bucket rate limits for the HTTP service.
 
-Buckets live in the process: with several workers the effective limit is the per-worker
-limit times the number of workers (documented in the README). The table of buckets is
-bounded: the least recently used key is dropped first, which can only make a limit more
-lenient for a key not seen in a long time, never stricter.
+Where the buckets live (``ENGRAM_RATE_LIMIT_SCOPE``):
+
+* ``host`` (the default for ``engram serve``): in a small shared-memory table, a file in the
+  service's home mapped by every worker process, each update under an exclusive ``flock``.
+  So the limits hold across the workers of one host: two workers allow the limit, not twice
+  it (issue 15). Service instances on other hosts keep their own tables.
+* ``process``: in the process, as an app built around a ledger passed to ``create_app`` does.
+
+The table is bounded: when a key's probe window is full, the least recently used key in it
+is dropped, which can only make a limit more lenient for a key not seen for a while, never
+stricter. A damaged slot (a torn write of a killed worker) reads as a full bucket, for the
+same reason.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import math
+import mmap
+import os
+import struct
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
 
 from engram.protocol.errors import RateLimitedError
 
-__all__ = ["RateLimiter"]
+__all__ = ["HostBuckets", "ProcessBuckets", "RateLimiter"]
+
+#: decide(tokens after refill) -> (tokens to store, result)
+Decide = Callable[[float], "tuple[float, float]"]
+
+
+class Buckets(Protocol):
+    def update(self, key: str, now: float, burst: float, rate: float, decide: Decide) -> float:
+        """Refill ``key``'s bucket to ``now``, store what ``decide`` returns, return its result."""
+        ...
+
+
+#: a bucket updated this much "later" than now is from before a reboot (the clock restarted)
+_REBOOTED_S = 60.0
+
+
+def _refill(tokens: float, last: float, now: float, burst: float, rate: float) -> float:
+    if not (math.isfinite(tokens) and math.isfinite(last)) or tokens > burst or tokens < -burst:
+        return burst  # unknown or damaged: full
+    if now < last:
+        # Another process read the clock after this one but took the lock first (no time
+        # passed for this bucket), or the host rebooted (the table is from another boot).
+        return burst if last - now > _REBOOTED_S else tokens
+    return min(burst, tokens + (now - last) * rate)
+
+
+class ProcessBuckets:
+    """Buckets in this process (an LRU-bounded dict)."""
+
+    def __init__(self, max_keys: int = 100_000) -> None:
+        self.max_keys = max_keys
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def update(self, key: str, now: float, burst: float, rate: float, decide: Decide) -> float:
+        with self._lock:
+            tokens, last = self._buckets.pop(key, (burst, now))
+            stored, result = decide(_refill(tokens, last, now, burst, rate))
+            self._buckets[key] = (stored, max(now, last))
+            while len(self._buckets) > self.max_keys:
+                self._buckets.popitem(last=False)
+        return result
+
+
+class HostBuckets:
+    """Buckets shared by every process of this host that maps ``path``.
+
+    The file: a 16-byte header (magic, version, slot count) and ``slots`` slots of 32 bytes
+    (a 16-byte BLAKE2b digest of the key, the tokens and the time of the last update as
+    float64). A key is looked up in a window of ``probe`` slots from its digest's position.
+    Times are ``time.monotonic()``, one clock for every process of the host.
+    """
+
+    MAGIC = b"ENGRAMRL"
+    VERSION = 1
+    HEADER = struct.Struct("<8sII")
+    SLOT = struct.Struct("<16sdd")
+
+    def __init__(self, path: Path, *, slots: int = 1 << 16, probe: int = 32) -> None:
+        if slots < probe or slots & (slots - 1):
+            raise ValueError("slots must be a power of two, at least the probe window")
+        self.path = path
+        self.slots = slots
+        self.probe = probe
+        self.size = self.HEADER.size + slots * self.SLOT.size
+        self._lock = threading.Lock()  # flock excludes processes, not the threads of one
+        self._map: mmap.mmap | None = None
+        self._fd = -1
+        self._pid = -1
+
+    def _open(self) -> mmap.mmap:
+        if self._map is not None and self._pid == os.getpid():
+            return self._map
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                header = os.pread(fd, self.HEADER.size, 0)
+                want = self.HEADER.pack(self.MAGIC, self.VERSION, self.slots)
+                if header != want or os.fstat(fd).st_size != self.size:
+                    # New, or written by another version or slot count: start empty (more lenient).
+                    os.ftruncate(fd, 0)
+                    os.ftruncate(fd, self.size)
+                    os.pwrite(fd, want, 0)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            self._map = mmap.mmap(fd, self.size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd, self._pid = fd, os.getpid()
+        return self._map
+
+    def update(self, key: str, now: float, burst: float, rate: float, decide: Decide) -> float:
+        digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        start = int.from_bytes(digest[:8], "little") & (self.slots - 1)
+        with self._lock:
+            table = self._open()
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                at, tokens, last = self._find(table, digest, start, now, burst)
+                stored, result = decide(_refill(tokens, last, now, burst, rate))
+                keep = now if not last <= now + _REBOOTED_S else max(now, last)
+                self.SLOT.pack_into(table, at, digest, stored, keep)
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+        return result
+
+    def _find(
+        self, table: mmap.mmap, digest: bytes, start: int, now: float, burst: float
+    ) -> tuple[int, float, float]:
+        """(offset, tokens, last) of ``digest``'s slot; a new key takes an empty slot of
+        its window, else the one updated longest ago (its key starts again full)."""
+        oldest_at, oldest_last = -1, math.inf
+        for i in range(self.probe):
+            at = self.HEADER.size + ((start + i) & (self.slots - 1)) * self.SLOT.size
+            d, tokens, last = self.SLOT.unpack_from(table, at)
+            if d == digest:
+                return at, tokens, last
+            if d == bytes(16):
+                return at, burst, now
+            if not last >= oldest_last:  # also takes a NaN (damaged) slot first
+                oldest_at, oldest_last = at, last
+        return oldest_at, burst, now
 
 
 class RateLimiter:
@@ -27,53 +165,36 @@ class RateLimiter:
         per_minute: int,
         burst: int,
         *,
-        max_keys: int = 100_000,
+        buckets: Buckets | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if per_minute <= 0 or burst <= 0:
             raise ValueError("rate limits must be positive")
         self.rate = per_minute / 60.0
         self.burst = float(burst)
-        self.max_keys = max_keys
+        self.buckets: Buckets = buckets if buckets is not None else ProcessBuckets()
         self.clock = clock
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
-        self._lock = threading.Lock()
 
-    def _refill(self, key: str, now: float) -> float:
-        tokens, last = self._buckets.pop(key, (self.burst, now))
-        return min(self.burst, tokens + (now - last) * self.rate)
+    def _update(self, key: str, decide: Decide) -> float:
+        return self.buckets.update(key, self.clock(), self.burst, self.rate, decide)
+
+    def _refuse(self, key: str, short: float) -> None:
+        wait = max(1, math.ceil(short / self.rate))
+        raise RateLimitedError(f"too many requests for {key}; retry in {wait} s", retry_after_s=wait)
 
     def check(self, key: str, cost: float = 1.0) -> None:
         """Raise :class:`RateLimitedError` if ``key`` has fewer than ``cost`` tokens (takes none)."""
-        now = self.clock()
-        with self._lock:
-            tokens = self._refill(key, now)
-            self._buckets[key] = (tokens, now)
-            self._trim()
-        if tokens < min(cost, self.burst):
-            wait = math.ceil((min(cost, self.burst) - tokens) / self.rate)
-            raise RateLimitedError(f"too many requests for {key}; retry in {wait} s", retry_after_s=wait)
+        need = min(cost, self.burst)
+        tokens = self._update(key, lambda t: (t, t))
+        if tokens < need:
+            self._refuse(key, need - tokens)
 
     def charge(self, key: str, cost: float = 1.0) -> None:
         """Take ``cost`` tokens after the work succeeded (may go into debt, never fails)."""
-        now = self.clock()
-        with self._lock:
-            tokens = self._refill(key, now)
-            self._buckets[key] = (max(-self.burst, tokens - cost), now)
-            self._trim()
-
-    def _trim(self) -> None:
-        while len(self._buckets) > self.max_keys:
-            self._buckets.popitem(last=False)
+        self._update(key, lambda t: (max(-self.burst, t - cost), t))
 
     def hit(self, key: str, cost: float = 1.0) -> None:
         """Take ``cost`` tokens from ``key``'s bucket or raise :class:`RateLimitedError`."""
-        now = self.clock()
-        with self._lock:
-            tokens = self._refill(key, now)
-            if tokens < cost:
-                self._buckets[key] = (tokens, now)
-                wait = math.ceil((cost - tokens) / self.rate)
-                raise RateLimitedError(f"too many requests for {key}; retry in {wait} s", retry_after_s=wait)
-            self._buckets[key] = (tokens - cost, now)
-            self._trim()
+        tokens = self._update(key, lambda t: (t - cost, t) if t >= cost else (t, t))
+        if tokens < cost:
+            self._refuse(key, cost - tokens)

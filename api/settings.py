@@ -7,6 +7,7 @@ token: a default secret is no secret.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -45,12 +46,15 @@ class ApiSettings(BaseSettings):
     request_timeout_s: int = Field(default=15, ge=1, le=600)
     #: signed requests are valid this many seconds either side of the server's clock
     signature_window_s: int = Field(default=300, ge=5, le=3600)
-    #: per verified key (agent, audience key, operator), per worker process
+    #: per verified key (agent, audience key, operator)
     rate_limit_per_minute: int = Field(default=1200, ge=1, le=1_000_000)
     rate_limit_burst: int = Field(default=200, ge=1, le=1_000_000)
-    #: per client address, before authentication, per worker process
+    #: per client address, before authentication
     rate_limit_per_client_per_minute: int = Field(default=6000, ge=1, le=10_000_000)
     rate_limit_per_client_burst: int = Field(default=1000, ge=1, le=10_000_000)
+    #: where the rate-limit buckets live: "host" = shared by every worker process of this
+    #: host (a file in the home; engram serve), "process" = each process its own
+    rate_limit_scope: Literal["host", "process"] = "host"
     #: with ENGRAM_WITNESS_POLICY: submit the newest checkpoint to the witnesses this often
     #: (seconds; 0 = only when a bundle is built or `engram log witness` runs)
     witness_interval_s: int = Field(default=10, ge=0, le=86_400)
