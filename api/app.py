@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.auth import RequestAuthenticator
 from api.deps import Services
+from api.fairness import FairAdmission
 from api.fastpath import FastReads
 from api.limits import RequestLimits
 from api.problems import (
@@ -145,7 +146,14 @@ def create_app(
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(StarletteHTTPException, http_error_handler)
     app.add_exception_handler(Exception, unexpected_error_handler)
-    app.add_middleware(FastReads)  # inside RequestLimits: the limits apply to it too
+    # Outermost first: RequestLimits (head, size, per-address limit), FairAdmission (a
+    # bounded number of requests at once, round-robin across identities), then FastReads.
+    app.add_middleware(FastReads)
+    app.add_middleware(
+        FairAdmission,
+        slots=settings.max_active_requests,
+        per_identity=settings.max_active_per_identity,
+    )
     app.add_middleware(
         RequestLimits,
         max_bytes=settings.max_request_bytes,

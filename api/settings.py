@@ -55,6 +55,12 @@ class ApiSettings(BaseSettings):
     #: where the rate-limit buckets live: "host" = shared by every worker process of this
     #: host (a file in the home; engram serve), "process" = each process its own
     rate_limit_scope: Literal["host", "process"] = "host"
+    #: requests one worker process serves at once; the others wait, admitted round-robin
+    #: across the identities asking (api/fairness.py)
+    max_active_requests: int = Field(default=32, ge=1, le=1024)
+    #: of which at most this many of one identity (signer, path agent or event agent, with
+    #: the client address)
+    max_active_per_identity: int = Field(default=2, ge=1, le=1024)
     #: with ENGRAM_WITNESS_POLICY: submit the newest checkpoint to the witnesses this often
     #: (seconds; 0 = only when a bundle is built or `engram log witness` runs)
     witness_interval_s: int = Field(default=10, ge=0, le=86_400)

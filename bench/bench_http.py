@@ -50,18 +50,28 @@ def _pct(xs: list[float], p: float) -> float:
 
 
 class Server:
-    def __init__(self, home: Path, db_url: str | None, workers: int) -> None:
-        self.env = {
-            **os.environ,
-            "ENGRAM_HOME": str(home),
-            "ENGRAM_OPERATOR_TOKEN": TOKEN,
+    def __init__(
+        self,
+        home: Path,
+        db_url: str | None,
+        workers: int,
+        *,
+        env: dict[str, str] | None = None,
+        limits: str = "off",
+    ) -> None:
+        self.env = {**os.environ, "ENGRAM_HOME": str(home), "ENGRAM_OPERATOR_TOKEN": TOKEN}
+        for name in [n for n in self.env if n.startswith(("ENGRAM_RATE_LIMIT_", "ENGRAM_MAX_ACTIVE"))]:
+            del self.env[name]
+        if limits == "off":
             # A benchmark measures the service, not its limits (the largest values the settings
             # take): every load client is on loopback, one address.
-            "ENGRAM_RATE_LIMIT_PER_MINUTE": "1000000",
-            "ENGRAM_RATE_LIMIT_BURST": "1000000",
-            "ENGRAM_RATE_LIMIT_PER_CLIENT_PER_MINUTE": "10000000",
-            "ENGRAM_RATE_LIMIT_PER_CLIENT_BURST": "10000000",
-        }
+            self.env |= {
+                "ENGRAM_RATE_LIMIT_PER_MINUTE": "1000000",
+                "ENGRAM_RATE_LIMIT_BURST": "1000000",
+                "ENGRAM_RATE_LIMIT_PER_CLIENT_PER_MINUTE": "10000000",
+                "ENGRAM_RATE_LIMIT_PER_CLIENT_BURST": "10000000",
+            }
+        self.env |= env or {}
         self.env.pop("ENGRAM_DATABASE_URL", None)
         if db_url:
             self.env["ENGRAM_DATABASE_URL"] = db_url

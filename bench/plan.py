@@ -59,6 +59,8 @@ class Sizes:
     recall_queries: int
     peer_appends: int  # single durable appends per peer
     provara_sdk_appends: int  # provara's NDJSON vault rescans its file per append (quadratic)
+    victim_events: int  # sequential appends whose latency is measured beside abuse (bench.abuse)
+    burst_threads: int  # threads of the agent bursting signed recalls
 
 
 _SIZES = {
@@ -85,6 +87,8 @@ _SIZES = {
         recall_queries=20,
         peer_appends=30,
         provara_sdk_appends=20,
+        victim_events=10,
+        burst_threads=8,
     ),
     "default": Sizes(
         verify_n=20_000,
@@ -109,6 +113,8 @@ _SIZES = {
         recall_queries=200,
         peer_appends=1_000,
         provara_sdk_appends=300,
+        victim_events=100,
+        burst_threads=48,
     ),
 }
 _SIZES["long"] = dataclasses.replace(
@@ -237,6 +243,20 @@ def _replay(cfg: Config) -> list[str]:
     return out
 
 
+def _abuse(backend: str) -> Callable[[Config], list[str]]:
+    def keys(cfg: Config) -> list[str]:
+        k = f"abuse.{backend}"
+        return [
+            f"{k}.alone.p50",
+            f"{k}.alone.p95",
+            f"{k}.flood.p95",
+            f"{k}.flood.refused",
+            *(f"{k}.burst.{t}.{m}" for t in ("fair", "unfair") for m in ("p95", "rate")),
+        ]
+
+    return keys
+
+
 def _rebuild(cfg: Config) -> list[str]:
     return ["rebuild.events", "rebuild.inprocess", "rebuild.cli"]
 
@@ -266,6 +286,10 @@ SECTIONS: tuple[Section, ...] = (
     *(Section(f"http-{b}", "http", "bench.web:run", (b,), b == "postgresql", _http(b)) for b in BACKENDS),
     *(
         Section(f"proofs-{b}", "proofs", "bench.proofs:run", (b,), b == "postgresql", _proofs(b))
+        for b in BACKENDS
+    ),
+    *(
+        Section(f"abuse-{b}", "abuse", "bench.abuse:run", (b,), b == "postgresql", _abuse(b))
         for b in BACKENDS
     ),
     Section("bundles", "bundles", "bench.audit:bundles", (), False, _bundles),
