@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.auth import RequestAuthenticator
@@ -24,6 +25,7 @@ from api.fairness import FairAdmission
 from api.fastpath import FastReads
 from api.limits import RequestLimits
 from api.problems import (
+    busy_handler,
     engram_error_handler,
     http_error_handler,
     unexpected_error_handler,
@@ -145,6 +147,7 @@ def create_app(
     app.add_exception_handler(EngramError, engram_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(StarletteHTTPException, http_error_handler)
+    app.add_exception_handler(PoolTimeoutError, busy_handler)
     app.add_exception_handler(Exception, unexpected_error_handler)
     # Outermost first: RequestLimits (head, size, per-address limit), FairAdmission (a
     # bounded number of requests at once, round-robin across identities), then FastReads.

@@ -23,7 +23,7 @@ from engram.protocol.errors import (
 )
 from engram.protocol.problems import TYPE_BASE, problem_type_for
 
-__all__ = ["TYPE_BASE", "problem", "problem_for"]
+__all__ = ["TYPE_BASE", "busy_handler", "problem", "problem_for"]
 
 
 def problem(status: int, slug: str, title: str, detail: str, **extra: Any) -> JSONResponse:
@@ -60,6 +60,15 @@ def problem_for(error: Exception) -> JSONResponse:
 
 async def engram_error_handler(_: Request, exc: Exception) -> JSONResponse:
     return problem_for(exc)
+
+
+async def busy_handler(_: Request, exc: Exception) -> JSONResponse:
+    """No database connection became free in time (the connection pool's timeout): the
+    service is busy, not broken. 503 with Retry-After, as for any storage failure (nothing
+    was written: the request never had a connection)."""
+    resp = problem_for(StorageError("no database connection became free in time"))
+    resp.headers["Retry-After"] = "1"
+    return resp
 
 
 _SLUGS = {404: "not-found", 405: "method-not-allowed", 400: "malformed", 413: "too-large"}
