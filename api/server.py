@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -29,6 +30,9 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from api.settings import ApiSettings
 
 __all__ = ["BoundedH11Protocol"]
+
+#: the blank line that ends a request head (h11 also accepts bare LF line endings)
+_HEAD_END = re.compile(rb"\n\r?\n")
 
 
 @lru_cache(maxsize=1)
@@ -56,6 +60,7 @@ class BoundedH11Protocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self.max_head_bytes, self.request_timeout_s = _bounds()
         self._head_bytes = 0
+        self._tail = b""  # the last bytes of the head so far: its end may span two reads
         self._deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -95,8 +100,12 @@ class BoundedH11Protocol(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self.conn.their_state is h11.IDLE:
-            # Still reading a request head: bound it before h11 buffers it.
-            self._head_bytes += len(data)
+            # Still reading a request head: bound it before h11 buffers it. Only the head
+            # counts: one read often holds the head and (part of) the body after it.
+            scan = self._tail + data
+            end = _HEAD_END.search(scan)
+            self._head_bytes += len(data) if end is None else max(0, end.end() - len(self._tail))
+            self._tail = scan[-2:] if end is None else b""
             self._arm()
             if self._head_bytes > self.max_head_bytes:  # no response can have started
                 self.transport.write(
@@ -115,8 +124,10 @@ class BoundedH11Protocol(H11Protocol):
             self._disarm()  # received in full (or refused by h11)
         elif self.conn.their_state is not h11.IDLE:
             self._head_bytes = 0  # the head is parsed; the body runs under the same deadline
+            self._tail = b""
 
     def on_response_complete(self) -> None:
         self._head_bytes = 0
+        self._tail = b""
         self._disarm()  # between requests uvicorn's keep-alive timeout applies
         super().on_response_complete()
