@@ -59,6 +59,7 @@ __all__ = [
     "check_origin",
     "checkpoint_text",
     "ed25519_key_id",
+    "encodes_as_utf8",
     "format_verifier_key",
     "parse_decimal",
     "sign_note",
@@ -102,9 +103,21 @@ def parse_decimal(text: str, *, check: str, maximum: int = MAX_TREE_SIZE) -> int
     return value
 
 
+def encodes_as_utf8(text: str) -> bool:
+    """Whether ``text`` is valid Unicode text (a str may hold lone surrogates, which UTF-8
+    cannot encode: command-line arguments decoded with ``surrogateescape``, say)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _check_key_name(name: str, *, check: str) -> None:
-    if not name or "+" in name or _UNICODE_SPACE.search(name):
-        raise MalformedError(f"key name {name[:60]!r} must be non-empty, without spaces or '+'", check=check)
+    if not name or "+" in name or _UNICODE_SPACE.search(name) or not encodes_as_utf8(name):
+        raise MalformedError(
+            f"key name {name[:60]!r} must be non-empty UTF-8 text, without spaces or '+'", check=check
+        )
 
 
 def check_origin(origin: object) -> str:

@@ -55,6 +55,7 @@ from verifier.note import (
     VerifiedCheckpoint,
     VerifierKey,
     b64decode_strict,
+    encodes_as_utf8,
     parse_decimal,
 )
 
@@ -98,9 +99,16 @@ class WitnessError(VerificationError):
 
 def check_witness_name(name: str) -> str:
     """A cosigner key name: non-empty, no whitespace, no '+' (signed-note key names)."""
-    if not isinstance(name, str) or not name or "+" in name or re.search(r"\s", name) or len(name) > 255:
+    if (
+        not isinstance(name, str)
+        or not name
+        or "+" in name
+        or re.search(r"\s", name)
+        or len(name) > 255
+        or not encodes_as_utf8(name)
+    ):
         raise WitnessError(
-            f"witness name {str(name)[:60]!r} must be 1-255 characters without spaces or '+'",
+            f"witness name {str(name)[:60]!r} must be 1-255 characters of UTF-8 text without spaces or '+'",
             check="witness.key",
         )
     return name
@@ -154,7 +162,7 @@ class WitnessKey:
 
     @classmethod
     def from_public_key(cls, name: str, public_key: bytes) -> WitnessKey:
-        return cls.parse(_format_vkey(name, public_key))
+        return cls.parse(_format_vkey(check_witness_name(name), public_key))
 
     def __str__(self) -> str:
         return _format_vkey(self.name, self.public_key)

@@ -64,6 +64,28 @@ def test_bad_verifier_keys(vkey: str) -> None:
         VerifierKey.parse(vkey)
 
 
+def test_a_key_name_with_a_lone_surrogate_is_a_typed_error() -> None:
+    """Regression (found by atheris, tests/harness/fuzz.py): a name holding a lone surrogate,
+    as a command-line argument decoded with surrogateescape does, reached the key-id hash
+    and raised UnicodeEncodeError instead of the parser's typed error."""
+    from verifier.witness import WitnessError, WitnessKey
+
+    public = KEY.public_key().public_bytes_raw()
+    good = format_verifier_key(ORIGIN, public)
+    bad = "example.c\udcf8m/log" + good[len(ORIGIN) :]
+    with pytest.raises(MalformedError) as e:
+        VerifierKey.parse(bad)
+    assert e.value.check == "vkey.name"
+    with pytest.raises(MalformedError):
+        VerifierKey.from_public_key("w\udcf8", public)
+    witness = str(WitnessKey.from_public_key("w.example/1", public))
+    with pytest.raises(WitnessError) as w:
+        WitnessKey.parse("w.ex\udcf8mple/1" + witness[len("w.example/1") :])
+    assert w.value.check == "witness.key"
+    with pytest.raises(WitnessError):
+        WitnessKey.from_public_key("w\udcf8", public)
+
+
 def _resign(text: str) -> bytes:
     return sign_note(text, ORIGIN, KEY)
 
