@@ -33,6 +33,8 @@ from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from api.limits import replaying
+
 __all__ = ["FairAdmission", "FairScheduler", "identity_of"]
 
 Scope = MutableMapping[str, Any]
@@ -193,16 +195,7 @@ class FairAdmission:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            if tail is not None:
-                return tail
-            return await receive()
+        replay = replaying(body, receive, tail)
 
         identity = identity_of(scope, body)
         await self.scheduler.acquire(identity)

@@ -8,13 +8,30 @@ from typing import Any
 from api.ratelimit import RateLimiter
 from engram.protocol.errors import RateLimitedError
 
-__all__ = ["RequestLimits"]
+__all__ = ["RequestLimits", "replaying"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def replaying(body: bytes, receive: Receive, tail: Message | None = None) -> Receive:
+    """A ``receive`` that hands the app ``body`` (read already) as one message, then
+    ``tail`` (a disconnect seen while reading) or whatever the server sends next."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        if tail is not None:
+            return tail
+        return await receive()
+
+    return replay
 
 
 async def _problem(send: Send, status: int, slug: str, title: str, detail: str, headers: list[Any]) -> None:
@@ -128,14 +145,4 @@ class RequestLimits:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        body = b"".join(chunks)
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(b"".join(chunks), receive), send)

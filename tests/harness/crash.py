@@ -237,23 +237,33 @@ def _run(backend: str, trials: int, rng: random.Random, env: dict[str, str], fig
     return figures
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tests.harness.crash", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--trials", type=int, help="trials per backend (default 25; --long 200)")
-    ap.add_argument("--long", action="store_true", help="200 trials per backend")
+def add_backend_arguments(ap: argparse.ArgumentParser) -> None:
+    """--backends, --pg and --seed, as every harness takes them."""
     ap.add_argument("--backends", default="sqlite,postgres", help="comma-separated: sqlite, postgres")
     ap.add_argument(
         "--pg", default="postgresql://postgres@127.0.0.1:5432/postgres", help="PostgreSQL admin URL"
     )
     ap.add_argument("--seed", type=int, default=None, help="random seed (printed; default: random)")
+
+
+def chosen_backends(ap: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    if not backends or any(b not in ("sqlite", "postgres") for b in backends):
+        ap.error("--backends takes sqlite and/or postgres")
+    return backends
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.harness.crash", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trials", type=int, help="trials per backend (default 25; --long 200)")
+    ap.add_argument("--long", action="store_true", help="200 trials per backend")
+    add_backend_arguments(ap)
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args(argv)
     trials = args.trials if args.trials is not None else (200 if args.long else 25)
     if trials < 1:
         ap.error("--trials must be at least 1")
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    if not backends or any(b not in ("sqlite", "postgres") for b in backends):
-        ap.error("--backends takes sqlite and/or postgres")
+    backends = chosen_backends(ap, args)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     print(f"crash harness: {trials} trials per backend, seed {seed}")
     rng = random.Random(seed)

@@ -45,7 +45,16 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from tests.harness.crash import _check, _drop_pg_database, _env, _new_pg_database, _start_server, _stop_group
+from tests.harness.crash import (
+    _check,
+    _drop_pg_database,
+    _env,
+    _new_pg_database,
+    _start_server,
+    _stop_group,
+    add_backend_arguments,
+    chosen_backends,
+)
 
 OPS = (("append", 35), ("memory", 15), ("recall", 20), ("proof", 20), ("bundle", 10))
 LIMITS_OUT_OF_REACH = {
@@ -267,18 +276,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--procs", type=int, default=4, help="client processes (default 4)")
     ap.add_argument("--threads", type=int, default=4, help="threads (agents) per client process (default 4)")
-    ap.add_argument("--backends", default="sqlite,postgres", help="comma-separated: sqlite, postgres")
-    ap.add_argument(
-        "--pg", default="postgresql://postgres@127.0.0.1:5432/postgres", help="PostgreSQL admin URL"
-    )
-    ap.add_argument("--seed", type=int, default=None, help="random seed (printed; default: random)")
+    add_backend_arguments(ap)
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args(argv)
     if not 0 < args.seconds <= 86_400 or not 1 <= args.procs <= 64 or not 1 <= args.threads <= 64:
         ap.error("--seconds must be in (0, 86400], --procs and --threads in 1..64")
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    if not backends or any(b not in ("sqlite", "postgres") for b in backends):
-        ap.error("--backends takes sqlite and/or postgres")
+    backends = chosen_backends(ap, args)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**20)
     print(f"load harness: {args.seconds:g} s per backend, {args.procs} x {args.threads} clients, seed {seed}")
     workdir = Path(tempfile.mkdtemp(prefix="engram-load-"))
