@@ -29,3 +29,19 @@ def test_the_crash_harness_runs_on_both_backends(tmp_path: Path) -> None:
     assert [b["backend"] for b in figures["backends"]] == ["sqlite", "postgres"]
     for b in figures["backends"]:
         assert b["trials"] == 1 and b["killed"] == 4 and b["acknowledged"] > 0 and b["failures"] == []
+
+
+def test_the_harness_checks_leave_the_process_environment_alone(tmp_path: Path) -> None:
+    """Regression: the checks exported the harness's ENGRAM_* settings into os.environ, so a
+    test calling them in a pytest worker (test_policy_race) left ENGRAM_DATABASE_URL set
+    for the next test of that worker, whose `engram init` then found another log there."""
+    import os
+
+    from tests.e2e.processes import ENGRAM
+    from tests.harness.crash import _check
+
+    env = {"ENGRAM_HOME": str(tmp_path / "home"), "ENGRAM_EMBEDDER": "off", "PATH": os.environ["PATH"]}
+    subprocess.run([ENGRAM, "init", "--origin", "env.example/log"], env=env, check=True, capture_output=True)
+    before = dict(os.environ)
+    assert _check(env, []) == []
+    assert dict(os.environ) == before

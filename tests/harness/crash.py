@@ -124,16 +124,15 @@ def _acks(text: str) -> list[tuple[int, int, str]]:
 def _check(env: dict[str, str], acks: list[tuple[int, int, str]]) -> list[str]:
     """Everything the module docstring promises, on the database as the kills left it."""
     problems: list[str] = []
-    os.environ.update({k: v for k, v in env.items() if k.startswith("ENGRAM_")})
-    if "ENGRAM_DATABASE_URL" not in env:
-        os.environ.pop("ENGRAM_DATABASE_URL", None)
     from ledger.audit import audit
     from ledger.compose import memory_service, open_ledger
     from ledger.config import Settings
     from verifier.event import Leaf
     from verifier.merkle import leaf_hash
 
-    settings = Settings.from_env()
+    # The settings of ``env`` only: the process environment is left alone (a test calling
+    # this in a pytest worker must not leak ENGRAM_DATABASE_URL into the next test).
+    settings = Settings.from_env({k: v for k, v in env.items() if k.startswith("ENGRAM_")})
     ledger = open_ledger(settings)
     try:
         for index, ts, lh in acks:
