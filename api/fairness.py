@@ -139,16 +139,21 @@ class FairScheduler:
         return False
 
 
+#: the first envelope of an events body, looked for in its first bytes only
+_FIRST_ENVELOPE = re.compile(rb'"envelope"\s*:\s*"([A-Za-z0-9+/]{1,16384}={0,2})"')
+_SCAN_BYTES = 20_000
+
+
 def _event_agent(body: bytes) -> str | None:
-    """The agent named by the first event of a ``POST /v1/events`` body, or None. Only a
-    queue name: the events are parsed strictly and verified later by the route."""
+    """The agent named by the first envelope of a ``POST /v1/events`` body, or None. Only a
+    queue name, found without parsing the whole body in the event loop (a batch may be a
+    megabyte): the events are parsed strictly and verified later by the route."""
+    m = _FIRST_ENVELOPE.search(body, 0, _SCAN_BYTES)
+    if m is None:
+        return None
     try:
-        doc = json.loads(body)
-        envelope = doc["events"][0]["envelope"]
-        if not isinstance(envelope, str) or len(envelope) > 16_384:
-            return None
-        agent = json.loads(base64.b64decode(envelope, validate=True)).get("agent")
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError, binascii.Error, RecursionError):
+        agent = json.loads(base64.b64decode(m.group(1), validate=True)).get("agent")
+    except (ValueError, AttributeError, binascii.Error, RecursionError):
         return None
     return agent if isinstance(agent, str) else None
 
