@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.auth import RequestAuthenticator
 from api.deps import Services
-from api.fairness import FairAdmission
+from api.fairness import FairAdmission, KnownKeys
 from api.fastpath import FastReads
 from api.limits import RequestLimits
 from api.problems import (
@@ -56,18 +56,21 @@ def _buckets(settings: ApiSettings, shared: bool, name: str) -> HostBuckets | Pr
 
 
 def _services(
-    settings: ApiSettings, ledger: Ledger, memory_service: MemoryService, *, shared: bool
+    settings: ApiSettings, ledger: Ledger, memory_service: MemoryService, *, shared: bool, known: KnownKeys
 ) -> Services:
     return Services(
         settings=settings,
         ledger=ledger,
         memory=memory_service,
-        auth=RequestAuthenticator(ledger.store, ledger.origin, window_s=settings.signature_window_s),
+        auth=RequestAuthenticator(
+            ledger.store, ledger.origin, window_s=settings.signature_window_s, known=known
+        ),
         key_limits=RateLimiter(
             settings.rate_limit_per_minute,
             settings.rate_limit_burst,
             buckets=_buckets(settings, shared, "keys"),
         ),
+        known=known,
     )
 
 
@@ -99,6 +102,11 @@ def create_app(
     """Build the service. ``ledger`` (and its ``memory_service``) may be given (tests);
     otherwise both are built from the settings by the composition root (ledger.compose)."""
 
+    # Keys that verified a request or an event in this process: the identities fair
+    # admission queues by (issue 25, finding 6); filled by the authenticator and the events
+    # route, read by the middleware.
+    known = KnownKeys()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if ledger is None:
@@ -108,7 +116,7 @@ def create_app(
             if settings.database_url:
                 env["ENGRAM_DATABASE_URL"] = normalize_database_url(settings.database_url)
             opened = open_services(Settings.from_env(env))
-            app.state.services = _services(settings, opened.ledger, opened.memory, shared=True)
+            app.state.services = _services(settings, opened.ledger, opened.memory, shared=True, known=known)
         svc: Services = app.state.services
         task = None
         if svc.ledger.witnesses is not None and settings.witness_interval_s > 0:
@@ -142,7 +150,7 @@ def create_app(
     )
     if ledger is not None:
         app.state.services = _services(
-            settings, ledger, memory_service or MemoryService(ledger), shared=False
+            settings, ledger, memory_service or MemoryService(ledger), shared=False, known=known
         )
     app.add_exception_handler(EngramError, engram_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
@@ -156,6 +164,8 @@ def create_app(
         FairAdmission,
         slots=settings.max_active_requests,
         per_identity=settings.max_active_per_identity,
+        known=known,
+        window_s=settings.signature_window_s,
     )
     app.add_middleware(
         RequestLimits,

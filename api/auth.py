@@ -14,6 +14,7 @@ import binascii
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -35,6 +36,9 @@ from ledger.storage.store import SqlStore
 from verifier.ed25519 import check_public_key
 from verifier.errors import VerificationError
 from verifier.event import check_agent_id
+
+if TYPE_CHECKING:
+    from api.fairness import KnownKeys
 
 __all__ = ["Principal", "RequestAuthenticator", "VerifiedRequest"]
 
@@ -69,11 +73,17 @@ class RequestAuthenticator:
         *,
         window_s: int = WINDOW_S,
         clock: Callable[[], float] = time.time,
+        known: KnownKeys | None = None,
     ) -> None:
+        """``known``: where a key that verified a request is remembered, so that fair
+        admission queues that agent's next requests by its verified identity."""
         self.store = store
         self.origin = origin
         self.window_s = window_s
         self.clock = clock
+        self.known = known
+        if known is not None:
+            known.origin = origin
 
     def authenticate(self, *, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Principal:
         """Verify and spend the nonce at once (for callers with no authorization step)."""
@@ -145,6 +155,8 @@ class RequestAuthenticator:
             Ed25519PublicKey.from_public_bytes(public_key).verify(signature, msg)
         except InvalidSignature as e:
             raise AuthError("the request signature does not verify", check="auth.signature") from e
+        if self.known is not None and principal.agent is not None:
+            self.known.learn(principal.agent, public_key)  # a registered key of that agent
         return VerifiedRequest(principal=principal, nonce=nonce, timestamp=ts)
 
     def _signer_key(self, signer: str) -> tuple[Principal, bytes]:

@@ -22,12 +22,12 @@ from starlette.concurrency import run_in_threadpool
 
 from api import convert
 from api.auth import Principal, RequestAuthenticator, VerifiedRequest
+from api.fairness import KnownKeys
 from api.ratelimit import RateLimiter
 from api.schemas import AGENT, ProofFromKnown, ReceiptOut, SignedEvent
 from api.settings import ApiSettings
 from engram.protocol.errors import AuthError, ForbiddenError, MalformedError
 from engram.protocol.kinds import kinds_where
-from ledger.envelopes import parse_envelope
 from ledger.log import Ledger, Receipt, Submission
 from ledger.memory.service import MemoryService
 from ledger.sharing import allowed_kinds
@@ -60,6 +60,8 @@ class Services:
     memory: MemoryService
     auth: RequestAuthenticator
     key_limits: RateLimiter
+    #: keys that verified a request or event here: fair admission's only identities
+    known: KnownKeys | None = None
 
 
 async def get_services(request: Request) -> Services:  # async: no threadpool hop
@@ -89,9 +91,11 @@ def submission(svc: Services, ev: SignedEvent, cost: float = 1.0) -> Submission:
         body=unb64(ev.body, "body"),
         salt=unb64(ev.salt, "salt"),
     )
-    agent = svc.ledger.event_signer(sub)
-    if parse_envelope(sub.envelope).kind != "key.registered":
+    agent, public_key, registered = svc.ledger.event_signer_key(sub)
+    if registered:
         svc.key_limits.check("agent:" + agent, cost)
+        if svc.known is not None:
+            svc.known.learn(agent, public_key)  # fair admission may queue it as this agent now
     return sub
 
 

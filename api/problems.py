@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 from engram.protocol.errors import (
     AuthError,
     ConflictError,
+    LogIntegrityError,
     RateLimitedError,
     ReplayError,
     StorageError,
@@ -48,6 +49,9 @@ def problem_for(error: Exception) -> JSONResponse:
         }
     elif isinstance(error, VerificationError):
         extra = {"check": error.check}
+    elif isinstance(error, LogIntegrityError):
+        extra = {"check": error.check}  # the operator's lead: engram audit names the rows
+        detail = f"the log refuses to extend this database until an operator resolves it ({error.check})"
     elif isinstance(error, StorageError):
         detail = "the database failed; nothing was written"  # never the driver's message
     resp = problem(row.status, row.slug, row.title, detail, **extra)

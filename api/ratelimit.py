@@ -21,6 +21,7 @@ import hashlib
 import math
 import mmap
 import os
+import secrets
 import struct
 import threading
 import time
@@ -38,8 +39,12 @@ Decide = Callable[[float], "tuple[float, float]"]
 
 
 class Buckets(Protocol):
-    def update(self, key: str, now: float, burst: float, rate: float, decide: Decide) -> float:
-        """Refill ``key``'s bucket to ``now``, store what ``decide`` returns, return its result."""
+    def update(
+        self, key: str, now: float, burst: float, rate: float, decide: Decide, *, create: bool = True
+    ) -> float:
+        """Refill ``key``'s bucket to ``now``, store what ``decide`` returns, return its result.
+        ``create=False``: a key without a bucket is decided as full and nothing is stored
+        (a check before authorization never takes a slot; issue 25, finding 6)."""
         ...
 
 
@@ -65,8 +70,12 @@ class ProcessBuckets:
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def update(self, key: str, now: float, burst: float, rate: float, decide: Decide) -> float:
+    def update(
+        self, key: str, now: float, burst: float, rate: float, decide: Decide, *, create: bool = True
+    ) -> float:
         with self._lock:
+            if not create and key not in self._buckets:
+                return decide(burst)[1]
             tokens, last = self._buckets.pop(key, (burst, now))
             stored, result = decide(_refill(tokens, last, now, burst, rate))
             self._buckets[key] = (stored, max(now, last))
@@ -78,15 +87,18 @@ class ProcessBuckets:
 class HostBuckets:
     """Buckets shared by every process of this host that maps ``path``.
 
-    The file: a 16-byte header (magic, version, slot count) and ``slots`` slots of 32 bytes
-    (a 16-byte BLAKE2b digest of the key, the tokens and the time of the last update as
-    float64). A key is looked up in a window of ``probe`` slots from its digest's position.
+    The file: a 32-byte header (magic, version, slot count, a 16-byte random secret made
+    when the file is) and ``slots`` slots of 32 bytes (a 16-byte BLAKE2b digest of the key
+    *keyed with that secret*, the tokens and the time of the last update as float64). A key
+    is looked up in a window of ``probe`` slots from its digest's position. The digest is
+    keyed so that nobody can choose, offline, keys whose slots crowd out a named agent's
+    window and reset its bucket (issue 25, finding 6); the file is 0600 in the home.
     Times are ``time.monotonic()``, one clock for every process of the host.
     """
 
     MAGIC = b"ENGRAMRL"
-    VERSION = 1
-    HEADER = struct.Struct("<8sII")
+    VERSION = 2
+    HEADER = struct.Struct("<8sII16s")
     SLOT = struct.Struct("<16sdd")
 
     def __init__(self, path: Path, *, slots: int = 1 << 16, probe: int = 32) -> None:
@@ -100,6 +112,7 @@ class HostBuckets:
         self._map: mmap.mmap | None = None
         self._fd = -1
         self._pid = -1
+        self._secret = b""
 
     def _open(self) -> mmap.mmap:
         if self._map is not None and self._pid == os.getpid():
@@ -109,12 +122,18 @@ class HostBuckets:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 header = os.pread(fd, self.HEADER.size, 0)
-                want = self.HEADER.pack(self.MAGIC, self.VERSION, self.slots)
-                if header != want or os.fstat(fd).st_size != self.size:
+                prefix = self.HEADER.pack(self.MAGIC, self.VERSION, self.slots, bytes(16))[:16]
+                if (
+                    header[:16] != prefix
+                    or len(header) != self.HEADER.size
+                    or os.fstat(fd).st_size != self.size
+                ):
                     # New, or written by another version or slot count: start empty (more lenient).
+                    header = self.HEADER.pack(self.MAGIC, self.VERSION, self.slots, secrets.token_bytes(16))
                     os.ftruncate(fd, 0)
                     os.ftruncate(fd, self.size)
-                    os.pwrite(fd, want, 0)
+                    os.pwrite(fd, header, 0)
+                self._secret = self.HEADER.unpack(header)[3]
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             self._map = mmap.mmap(fd, self.size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
@@ -124,20 +143,29 @@ class HostBuckets:
         self._fd, self._pid = fd, os.getpid()
         return self._map
 
-    def update(self, key: str, now: float, burst: float, rate: float, decide: Decide) -> float:
-        digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        start = int.from_bytes(digest[:8], "little") & (self.slots - 1)
+    def update(
+        self, key: str, now: float, burst: float, rate: float, decide: Decide, *, create: bool = True
+    ) -> float:
         with self._lock:
             table = self._open()
+            digest = hashlib.blake2b(
+                key.encode("utf-8", "surrogatepass"), digest_size=16, key=self._secret
+            ).digest()
+            start = int.from_bytes(digest[:8], "little") & (self.slots - 1)
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
                 at, tokens, last = self._find(table, digest, start, now, burst)
+                if not create and not self._holds(table, at, digest):
+                    return decide(burst)[1]  # no bucket for this key: decided as full, nothing stored
                 stored, result = decide(_refill(tokens, last, now, burst, rate))
                 keep = now if not last <= now + _REBOOTED_S else max(now, last)
                 self.SLOT.pack_into(table, at, digest, stored, keep)
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
         return result
+
+    def _holds(self, table: mmap.mmap, at: int, digest: bytes) -> bool:
+        return bytes(self.SLOT.unpack_from(table, at)[0]) == digest
 
     def _find(
         self, table: mmap.mmap, digest: bytes, start: int, now: float, burst: float
@@ -175,17 +203,19 @@ class RateLimiter:
         self.buckets: Buckets = buckets if buckets is not None else ProcessBuckets()
         self.clock = clock
 
-    def _update(self, key: str, decide: Decide) -> float:
-        return self.buckets.update(key, self.clock(), self.burst, self.rate, decide)
+    def _update(self, key: str, decide: Decide, *, create: bool = True) -> float:
+        return self.buckets.update(key, self.clock(), self.burst, self.rate, decide, create=create)
 
     def _refuse(self, key: str, short: float) -> None:
         wait = max(1, math.ceil(short / self.rate))
         raise RateLimitedError(f"too many requests for {key}; retry in {wait} s", retry_after_s=wait)
 
     def check(self, key: str, cost: float = 1.0) -> None:
-        """Raise :class:`RateLimitedError` if ``key`` has fewer than ``cost`` tokens (takes none)."""
+        """Raise :class:`RateLimitedError` if ``key`` has fewer than ``cost`` tokens (takes none,
+        and creates no bucket: a key gets one only when :meth:`charge` or :meth:`hit` bills it,
+        after it was authorized)."""
         need = min(cost, self.burst)
-        tokens = self._update(key, lambda t: (t, t))
+        tokens = self._update(key, lambda t: (t, t), create=False)
         if tokens < need:
             self._refuse(key, need - tokens)
 

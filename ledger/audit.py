@@ -43,6 +43,7 @@ from typing import Any
 
 from ledger.memory.projection import _ITEM_COLS, _SESSION_COLS, _clone_item, _item_row
 from ledger.memory.state import InMemoryState, Item, LoggedEvent, evolve, ref_key
+from ledger.signed_head import ForkRefusedError, SignedHead, SignedHeadRecord
 from ledger.storage.store import SqlStore
 from verifier.errors import VerificationError
 from verifier.event import Leaf, body_commitment
@@ -111,8 +112,16 @@ def _hex(b: bytes | None) -> str | None:
 
 class _Audit:
     def __init__(
-        self, store: SqlStore, log_key: VerifierKey, progress: Callable[[int, int], None] | None
+        self,
+        store: SqlStore,
+        log_key: VerifierKey,
+        progress: Callable[[int, int], None] | None,
+        signed_head: SignedHeadRecord | None = None,
     ) -> None:
+        self.signed_head = signed_head
+        #: the signer's record, read before the replay; the root the replay has at its size
+        self.recorded: SignedHead | None = None
+        self.root_at_record: bytes | None = None
         self.store = store
         self.log_key = log_key
         self.progress = progress
@@ -135,6 +144,7 @@ class _Audit:
     def run(self) -> AuditReport:
         t0 = time.perf_counter()
         ph = self.ph
+        self._read_signed_head()
         total = int(self._rows("SELECT count(*) FROM leaves")[0][0])
         state = self._rows("SELECT origin, log_vkey, size, last_timestamp_us FROM log_state WHERE id = 1")
         for cp in self._checkpoint_rows(0, 0):
@@ -149,13 +159,16 @@ class _Audit:
             if not rows:
                 break
             hi = int(rows[-1][0]) + 1
-            bodies = {
-                int(r[0]): (bytes(r[1]), bytes(r[2]))
-                for r in self._rows(
-                    f"SELECT idx, salt, body FROM bodies WHERE idx >= {ph} AND idx < {ph}",
-                    (lo, hi),
+            bodies: dict[int, tuple[bytes, bytes]] = {}
+            for r in self._rows(
+                f"SELECT idx, salt, body FROM bodies WHERE idx >= {ph} AND idx < {ph}", (lo, hi)
+            ):
+                salt, body = (
+                    self._blob("bodies", f"idx={r[0]}", "salt", r[1]),
+                    self._blob("bodies", f"idx={r[0]}", "body", r[2]),
                 )
-            }
+                if salt is not None and body is not None:
+                    bodies[int(r[0])] = (salt, body)
             cps = {int(r[0]): r for r in self._checkpoint_rows(lo + 1, hi)}
             gap = False
             for r in rows:
@@ -170,6 +183,8 @@ class _Audit:
                     gap = True
                     break
                 self._leaf(r, bodies.get(idx))
+                if self.recorded is not None and self.replay.size == self.recorded.size:
+                    self.root_at_record = self.replay.tree.root()
                 cp = cps.get(self.replay.size)
                 if cp is not None:
                     self._check_checkpoint(cp, self.replay.tree.root())
@@ -181,6 +196,7 @@ class _Audit:
                 self.progress(self.replay.size, total)
         size = self.replay.size
         self.report.entries = size
+        self._check_signed_head(size)
         self._past_the_end(size)
         self._log_state(state, size)
         self._stream_heads()
@@ -189,6 +205,44 @@ class _Audit:
         self.report.seconds = time.perf_counter() - t0
         return self.report
 
+    # -- the signer's record (issue 25, finding 10) -------------------------------------
+
+    def _read_signed_head(self) -> None:
+        if self.signed_head is None:
+            return
+        try:
+            self.recorded = self.signed_head.read()
+        except ForkRefusedError as e:
+            self.report.add("signer record", str(self.signed_head.path), None, str(e))
+
+    def _check_signed_head(self, size: int) -> None:
+        """The log must extend the last checkpoint the signer recorded signing: the append
+        path refuses to sign on otherwise (``signer.fork``), so a rollback is a finding here
+        too, not "clean"."""
+        if self.signed_head is None:
+            return
+        where = str(self.signed_head.path)
+        head = self.recorded
+        if head is None:
+            if size > 0 and self.signed_head.path.exists() is False:
+                self.report.add(
+                    "signer record", where, None,
+                    f"missing while the log has {size} entries (signer.record_missing): the log will not "
+                    "sign until it is re-anchored (engram log reanchor)",
+                )  # fmt: skip
+            return
+        if head.size > size:
+            self.report.add(
+                "signer record", where, "size",
+                f"the signer signed a checkpoint of size {head.size}, the database's log has {size} entries: "
+                "the database was rolled back or restored (signer.fork)",
+            )  # fmt: skip
+        elif self.root_at_record is None or not hmac.compare_digest(self.root_at_record, head.root):
+            self.report.add(
+                "signer record", where, "root",
+                f"the database's tree at size {head.size} is not the one the signer signed: a fork (signer.fork)",
+            )  # fmt: skip
+
     def _checkpoint_rows(self, lo: int, hi: int) -> list[Any]:
         return self._rows(
             f"SELECT size, root, note, signed_at_us, prev_size FROM checkpoints WHERE size >= {self.ph} AND size <= {self.ph} "
@@ -196,10 +250,20 @@ class _Audit:
             (lo, hi),
         )
 
+    def _blob(self, table: str, row: str, column: str, value: object) -> bytes | None:
+        """A binary column's bytes, or None after a finding naming its type (issue 25,
+        finding 10: a body rewritten as TEXT crashed the audit with a TypeError)."""
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return bytes(value)
+        self.report.add(table, row, column, f"holds {type(value).__name__}, not bytes")
+        return None
+
     def _leaf(self, r: Any, body: tuple[bytes, bytes] | None) -> None:
         idx = int(r[0])
-        raw = bytes(r[7])
         row = f"idx={idx}"
+        raw = self._blob("leaves", row, "leaf", r[7])
+        if raw is None:
+            return
         lh = leaf_hash(raw)
         leaf: Leaf | None = None
         try:
@@ -224,7 +288,7 @@ class _Audit:
                 "timestamp_us": leaf.timestamp_us,
             }
             stored = {
-                "leaf_hash": bytes(r[1]),
+                "leaf_hash": self._blob("leaves", row, "leaf_hash", r[1]),
                 "agent": r[2],
                 "kind": r[3],
                 "version": int(r[4]),
@@ -272,7 +336,7 @@ class _Audit:
         for lv, want in by_level.items():
             ids = sorted(want)
             got = {
-                int(r[0]): bytes(r[1])
+                int(r[0]): self._blob("nodes", f"level={lv}, idx={r[0]}", "hash", r[1]) or b""
                 for r in self._rows(
                     f"SELECT idx, hash FROM nodes WHERE level = {ph} AND idx IN ({', '.join([ph] * len(ids))})",
                     (lv, *ids),
@@ -290,8 +354,12 @@ class _Audit:
                     )
 
     def _check_checkpoint(self, r: Any, root: bytes) -> None:
-        size, stored_root, note, signed_at = int(r[0]), bytes(r[1]), bytes(r[2]), int(r[3])
+        size, signed_at = int(r[0]), int(r[3])
         row = f"size={size}"
+        stored_root = self._blob("checkpoints", row, "root", r[1])
+        note = self._blob("checkpoints", row, "note", r[2])
+        if stored_root is None or note is None:
+            return
         prev = r[4]
         if size == 0 and prev is not None:
             self.report.add("checkpoints", row, "prev_size", f"is {prev}; the first checkpoint extends none")
@@ -458,6 +526,10 @@ class _Audit:
             if not rows:
                 return
             for _idx, raw, body in rows:
+                if not isinstance(raw, (bytes, memoryview)) or not (
+                    body is None or isinstance(body, (bytes, memoryview))
+                ):
+                    continue  # a column of the wrong type: already reported with its row
                 try:
                     leaf = Leaf.from_bytes(bytes(raw))
                     parsed = None if body is None else parse_canonical(bytes(body), max_bytes=1 << 24)
@@ -539,7 +611,12 @@ def _norm(v: Any) -> Any:
 
 
 def audit(
-    store: SqlStore, log_key: VerifierKey, *, progress: Callable[[int, int], None] | None = None
+    store: SqlStore,
+    log_key: VerifierKey,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    signed_head: SignedHeadRecord | None = None,
 ) -> AuditReport:
-    """Compare every derived row of ``store`` with what its leaves give (module docstring)."""
-    return _Audit(store, log_key, progress).run()
+    """Compare every derived row of ``store`` with what its leaves give (module docstring),
+    and the log with the signer's record of what it signed (``signed_head``, if given)."""
+    return _Audit(store, log_key, progress, signed_head).run()

@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 a typed Engram error (message on stderr), 2 usage error
 from __future__ import annotations
 
 import dataclasses
+import hmac
 import json
 import os
 import sys
@@ -20,6 +21,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from engram.protocol.errors import ConfigError, EngramError, MalformedError
+from engram.protocol.files import write_file
 from ledger.compose import init_ledger, open_ledger, open_services
 from ledger.config import Settings
 from ledger.log import ConsistencyProof, InclusionProof, Ledger
@@ -358,6 +360,63 @@ def log_prove_consistency(
 ) -> None:
     """Consistency proof between two tree sizes, verified before printing."""
     out.print_json(json.dumps(_consistency_json(_ledger().prove_consistency(old, new))))
+
+
+@log_app.command("reanchor")
+def log_reanchor(
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint",
+            help="A checkpoint note you trust (e.g. a witness-cosigned copy); default: the database's latest, "
+            "which trusts the database.",
+        ),
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Write the record (without it: only say what it would do).")
+    ] = False,
+) -> None:
+    """Re-anchor the signer's record of the last checkpoint it signed (ledger.signed_head),
+    after it was lost or could not be written. Refused unless the database's log extends the
+    checkpoint anchored to; the log signs nothing until the record is sound again."""
+    from ledger.signed_head import SignedHead, SignedHeadRecord, record_path
+    from verifier.note import verify_checkpoint
+
+    ledger = _ledger()
+    record = ledger.signed_head or SignedHeadRecord(
+        record_path(Settings.from_env().log_key_file), ledger.origin
+    )
+    size = ledger.size()
+    if checkpoint is None:
+        cp = verify_checkpoint(ledger.latest_checkpoint().note, ledger.verifier_key)
+        source = "the database's latest checkpoint (this trusts the database)"
+    else:
+        with open(checkpoint, "rb") as f:
+            note = f.read(64 * 1024 + 1)
+        if len(note) > 64 * 1024:
+            raise MalformedError(f"{checkpoint} is larger than a checkpoint note", check="signer.reanchor")
+        cp = verify_checkpoint(note, ledger.verifier_key, origin=ledger.origin)
+        source = str(checkpoint)
+    if cp.size > size:
+        raise MalformedError(
+            f"the checkpoint has size {cp.size} but the database's log has {size} entries: the database is "
+            "behind what was signed; restore it, do not re-anchor",
+            check="signer.reanchor",
+        )
+    proof = ledger.prove_consistency(cp.size, size)
+    if not hmac.compare_digest(proof.old_root, cp.root):
+        raise MalformedError(
+            f"the database's tree at size {cp.size} does not have that checkpoint's root: it is a fork",
+            check="signer.reanchor",
+        )
+    out.print(f"re-anchoring {record.path} to size {cp.size}, root {b64encode(cp.root)}")
+    out.print(f"  from {source}; the database's log ({size} entries) extends it")
+    if not yes:
+        out.print("nothing written: add --yes to write the record")
+        raise typer.Exit(2)
+    record.advance(SignedHead(cp.size, cp.root), force=True)
+    record.stale = None
+    out.print("[green]recorded[/]: the log signs again")
 
 
 @log_app.command("entry")
@@ -1050,7 +1109,7 @@ def bundle_create(
         raw = Path(claim[1:]).read_bytes() if claim.startswith("@") else claim.encode("utf-8")
         claim_obj = parse_strict(raw, max_bytes=1 << 20)
     data = create_bundle(ledger, claim_obj, trusted_size=trusted_size, token=token, audience=audience)
-    output.write_bytes(data)
+    write_file(output, data)  # never through a symlink planted at the path (issue 25, finding 9)
     out.print(f"bundle of {len(data)} bytes written to {output}")
     out.print(f'verify offline: engram-verify bundle {output} --log-key "{ledger.vkey}"')
 
@@ -1154,6 +1213,35 @@ def token_inspect(token: Annotated[str, typer.Argument(help="A token.")]) -> Non
         out.print(escape(src.rstrip()))
 
 
+@app.command("maintain")
+def maintain_cmd(
+    scrub_erased: Annotated[
+        bool,
+        typer.Option(
+            "--scrub-erased",
+            help="Rewrite the tables that can hold memory text so that no byte of erased text stays "
+            "in the live database files (PostgreSQL: VACUUM FULL, which locks each table while it "
+            "runs; SQLite: full-text optimize, VACUUM and a WAL checkpoint).",
+        ),
+    ] = False,
+) -> None:
+    """Storage maintenance (docs/privacy.md says what erasure guarantees on each backend)."""
+    if not scrub_erased:
+        raise typer.BadParameter("say what to do: --scrub-erased")
+    from ledger.maintain import scrub_erased as scrub
+
+    ledger = _ledger()
+    report = scrub(ledger.store.engine)
+    state = (
+        "done"
+        if report.complete
+        else "incomplete: another connection held a snapshot or the WAL (rows it can see are kept); run it again"
+    )
+    out.print(f"scrubbed {', '.join(report.tables)} on {report.backend} in {report.seconds:.2f} s: {state}")
+    if not report.complete:
+        raise typer.Exit(1)
+
+
 @app.command("audit")
 def audit_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
@@ -1165,7 +1253,7 @@ def audit_cmd(
 
     ledger = _ledger()
     with _progress("auditing (log entries)") as tick:
-        report = audit(ledger.store, ledger.verifier_key, progress=tick)
+        report = audit(ledger.store, ledger.verifier_key, progress=tick, signed_head=ledger.signed_head)
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
     else:

@@ -61,7 +61,7 @@ from engram.protocol.keyfiles import (
     load_log_key,
     write_private_file,
 )
-from engram.protocol.kinds import gated_texts, require_kind, validate_body, verbatim_texts
+from engram.protocol.kinds import gated_texts, require_kind, validate_body
 from engram.protocol.signer import AgentSigner
 from engram.protocol.wire import ConsistencyProof, InclusionProof, Receipt, Submission
 from ledger.config import Settings
@@ -435,7 +435,7 @@ class Ledger:
         body = verify_body(envelope, sub.salt, sub.body, max_bytes=self.max_body_bytes)
         validate_body(envelope.kind, body)
         self.rules.gate.check_stored(gated_texts(envelope.kind, body))
-        self.rules.gate.check_no_secrets(verbatim_texts(envelope.kind, body))
+        self.rules.gate.check_body_secrets(body)
         return _Prepared(
             sub=sub, envelope=envelope, body=body, verified_with=self._verify_early(sub, envelope)
         )
@@ -476,6 +476,11 @@ class Ledger:
         """A cheap check before anything else (rate limits): the event's signature verifies
         under the key its envelope names (a registration: its own new key). Returns the
         agent. This is not authorization; :meth:`append` still checks everything."""
+        return self.event_signer_key(sub)[0]
+
+    def event_signer_key(self, sub: Submission) -> tuple[str, bytes, bool]:
+        """:meth:`event_signer` with the key that verified and whether it is a key of the
+        log's registry (False for a registration's own new key)."""
         env = parse_envelope(sub.envelope)
         if env.kind == "key.registered" and env.new_key is not None:
             public_key = env.new_key.public_key
@@ -492,7 +497,7 @@ class Ledger:
             self._preverified[sub.signature] = (sub.envelope, public_key)
             while len(self._preverified) > 1024:
                 self._preverified.popitem(last=False)
-        return env.agent
+        return env.agent, public_key, env.kind != "key.registered"
 
     def append(
         self,
@@ -808,9 +813,28 @@ class Ledger:
         database, and signing on would publish a fork."""
         if self.signed_head is None:
             return
+        if self.signed_head.stale is not None:
+            # The last commit could not be recorded: retry now, and sign nothing until it is,
+            # or a rollback to any size at or above the old record would pass (issue 25, f8).
+            self.signed_head.advance_quietly(self.signed_head.stale)
+            if self.signed_head.stale is not None:
+                raise ForkRefusedError(
+                    f"the signer's record {self.signed_head.path} cannot be written "
+                    f"({self.signed_head.stale_reason}); refusing to sign until it can (a record that "
+                    "stops moving would let a rolled-back database fork the log)",
+                    check="signer.record_unwritable",
+                )
         head = self.signed_head.read()
         if head is None:
-            return
+            if size == 0:
+                return  # a new log: its first checkpoint creates the record
+            raise ForkRefusedError(
+                f"the signer's record {self.signed_head.path} is missing, but the database's log has "
+                f"{size} entries: without it a rolled-back database could make this key sign a fork. "
+                "Re-anchor it knowingly: `engram log reanchor` (from a checkpoint you trust, e.g. a "
+                "witness-cosigned one)",
+                check="signer.record_missing",
+            )
         if head.size > size:
             raise ForkRefusedError(
                 f"the database's log has {size} entries, but this signer already signed a checkpoint of "

@@ -23,6 +23,12 @@ database (harmless: the next append proves the database's tree extends it), neve
 it (which would read as a rollback and stop the log). What it leaves open: a rollback made
 within the moment between a commit and the record's fsync, and service instances on other
 hosts, each of which guards only against forks of what it signed itself.
+
+Fail closed (issue 25, finding 8): a record that is missing while the database holds entries
+(``signer.record_missing``), unreadable (``signer.record``) or that a commit could not
+advance (``signer.record_unwritable``, e.g. a key on a read-only secret mount) stops signing
+until an operator re-anchors it knowingly (``engram log reanchor``): a record that silently
+stops moving would let a consistently rolled-back database make the key sign a fork.
 """
 
 from __future__ import annotations
@@ -74,6 +80,9 @@ class SignedHeadRecord:
     def __init__(self, path: Path, origin: str) -> None:
         self.path = path
         self.origin = origin
+        #: the head a commit could not record (the signer refuses to sign until it is)
+        self.stale: SignedHead | None = None
+        self.stale_reason = ""
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -127,11 +136,14 @@ class SignedHeadRecord:
             raise bad("bad root")
         return SignedHead(int(lines[2]), root)
 
-    def advance(self, head: SignedHead) -> None:
+    def advance(self, head: SignedHead, *, force: bool = False) -> None:
         """Record ``head`` unless the record already holds a larger size (another process
-        of this host signed further meanwhile). Durable when it returns."""
+        of this host signed further meanwhile); ``force`` (a re-anchoring) records it
+        whatever the record held. Durable when it returns."""
         with self._locked():
-            current = self.read()
+            current = None
+            if not force:
+                current = self.read()
             if current is not None and current.size >= head.size:
                 return
             text = f"{_MAGIC}\n{self.origin}\n{head.size}\n{base64.b64encode(head.root).decode()}\n"
@@ -159,3 +171,9 @@ class SignedHeadRecord:
             _log.warning(
                 "could not record the signed checkpoint of size %d in %s: %s", head.size, self.path, e
             )
+            if self.stale is None or head.size > self.stale.size:
+                self.stale = head
+            self.stale_reason = str(e)
+            return
+        if self.stale is not None and self.stale.size <= head.size:
+            self.stale = None

@@ -25,21 +25,24 @@ witness's state back; the state file is written to a temporary name, fsynced and
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
 import hashlib
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
-import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from engram.protocol.errors import ConfigError
 from engram.protocol.keyfiles import fsync_dir, write_private_file
+from ledger.outbound import OutboundError, post
 from verifier.errors import MalformedError, ProofError, SignatureError, UnknownKeyError, VerificationError
 from verifier.merkle import EMPTY_ROOT, HASH_SIZE, verify_consistency
 from verifier.note import SignedNote, VerifierKey, b64decode_strict, parse_decimal
@@ -296,11 +299,71 @@ def load_witness(directory: Path, *, clock: Callable[[], float] = time.time) -> 
     return Witness(directory, name=name, key=key, logs=logs, clock=clock)
 
 
-def serve_witness(witness: Witness, host: str, port: int) -> ThreadingHTTPServer:
-    """An HTTP server for ``witness`` (call ``serve_forever`` on it)."""
+#: The witness server's bounds (issue 25, finding 7: ~130 idle half-sent requests stopped it
+#: answering): connections served at once (more are closed at once), and the time one
+#: connection may take, head and body of every request on it included.
+MAX_CONNECTIONS = 64
+CONNECTION_DEADLINE_S = 10.0
+
+
+class _BoundedServer(ThreadingHTTPServer):
+    """A thread per connection, at most ``max_connections`` at once; every connection is
+    shut down ``deadline_s`` after it was accepted, however slowly it sends."""
+
+    daemon_threads = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        *,
+        max_connections: int,
+        deadline_s: float,
+    ) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self.deadline_s = deadline_s
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)  # full: refuse at once rather than queue
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        watchdog = threading.Timer(self.deadline_s, _shut, args=(request,))
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            watchdog.cancel()
+            self._slots.release()
+
+
+def _shut(sock: Any) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def serve_witness(
+    witness: Witness,
+    host: str,
+    port: int,
+    *,
+    max_connections: int = MAX_CONNECTIONS,
+    deadline_s: float = CONNECTION_DEADLINE_S,
+) -> ThreadingHTTPServer:
+    """An HTTP server for ``witness`` (call ``serve_forever`` on it), bounded in connections
+    and in the time each may take (:data:`MAX_CONNECTIONS`, :data:`CONNECTION_DEADLINE_S`)."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        timeout = deadline_s  # each read; the server's watchdog bounds the whole connection
 
         def log_message(self, format: str, *args: object) -> None:
             pass
@@ -338,7 +401,7 @@ def serve_witness(witness: Witness, host: str, port: int) -> ThreadingHTTPServer
             else:
                 self._send(Reply(200, note))
 
-    return ThreadingHTTPServer((host, port), Handler)
+    return _BoundedServer((host, port), Handler, max_connections=max_connections, deadline_s=deadline_s)
 
 
 # -- the log's side ----------------------------------------------------------------------------
@@ -353,19 +416,23 @@ class Submitted:
     error: str | None = None
 
 
+#: A witness's reply: a cosignature line or a size; nothing legitimate comes near this.
+MAX_REPLY_BYTES = 64 * 1024
+
+
 class WitnessSubmitter:
     """Submits checkpoints to the witnesses of a policy that have URLs (tlog-witness client).
 
     ``prove(old, new)`` gives the consistency proof hashes between two sizes of the log."""
 
-    def __init__(
-        self, policy: WitnessPolicy, *, timeout_s: float = 5.0, http: httpx.Client | None = None
-    ) -> None:
+    def __init__(self, policy: WitnessPolicy, *, timeout_s: float = 5.0) -> None:
+        """``timeout_s`` bounds each submission as a whole (connect, send, reply), not each
+        read (ledger.outbound)."""
         self.policy = policy
         self.targets = [w for w in policy.witnesses if w.url]
         if not self.targets:
             raise ConfigError("the witness policy names no witness URL to submit checkpoints to")
-        self.http = http or httpx.Client(timeout=timeout_s)
+        self.timeout_s = timeout_s
 
     def submit(
         self,
@@ -399,23 +466,30 @@ class WitnessSubmitter:
             proof = prove(old, size) if 0 < old < size else []
             body = format_add_checkpoint(old, proof, checkpoint)
             try:
-                resp = self.http.post(url.rstrip("/") + "/add-checkpoint", content=body)
-            except httpx.HTTPError as e:
+                resp = post(
+                    url.rstrip("/") + "/add-checkpoint",
+                    body,
+                    {"Content-Type": "text/plain; charset=utf-8"},
+                    deadline_s=self.timeout_s,
+                    max_bytes=MAX_REPLY_BYTES,
+                )
+            except OutboundError as e:
                 return Submitted(witness=name, cosignature=None, error=f"unreachable: {e}")
-            if resp.status_code == 409 and resp.headers.get("content-type", "").startswith(SIZE_TYPE):
+            text = resp.body.decode("utf-8", "replace")
+            if resp.status == 409 and resp.content_type.startswith(SIZE_TYPE):
                 try:
-                    old = parse_decimal(resp.text.removesuffix("\n"), check="witness.size")
+                    old = parse_decimal(text.removesuffix("\n"), check="witness.size")
                 except MalformedError:
                     return Submitted(witness=name, cosignature=None, error="malformed 409 body")
                 known[name] = old
                 continue
-            if resp.status_code != 200:
+            if resp.status != 200:
                 return Submitted(
                     witness=name,
                     cosignature=None,
-                    error=f"HTTP {resp.status_code}: {resp.text[:200].strip()}",
+                    error=f"HTTP {resp.status}: {text[:200].strip()}",
                 )
-            lines = [ln + "\n" for ln in resp.text.split("\n") if ln]
+            lines = [ln + "\n" for ln in text.split("\n") if ln]
             cosigned = checkpoint + "".join(lines).encode("utf-8")
             try:
                 verified = verify_cosignatures(cosigned, [key])

@@ -164,10 +164,18 @@ def revocation_ids(token: str, *, agent_keys: Sequence[bytes]) -> list[str]:
 
 
 def inspect(token: str) -> list[str]:
-    """The datalog source of each block (unverified: for display only)."""
+    """The datalog source of each block (unverified: for display only). Anything that is not
+    a token, of any size, is refused with ``token.format`` (issue 25, finding 10)."""
+    if not isinstance(token, str) or not 0 < len(token) <= MAX_TOKEN_CHARS:
+        raise TokenError(f"a token is 1-{MAX_TOKEN_CHARS} characters", check="token.format")
     b = _biscuit()
-    u = b.UnverifiedBiscuit.from_base64(token)
-    return [u.block_source(i) for i in range(u.block_count())]
+    try:
+        u = b.UnverifiedBiscuit.from_base64(token)
+        return [str(u.block_source(i)) for i in range(u.block_count())]
+    except Exception as e:  # the library raises several untyped errors for a non-token
+        raise TokenError(
+            "the text is not a Biscuit token (base64url of its bytes)", check="token.format"
+        ) from e
 
 
 def verify_token(

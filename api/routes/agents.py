@@ -159,4 +159,5 @@ def operator_audit(svc: ServicesDep) -> AuditOut:
     run it nightly, not per request."""
     from ledger.audit import audit
 
-    return AuditOut.model_validate(audit(svc.ledger.store, svc.ledger.verifier_key).to_json())
+    report = audit(svc.ledger.store, svc.ledger.verifier_key, signed_head=svc.ledger.signed_head)
+    return AuditOut.model_validate(report.to_json())

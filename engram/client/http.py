@@ -42,6 +42,7 @@ from engram.protocol.erasure import plan_erasure
 from engram.protocol.errors import (
     AuthError,
     ConflictError,
+    LogIntegrityError,
     MalformedError,
     NotFoundError,
     ProofError,
@@ -194,6 +195,8 @@ def _raise_problem(resp: HttpResponse) -> None:
         raise RateLimitedError(detail, retry_after_s=int(resp.headers.get("retry-after", "1") or 1))
     if issubclass(row.error, VerificationError):
         raise row.error(detail, check=check)
+    if issubclass(row.error, LogIntegrityError):
+        raise LogIntegrityError(detail, check=check or "integrity")
     if issubclass(row.error, ConflictError):  # a conflict that does not name its stream
         raise StorageError(f"the service answered {resp.status_code} without the stream head: {detail}")
     raise row.error(detail)

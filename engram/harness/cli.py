@@ -50,6 +50,12 @@ def mcp_main(argv: Sequence[str], local: LocalFactory | None) -> int:
     p.add_argument("--host", default="127.0.0.1", help="HTTP: the address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="HTTP: the port (default 8765)")
     p.add_argument("--path", default="/mcp", help="HTTP: the endpoint path (default /mcp)")
+    p.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="HTTP: the bearer token clients must send, created 0600 if absent "
+        "(default: $ENGRAM_MCP_TOKEN_FILE, else <key-file>.mcp-token)",
+    )
     a = p.parse_args(list(argv))
     if not 0 < a.port < 65536:
         p.error(f"--port {a.port} is not a TCP port")
@@ -62,8 +68,26 @@ def mcp_main(argv: Sequence[str], local: LocalFactory | None) -> int:
     server = build_server(lambda: target.open(local, lite=False))
     if a.transport == "stdio":
         server.run("stdio")
-    else:
-        server.run("streamable-http", host=a.host, port=a.port, streamable_http_path=a.path)
+        return 0
+    # HTTP: any local process can reach the port, so every request must carry the bearer
+    # token only the key's owner can read (engram.harness.localauth; issue 25, finding 4).
+    import os
+    from pathlib import Path
+
+    import uvicorn
+
+    from engram.harness.localauth import BearerAuth, default_token_file, load_or_create_token
+
+    token_file = Path(
+        a.token_file or os.environ.get("ENGRAM_MCP_TOKEN_FILE") or default_token_file(target.key_file)
+    ).expanduser()
+    token = load_or_create_token(token_file)
+    app = BearerAuth(server.streamable_http_app(streamable_http_path=a.path, host=a.host), token)
+    sys.stderr.write(
+        f"engram mcp: serving http://{a.host}:{a.port}{a.path}; clients send "
+        f"'Authorization: Bearer <token>' with the token in {token_file}\n"
+    )
+    uvicorn.run(app, host=a.host, port=a.port, log_level="warning")
     return 0
 
 

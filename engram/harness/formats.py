@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engram.protocol.errors import MalformedError
+from engram.protocol.errors import LimitExceededError, MalformedError
+from engram.protocol.files import loads_bounded, write_file
 
 __all__ = ["FORMATS", "Entry", "FormatError", "read_source", "write_export"]
 
@@ -252,10 +253,10 @@ def write_claude_code(items: Sequence[Mapping[str, Any]], out: Path) -> list[Pat
             "",
         ]
         path = out / f"{slug}.md"
-        path.write_text("\n".join(fm) + content.rstrip() + "\n", encoding="utf-8")
+        write_file(path, "\n".join(fm) + content.rstrip() + "\n")
         written.append(path)
         index.append(f"- [{title}]({slug}.md) — {desc[:100]}")
-    (out / "MEMORY.md").write_text("\n".join(index) + "\n", encoding="utf-8")
+    write_file(out / "MEMORY.md", "\n".join(index) + "\n")
     return [out / "MEMORY.md", *written]
 
 
@@ -390,8 +391,8 @@ def write_codex(items: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:
     for name in ("Failures and how to do differently", "Context"):
         if sections[name]:
             memory += [f"## {name}", *sections[name], ""]
-    (out / "memory_summary.md").write_text("\n".join(summary), encoding="utf-8")
-    (out / "MEMORY.md").write_text("\n".join(memory), encoding="utf-8")
+    write_file(out / "memory_summary.md", "\n".join(summary))
+    write_file(out / "MEMORY.md", "\n".join(memory))
     return [out / "memory_summary.md", out / "MEMORY.md"]
 
 
@@ -440,7 +441,7 @@ def write_hermes(items: Sequence[Mapping[str, Any]], out: Path) -> tuple[list[Pa
             else:
                 left_out += 1
         chosen.reverse()
-        (out / name).write_text(HERMES_DELIMITER.join(chosen), encoding="utf-8")
+        write_file(out / name, HERMES_DELIMITER.join(chosen))
         paths.append(out / name)
     return paths, left_out
 
@@ -455,8 +456,10 @@ def read_mem0(path: Path) -> list[Entry]:
         )
     text, sha = _read_text(path, path.parent)
     try:
-        data = json.loads(text)
-    except ValueError as e:
+        data = loads_bounded(text)
+    except LimitExceededError as e:
+        raise FormatError(f"{path}: {e}", check="import.json") from e
+    except MalformedError as e:
         raise FormatError(f"{path}: not JSON ({e})", check="import.json") from e
     items = data.get("results") if isinstance(data, dict) else data
     if not isinstance(items, list):
@@ -509,7 +512,7 @@ def write_mem0(items: Sequence[Mapping[str, Any]], agent: str, out: Path) -> lis
         }
         for it in items
     ]
-    out.write_text(json.dumps({"results": results}, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_file(out, json.dumps({"results": results}, indent=2, ensure_ascii=False) + "\n")
     return [out]
 
 

@@ -35,6 +35,7 @@ stderr and exits 1, which both harnesses show as a non-blocking notice; nothing 
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import os
 import re
@@ -45,6 +46,12 @@ from typing import IO, Any
 
 from engram.client.agent_memory import AgentMemory
 from engram.protocol.errors import EngramError, MalformedError
+from engram.protocol.files import loads_bounded
+from engram.protocol.gate import quote_for_block
+
+_SNAPSHOT_FOCUS = re.compile(r"Focus: the turn at log index (\d{1,16})\.")
+_SNAPSHOT_REFS = re.compile(r"Open commitments and decisions: refs ([0-9., ]{1,200})\.")
+_REF = re.compile(r"\d{1,16}\.\d{1,2}")
 
 __all__ = ["HARNESSES", "MAX_PAYLOAD_BYTES", "engram_session", "handle", "run_hook"]
 
@@ -100,9 +107,11 @@ class _State:
 
     def save(self, **changes: Any) -> None:
         self.data.update(changes)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data), encoding="utf-8")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(self.data))
         os.replace(tmp, self.path)
 
 
@@ -133,8 +142,8 @@ def last_assistant_text(transcript: Path, *, max_bytes: int = 4 * 1024 * 1024) -
         return None
     for raw in reversed(tail.splitlines()):
         try:
-            line = json.loads(raw)
-        except ValueError:
+            line = loads_bounded(raw)
+        except MalformedError:  # a line too deep is skipped like a line that is not JSON
             continue
         if not isinstance(line, dict):
             continue
@@ -198,10 +207,12 @@ class Hook:
             return self.ensure_open()
         return sid
 
-    def _log(self, role: str, text: str) -> None:
+    def _log(self, role: str, text: str) -> int | None:
+        """Log a turn; its log index (None: nothing was logged)."""
         text = text.strip()
         if text and not text.startswith("<memory-context"):
-            self.mem.turn(self.ensure_open(), role, _clip(text, MAX_TURN_CHARS))
+            return int(self.mem.turn(self.ensure_open(), role, _clip(text, MAX_TURN_CHARS))["index"])
+        return None
 
     @property
     def scopes(self) -> list[str] | None:
@@ -233,7 +244,11 @@ class Hook:
             except EngramError:
                 snap = ""
             if snap:
-                block = f'<session-state ref="{ref}">\n{snap}\n</session-state>\n' + block
+                # Resolved now (an erased focus turn or commitment stays erased), then shown as
+                # data: it can neither close this block nor open another, and a quoted
+                # directive is withheld (issue 25, findings 3 and 5).
+                text = quote_for_block(self._resume_block(snap))
+                block = f'<session-state ref="{html.escape(ref)}">\n{text}\n</session-state>\n' + block
         return self._context("SessionStart", block)
 
     def _snapshot_every(self) -> int:
@@ -245,32 +260,64 @@ class Hook:
         return int(raw)
 
     def snapshot(self, why: str) -> None:
-        """A signed session-state memory (see the module docstring); a snapshot the write gate
-        refuses (the prompt it quotes, say) is skipped with a note on stderr."""
+        """A signed session-state memory (see the module docstring). It quotes nothing: it
+        names the focus turn by its log index (and cites it, so erasing the turn erases the
+        snapshot) and the open commitments by their refs; :meth:`_resume_block` resolves both
+        when a session resumes, so an erased turn or memory is never brought back by it
+        (issue 25, finding 3)."""
         n = int(self.state.data.get("exchanges", 0))
-        focus = str(self.state.data.get("focus") or "(none yet)")
+        focus = self.state.data.get("focus_turn")
+        focus = focus if isinstance(focus, int) and focus >= 0 else None
         subs = [str(s) for s in self.state.data.get("subagents", [])][-10:]
         open_items = self.mem.recall(
             "open commitments decisions tasks promises next steps", limit=20, scopes=self.scopes
         )
-        commitments = [
-            " ".join(str(r["content"]).split())[:200]
+        refs = [
+            str(r["ref"])
             for r in [*open_items["hot"], *open_items["ranked"]]
-            if r.get("category") == "COMMITMENT" and r.get("tier") != "RECORD"
+            if r.get("category") == "COMMITMENT" and r.get("tier") != "RECORD" and r.get("ref")
         ][:5]
         text = (
             f"Session state of {self.harness} session {self.session_id[:64]} ({why}, after {n} exchanges). "
-            f"Current focus: {focus[:600]} "
-            f"Open commitments and decisions: {'; '.join(commitments) or 'none recorded'}. "
+            f"Focus: {'the turn at log index ' + str(focus) if focus is not None else 'none yet'}. "
+            f"Open commitments and decisions: {'refs ' + ', '.join(refs) if refs else 'none recorded'}. "
             f"Sub-agents: {', '.join(subs) or 'none'}."
         )
         tags = [SNAPSHOT_TAG, *[t for t in (self._scope_tag(),) if t]]
+        cites = [] if focus is None else [{"source_type": "turn", "source_ref": str(focus)}]
         try:
-            out = self.mem.write(category="CONTEXT", content=text[:4000], tags=tags, tier="WARM")
+            out = self.mem.write(
+                category="CONTEXT", content=text[:4000], tags=tags, tier="WARM", provenance=cites
+            )
         except EngramError as e:
             sys.stderr.write(f"engram hook: session-state snapshot skipped: {e}\n")
             return
         self.state.save(snapshot=out["ref"])
+
+    def _live_text(self, ref: str) -> str | None:
+        """The current text of an item (a turn record or a memory), None if it is gone."""
+        try:
+            item = self.mem.item(ref)["item"]
+        except EngramError:
+            return None
+        if item.get("status") not in (None, "active") or not item.get("content"):
+            return None
+        return " ".join(str(item["content"]).split())
+
+    def _resume_block(self, snap: str) -> str:
+        """The snapshot with its references resolved against the log as it is now."""
+        m = _SNAPSHOT_FOCUS.search(snap)
+        focus = self._live_text(f"{m.group(1)}.0") if m else None
+        c = _SNAPSHOT_REFS.search(snap)
+        refs = _REF.findall(c.group(1)) if c else []
+        open_items = [t[:200] for t in (self._live_text(r) for r in refs[:5]) if t]
+        head = snap.split(" Focus:", 1)[0]
+        subs = snap.rsplit("Sub-agents:", 1)[1].strip() if "Sub-agents:" in snap else "none."
+        return (
+            f"{head} Current focus: {focus[:600] if focus else '(none, or erased)'} "
+            f"Open commitments and decisions: {'; '.join(open_items) or 'none recorded'}. "
+            f"Sub-agents: {subs}"
+        )
 
     def _scope_tag(self) -> str | None:
         from engram.protocol.scopes import scope_tag
@@ -284,9 +331,14 @@ class Hook:
         out = self.mem.recall(
             prompt[:2000], session=sid, budget_tokens=RECALL_BUDGET_TOKENS, scopes=self.scopes
         )
-        self._log("user", prompt)
+        turn = self._log("user", prompt)
         n = int(self.state.data.get("exchanges", 0)) + 1
-        self.state.save(exchanges=n, focus=" ".join(prompt.split())[:600])
+        # The state file is a copy on disk: it keeps the focus turn's log index, never its
+        # text (an erased prompt must not survive here; issue 25, finding 3).
+        self.state.data.pop("focus", None)  # written by earlier versions
+        self.state.save(
+            exchanges=n, focus_turn=turn if turn is not None else self.state.data.get("focus_turn")
+        )
         every = self._snapshot_every()
         if every and n % every == 0:
             self.snapshot(f"every {every} exchanges")
@@ -345,8 +397,10 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
     if len(raw) > MAX_PAYLOAD_BYTES:
         raise MalformedError(f"the hook payload is larger than {MAX_PAYLOAD_BYTES} bytes", check="hook.size")
     try:
-        payload = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
+        payload = loads_bounded(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise MalformedError(f"the hook payload is not JSON: {e}", check="hook.json") from e
+    except MalformedError as e:  # not JSON, or nested deeper than any payload is
         raise MalformedError(f"the hook payload is not JSON: {e}", check="hook.json") from e
     if not isinstance(payload, dict):
         raise MalformedError("the hook payload is not a JSON object", check="hook.json")

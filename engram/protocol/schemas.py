@@ -328,7 +328,13 @@ def memory_accessed(b: BodyReader) -> None:
         raise b._fail("items", f"must be 1-{MAX_ACCESSED} distinct item references")
     for r in items:
         parse_ref(r)
+    # ``query`` (the raw query) is what logs written before issue 25 carry; the ledger now
+    # writes only ``query_digest``, a keyed digest (ledger/memory/access.py), and the log
+    # refuses both together.
     b.text("query", max_len=1000, required=False)
+    b.text("query_digest", max_len=64, pattern=_HEX64, required=False)
+    if "query" in b.body and "query_digest" in b.body:
+        raise b._fail("query", "an access entry carries a query or its digest, not both")
     b.text("session", max_len=64, pattern=_SESSION, required=False)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from engram.protocol.errors import MalformedError
+from engram.protocol.redact import redact_body
 from engram.protocol.wire import Submission
 from verifier.event import (
     SALT_SIZE,
@@ -62,7 +63,9 @@ class AgentSigner:
         """Sign one event. ``body`` must be a JSON object without floats."""
         if not isinstance(body, Mapping):
             raise MalformedError("a body is a JSON object", check="body.type")
-        body_bytes = canonical_bytes(dict(body))
+        # One redaction pass over every string of every body, whatever the kind declares
+        # (engram.protocol.redact): the log is permanent and refuses a body still carrying one.
+        body_bytes = canonical_bytes(redact_body(body))
         salt = self._rand(SALT_SIZE)
         envelope = Envelope(
             origin=self.origin,

@@ -9,6 +9,12 @@ one fsync), still signed by the ledger's policy key and one durable log entry pe
 Recall does not wait for the writer to apply its own entries to the projection
 (``MemoryService._sync_for_recall``), and applying one is a single UPDATE.
 
+**No raw query is signed** (issue 25): a recall's query is what the user typed, secrets and
+all, and an access entry cannot be erased with the turn it came from. An entry carries
+``query_digest`` instead: HMAC-SHA256 of the normalised query under a key derived from the
+ledger's policy key (:func:`query_key`), so an operator holding that key can tell that two
+uses answered the same query, and nobody can read or guess-and-check a query without it.
+
 Uses are advisory data: if the process dies before the queue drains, the uses of the last
 moments are lost, which only makes decay slightly more eager; nothing acknowledged to a
 writer is. Anything that decides on uses (compaction, planning, session end) calls
@@ -18,6 +24,8 @@ writer is. Anything that decides on uses (compaction, planning, session end) cal
 from __future__ import annotations
 
 import atexit
+import hashlib
+import hmac
 import logging
 import queue
 import threading
@@ -26,9 +34,30 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+
 from engram.protocol.schemas import MAX_ACCESSED
 
-__all__ = ["AccessLog", "Use"]
+__all__ = ["AccessLog", "Use", "query_digest", "query_key"]
+
+_KEY_DOMAIN = b"engram/access-query-key/v1"
+_DIGEST_DOMAIN = b"engram/access-query/v1\x00"
+
+
+def query_key(policy_key: Ed25519PrivateKey) -> bytes:
+    """The secret the access entries' query digests are keyed with, derived from the
+    ledger's policy key (domain-separated; every host holding that key derives the same)."""
+    raw = policy_key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+    return hmac.new(raw, _KEY_DOMAIN, hashlib.sha256).digest()
+
+
+def query_digest(key: bytes, agent: str, query: str) -> str:
+    """HMAC-SHA256 of one agent's query, case-folded with whitespace collapsed."""
+    norm = " ".join(query.casefold().split())
+    msg = _DIGEST_DOMAIN + agent.encode() + b"\x00" + norm.encode("utf-8", "surrogatepass")
+    return hmac.new(key, msg, hashlib.sha256).hexdigest()
+
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +79,13 @@ class Use:
 class AccessLog:
     """Queues uses and appends them as ``memory.accessed`` entries in a background thread."""
 
-    def __init__(self, append: Callable[[str, Sequence[Mapping[str, Any]]], object]) -> None:
-        """``append(agent, bodies)`` appends one agent's ``memory.accessed`` bodies in one batch."""
+    def __init__(
+        self, append: Callable[[str, Sequence[Mapping[str, Any]]], object], *, key: bytes | None = None
+    ) -> None:
+        """``append(agent, bodies)`` appends one agent's ``memory.accessed`` bodies in one batch;
+        ``key`` keys the query digests (:func:`query_key`; none: no digest is written)."""
         self._append = append
+        self._key = key
         self._queue: queue.Queue[Use | threading.Event] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -93,7 +126,7 @@ class AccessLog:
                     deadline = 0.0
             uses = [u for u in batch if isinstance(u, Use)]
             per_agent: dict[str, list[dict[str, Any]]] = {}
-            for body_agent, body in _bodies(uses):
+            for body_agent, body in _bodies(uses, self._key):
                 per_agent.setdefault(body_agent, []).append(body)
             for body_agent, agent_bodies in per_agent.items():
                 try:
@@ -106,9 +139,9 @@ class AccessLog:
                     ev.set()
 
 
-def _bodies(uses: list[Use]) -> list[tuple[str, dict[str, Any]]]:
+def _bodies(uses: list[Use], key: bytes | None) -> list[tuple[str, dict[str, Any]]]:
     """Merge queued uses: consecutive uses of one agent in one session share an entry (the
-    query kept is the first one's), up to the schema's item limit."""
+    query digest kept is the first one's), up to the schema's item limit."""
     out: list[tuple[str, dict[str, Any]]] = []
     for u in uses:
         last = out[-1] if out else None
@@ -122,8 +155,8 @@ def _bodies(uses: list[Use]) -> list[tuple[str, dict[str, Any]]]:
             items += [r for r in u.refs if r not in items]
             continue
         body: dict[str, Any] = {"items": list(dict.fromkeys(u.refs))[:MAX_ACCESSED]}
-        if u.query.strip():
-            body["query"] = u.query[:1000]
+        if u.query.strip() and key is not None:
+            body["query_digest"] = query_digest(key, u.agent, u.query)
         if u.session:
             body["session"] = u.session
         out.append((u.agent, body))

@@ -14,18 +14,17 @@ Every entry passes the write gate before it is signed (ledger.memory.service).
 
 from __future__ import annotations
 
-import json
 import re
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
 
-from engram.protocol.errors import EngramError
+from engram.protocol.errors import EngramError, MalformedError
+from engram.protocol.files import loads_bounded
 from engram.protocol.schemas import CATEGORIES, MAX_CONTENT_CHARS, MAX_DISTILLED_ENTRIES
 from ledger.memory.terms import STOP_WORDS
+from ledger.outbound import OutboundError, post_json
 
 __all__ = [
     "ChatCompletionsDistiller",
@@ -525,22 +524,19 @@ class ChatCompletionsDistiller:
                 {"role": "user", "content": f"Session {session}.\n<transcript>\n{transcript}\n</transcript>"},
             ],
         }
-        req = urllib.request.Request(  # noqa: S310 - the operator configures the URL (http/https only)
-            self.url.rstrip("/") + "/chat/completions",
-            data=json.dumps(payload).encode(),
-            headers={
-                "Content-Type": "application/json",
-                **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}),
-            },
-            method="POST",
-        )
         if not self.url.startswith(("http://", "https://")):
             raise DistillerError(f"distiller URL must be http(s): {self.url}")
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - checked above
-                data: bytes = resp.read(self.max_reply_bytes + 1)
-        except (urllib.error.URLError, TimeoutError, OSError) as e:
-            raise DistillerError(f"chat-completions request failed: {e}") from e
+        try:  # timeout_s bounds the whole call, not each read (issue 25, finding 7)
+            data = post_json(
+                self.url.rstrip("/") + "/chat/completions",
+                payload,
+                api_key=self.api_key,
+                deadline_s=self.timeout_s,
+                max_bytes=self.max_reply_bytes,
+                what="chat-completions",
+            )
+        except OutboundError as e:
+            raise DistillerError(str(e).split("] ", 1)[-1]) from e
         if len(data) > self.max_reply_bytes:
             raise DistillerError("chat-completions reply is too large")
         return data
@@ -553,10 +549,10 @@ class ChatCompletionsDistiller:
     ) -> tuple[list[dict[str, Any]], Usage | None]:
         data = self._request(session, turns)
         try:
-            reply = json.loads(data)
+            reply = loads_bounded(data)
             content = reply["choices"][0]["message"]["content"]
-            parsed = json.loads(content)
-        except (ValueError, KeyError, IndexError, TypeError) as e:
+            parsed = loads_bounded(content)
+        except (MalformedError, ValueError, KeyError, IndexError, TypeError) as e:
             raise DistillerError(f"reply is not a chat completion with JSON content: {e}") from e
         return self._validate(parsed, session, {t.turn: t for t in turns}), _usage(reply)
 

@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from engram.protocol.errors import EngramError
+from engram.protocol.errors import EngramError, MalformedError
+from engram.protocol.files import loads_bounded
+from ledger.outbound import OutboundError, post_json
 
 if TYPE_CHECKING:
     import numpy as np
@@ -198,35 +200,29 @@ class OpenAIEmbedder:
         return out
 
     def _call(self, chunk: Sequence[str]) -> Vectors:
-        import json
         import math
-        import urllib.error
-        import urllib.request
 
         import numpy as np
 
         if not self.url.startswith(("http://", "https://")):
             raise EmbedderError(f"embedder URL must be http(s): {self.url}")
-        req = urllib.request.Request(  # noqa: S310 - the operator configures the URL (http/https only)
-            self.url.rstrip("/") + "/embeddings",
-            data=json.dumps({"model": self.model, "input": list(chunk)}).encode(),
-            headers={
-                "Content-Type": "application/json",
-                **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}),
-            },
-            method="POST",
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - checked above
-                data: bytes = resp.read(self.max_reply_bytes + 1)
-        except (urllib.error.URLError, TimeoutError, OSError) as e:
-            raise EmbedderError(f"embeddings request failed: {e}") from e
+        try:  # timeout_s bounds the whole call, not each read (issue 25, finding 7)
+            data = post_json(
+                self.url.rstrip("/") + "/embeddings",
+                {"model": self.model, "input": list(chunk)},
+                api_key=self.api_key,
+                deadline_s=self.timeout_s,
+                max_bytes=self.max_reply_bytes,
+                what="embeddings",
+            )
+        except OutboundError as e:
+            raise EmbedderError(str(e).split("] ", 1)[-1]) from e
         if len(data) > self.max_reply_bytes:
             raise EmbedderError("embeddings reply is too large")
         try:
-            reply = json.loads(data)
+            reply = loads_bounded(data)
             items = reply["data"]
-        except (ValueError, KeyError, TypeError) as e:
+        except (MalformedError, ValueError, KeyError, TypeError) as e:
             raise EmbedderError(f"embeddings reply is not JSON with a data list: {e}") from e
         if not isinstance(items, list) or len(items) != len(chunk):
             raise EmbedderError(f"embeddings reply must hold exactly {len(chunk)} vectors")

@@ -27,9 +27,9 @@ from engram.protocol.gate import normalize_text
 from ledger.memory.state import RECORD, Item, LoggedEvent, Session, digest_sorted, evolve, ref_key
 from ledger.memory.terms import content_terms
 from ledger.memory.vectors import BUMP_GENERATION, DELETE_VECTOR
-from ledger.storage.db import WRITE_OPTION
+from ledger.storage.db import WRITE_OPTION, checkpoint_wal
 from ledger.storage.schema import bodies, leaves, mem_cursor, mem_items, mem_sessions, mem_vectors
-from ledger.storage.store import SqlStore
+from ledger.storage.store import SqlStore, blob
 from verifier.event import Leaf, body_commitment
 from verifier.jcs import parse_strict
 
@@ -473,6 +473,8 @@ class Projection:
         self.engine = store.engine
         #: term -> (documents matching it, projection size when counted); see search_fulltext.
         self._df_cache: dict[str, tuple[int, int]] = {}
+        #: set by the sync that applied an erasure: the file is scrubbed after it (scrub)
+        self._erasure_applied = False
 
     # -- applying the log -------------------------------------------------------------
 
@@ -511,6 +513,27 @@ class Projection:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _sync(self, target: int) -> int:
+        self._erasure_applied = False
+        end = self._sync_chunks(target)
+        if self._erasure_applied:
+            self.scrub()
+        return end
+
+    def scrub(self) -> None:
+        """After an erasure was applied: leave no byte of the erased text in the SQLite file
+        or its WAL (issue 25, finding 3). Every connection deletes securely (zeroed cells and
+        pages, ledger.storage.db); here the full-text index is merged into one segment, so
+        the segments that held the erased words are freed (and zeroed), and the WAL is
+        checkpointed into the main file and truncated, so no earlier version of a page is
+        left in it. PostgreSQL keeps dead tuples until VACUUM: ``engram maintain
+        --scrub-erased`` (docs/privacy.md)."""
+        if self.engine.dialect.name != "sqlite":
+            return
+        with self._projector() as conn:
+            conn.exec_driver_sql("INSERT INTO mem_fts(mem_fts) VALUES ('optimize')")
+        checkpoint_wal(self.engine)
+
+    def _sync_chunks(self, target: int) -> int:
         while True:
             with self._projector() as conn:
                 stmt = select(mem_cursor.c.applied_size, mem_cursor.c.fts_deferred).where(
@@ -530,6 +553,7 @@ class Projection:
                 state.prefetch(events)
                 for ev in events:
                     if ev.kind == "memory.erased" and ev.body is not None:
+                        self._erasure_applied = True
                         state.flush()  # the refold reads and rewrites the agent's rows
                         self._refold(conn, ev.agent, ev.index + 1)
                         state = BatchState(conn)
@@ -587,14 +611,14 @@ class Projection:
         ).all()
         out = []
         for r in rows:
-            leaf = Leaf.from_bytes(bytes(r.leaf))
+            leaf = Leaf.from_bytes(blob(r.leaf, "leaves", r.idx, "leaf"))
             body = None
             if r.body is not None:
                 # The projection folds in only what the entry signed (issue 15): a body
                 # changed in the table is named, not projected into recall.
-                raw = bytes(r.body)
+                raw = blob(r.body, "bodies", r.idx, "body")
                 if not hmac.compare_digest(
-                    body_commitment(bytes(r.salt), raw), leaf.envelope.body_commitment
+                    body_commitment(blob(r.salt, "bodies", r.idx, "salt"), raw), leaf.envelope.body_commitment
                 ):
                     raise LogIntegrityError(
                         f"bodies row {r.idx}: the stored body is not the one entry {r.idx} committed to; "

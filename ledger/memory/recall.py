@@ -33,6 +33,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from engram.protocol.gate import quote_for_block
 from engram.protocol.schemas import CATEGORIES
 from ledger.memory.state import RECORD, Item, ref_key
 from ledger.memory.terms import STOP_WORDS, asks_for_recency
@@ -250,17 +251,17 @@ def merge_pools(
     return weighted
 
 
-_LINE_BREAKS = re.compile("\r\n|[\r\n\u2028\u2029\x85\x0b\x0c]")
-
-
 def _line(r: Recalled) -> str:
     # Memory text cannot open or close tags, and cannot start lines of its own (a fake
-    # "## COLD" heading or entry): markup is escaped and line breaks are shown as ⏎.
-    text = _LINE_BREAKS.sub(" \u23ce ", html.escape(r.content, quote=False))
+    # "## COLD" heading or entry): markup is escaped and line breaks are shown as ⏎; text the
+    # write gate would refuse (a record quoting a directive, a memory older than a gate rule)
+    # is withheld with the rule's name (quote_for_block). A record is quoted: it is what was
+    # said, not something this agent concluded.
+    text = quote_for_block(r.content)
     if r.is_record:
         role = r.tags[0] if r.tags else "turn"
         where = f" | session {html.escape(r.session)}" if r.session else ""
-        return f"- [turn | {role}{where} | log {r.index} | {r.age_days} d] {text}"
+        return f"- [turn | {role}{where} | log {r.index} | {r.age_days} d] quoted: \u201c{text}\u201d"
     tags = f" #{' #'.join(r.tags)}" if r.tags else ""
     return f"- [{r.category} | ref {r.ref} | log {r.index} | {r.age_days} d]{tags} {text}"
 

@@ -41,7 +41,7 @@ from engram.protocol.schemas import CATEGORIES
 from engram.protocol.scopes import GLOBAL, parse_scopes, scope_of
 from ledger.envelopes import parse_envelope
 from ledger.log import Ledger, PolicyEvent, Receipt, Submission
-from ledger.memory.access import AccessLog, Use
+from ledger.memory.access import AccessLog, Use, query_key
 from ledger.memory.distill import Distiller, RuleBasedDistiller, Turn, distill_stats, run_distiller
 from ledger.memory.embed import Embedder
 from ledger.memory.policy import Decision, PolicyConfig, decide_caps, decide_session_end, decide_sweep
@@ -110,7 +110,8 @@ class MemoryService:
         self.vectors = None if embedder is None else VectorIndex(ledger.store.engine, embedder)
         self.access_mode = access_log
         self.access = AccessLog(
-            lambda agent, bodies: self._append_policy_retrying(agent, "memory.accessed", *bodies)
+            lambda agent, bodies: self._append_policy_retrying(agent, "memory.accessed", *bodies),
+            key=None if ledger.policy_key is None else query_key(ledger.policy_key),
         )
         #: Log indices of this service's own access records appended but not yet applied to
         #: the projection: recall does not queue behind the writer applying them (uses never
@@ -119,6 +120,8 @@ class MemoryService:
         self._uses_lock = threading.Lock()
         #: held while this process applies the log to the projection (see sync)
         self._projector = threading.Lock()
+        #: held while this process embeds new items; never held with the projector
+        self._embedding = threading.Lock()
 
     # -- consistency with the log ----------------------------------------------------
 
@@ -135,9 +138,20 @@ class MemoryService:
             applied = self.projection.sync()
             if min_size is not None and applied < min_size:
                 applied = self.projection.sync(min_size)
-            if self.vectors is not None:
-                self.vectors.embed_pending()
+        self._embed_pending()
         return applied
+
+    def _embed_pending(self) -> None:
+        """Embed what the projection added, outside the projector lock (issue 25, finding 7:
+        an embedder call inside it made every write and recall of the process wait on a slow
+        endpoint). One thread embeds at a time; another finding it busy does not wait (recall
+        ranks the few items not embedded yet without vectors, and says so)."""
+        if self.vectors is None or not self._embedding.acquire(blocking=False):
+            return
+        try:
+            self.vectors.embed_pending()
+        finally:
+            self._embedding.release()
 
     def follow(self, stop: threading.Event, interval_s: float = 0.5) -> None:
         """Keep the projection following the log until ``stop`` is set (the service's
@@ -180,8 +194,7 @@ class MemoryService:
                 own = all(i in self._unapplied_uses for i in range(applied, target))
             if not own:
                 return self.sync(target)
-        if self.vectors is not None:
-            self.vectors.embed_pending()
+        self._embed_pending()
         return applied
 
     def flush_access(self) -> None:

@@ -11,6 +11,7 @@ default ``synchronous_commit=on``.
 from __future__ import annotations
 
 import os
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,9 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=FULL")
             cur.execute("PRAGMA foreign_keys=ON")
+            # Erased text must not survive in the file (issue 25, finding 3): freed cells and
+            # pages are overwritten with zeros, not left for a forensic read.
+            cur.execute("PRAGMA secure_delete=ON")
             cur.execute("PRAGMA busy_timeout=60000")
             cur.close()
 
@@ -85,3 +89,23 @@ def head_revision() -> str | None:
 def current_revision(engine: Engine) -> str | None:
     with engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
+
+
+def checkpoint_wal(engine: Engine, attempts: int = 50) -> bool:
+    """SQLite: copy the WAL into the main file and truncate it to zero bytes, so that no
+    earlier version of a page (an erased body, say) stays in the WAL. A reader holding an old
+    snapshot blocks a full checkpoint: retried for up to ``attempts`` x 20 ms; returns whether
+    it completed. No-op elsewhere."""
+    if engine.dialect.name != "sqlite":
+        return True
+    raw = engine.raw_connection()
+    try:
+        driver: Any = raw.driver_connection
+        for _ in range(attempts):
+            busy, _log_frames, _done = driver.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if busy == 0:
+                return True
+            time.sleep(0.02)
+        return False
+    finally:
+        raw.close()

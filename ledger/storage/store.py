@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Select, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, Engine, Select, and_, delete, func, insert, or_, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from engram.protocol.errors import ConfigError, LogIntegrityError, StorageError
@@ -304,7 +304,7 @@ class KeyStreams:
         for i in range(0, len(names), _IN_CHUNK):
             chunk = names[i : i + _IN_CHUNK]
             rows += [
-                (int(r[0]), bytes(r[1]))
+                (int(r[0]), blob(r[1], "leaves", r[0], "leaf"))
                 for r in conn.exec_driver_sql(
                     f"SELECT idx, leaf FROM leaves WHERE agent IN ({_marks(ph, len(chunk))}) "  # noqa: S608
                     f"AND kind IN ({_marks(ph, len(KEY_KINDS))}) AND idx < {ph}",
@@ -387,14 +387,36 @@ def cross_check_keys(
         )
 
 
+def blob(value: object, table: str, row: object, column: str) -> bytes:
+    """A binary column's value, or :class:`LogIntegrityError` naming table, row and column
+    (issue 25, finding 10: a body rewritten as TEXT, as the sqlite3 shell's ``replace()``
+    stores it, raised an untyped ``TypeError`` from ``bytes()`` in the audit, the rebuild,
+    recall and writes)."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise LogIntegrityError(
+        f"{table} row {row}: column {column} holds {type(value).__name__}, not bytes (run `engram audit`)",
+        check=f"state.{table}",
+    )
+
+
 def _cp_row(r: Any) -> StoredCheckpoint:
-    return StoredCheckpoint(size=int(r[0]), root=bytes(r[1]), note=bytes(r[2]), signed_at_us=int(r[3]))
+    return StoredCheckpoint(
+        size=int(r[0]),
+        root=blob(r[1], "checkpoints", r[0], "root"),
+        note=blob(r[2], "checkpoints", r[0], "note"),
+        signed_at_us=int(r[3]),
+    )
 
 
 def _latest_checkpoint(conn: Connection, check: CheckpointCheck | None) -> StoredCheckpoint:
     """The newest checkpoint row whose signature verifies (the newest row without a check)."""
+    # Only rows at sizes the log has reached are candidates: rows INSERTed ahead of it never
+    # are (issue 25, finding 10: eight of them stopped the ledger from opening).
     rows = conn.exec_driver_sql(
-        f"SELECT size, root, note, signed_at_us FROM checkpoints ORDER BY size DESC LIMIT {LATEST_CANDIDATES}"  # noqa: S608
+        "SELECT size, root, note, signed_at_us FROM checkpoints "  # noqa: S608 - constants only
+        "WHERE size <= (SELECT coalesce(max(idx) + 1, 0) FROM leaves) "
+        f"ORDER BY size DESC LIMIT {LATEST_CANDIDATES}"
     ).all()
     if not rows:
         raise ConfigError("the log has no checkpoint; run `engram init`")
@@ -425,7 +447,12 @@ def _marks(ph: str, n: int) -> str:
     return ", ".join([ph] * n)
 
 
-_LOCK_STATE_SQL = "SELECT origin, log_vkey, size, last_timestamp_us FROM log_state WHERE id = 1"
+# The highest checkpoint row rides along with the lock row: a row above the log's size was
+# never signed by it (issue 25, finding 10), and knowing it costs the append no statement.
+_LOCK_STATE_SQL = (
+    "SELECT origin, log_vkey, size, last_timestamp_us, (SELECT max(size) FROM checkpoints) "
+    "FROM log_state WHERE id = 1"
+)
 
 
 def _write_sql(ph: str) -> dict[str, str]:
@@ -459,6 +486,7 @@ class WriteTx:
         self._conn = conn
         self._check = check
         self._key_streams = key_streams or KeyStreams()
+        self._checkpoint_max: int | None = None
 
     def derive_keys(
         self, agents: Iterable[str], below: int
@@ -476,6 +504,7 @@ class WriteTx:
         row = self._conn.exec_driver_sql(sql).one_or_none()
         if row is None:
             raise ConfigError("the log is not initialised; run `engram init`")
+        self._checkpoint_max = None if row[4] is None else int(row[4])
         return LogState(origin=row[0], log_vkey=row[1], size=int(row[2]), last_timestamp_us=int(row[3]))
 
     def stream_head(self, agent: str, kind: str) -> StreamHead | None:
@@ -599,6 +628,19 @@ class WriteTx:
     ) -> None:
         c = self._conn
         sql = _WRITE_SQL[_placeholder(c)]
+        # A row at the size this batch reaches was not signed by this log (the writer lock is
+        # held; a checkpoint is only signed at the size the log reaches): a forged row
+        # INSERTed ahead, which reads already skip. It is deleted before the leaves are
+        # written (migration 0010 lets a row ahead of the leaves go) and this batch's
+        # checkpoint takes its place: not a permanent stop (issue 25, finding 10). Rows
+        # further ahead stay, skipped, and `engram audit` names them.
+        # Only when the lock row showed a row at or above this size (the usual append issues
+        # no statement for it, and no DELETE: a service role without DELETE on checkpoints
+        # appends as before; README, PostgreSQL roles).
+        ahead = self._checkpoint_max is not None and self._checkpoint_max >= checkpoint.size
+        if ahead and c.execute(select(checkpoints.c.size).where(checkpoints.c.size == checkpoint.size)).first():
+            c.execute(delete(checkpoints).where(checkpoints.c.size == checkpoint.size))
+            _log.error("replaced a checkpoints row at size %d that the log had not signed", checkpoint.size)
         c.exec_driver_sql(
             sql["leaves"],
             [
@@ -835,7 +877,10 @@ class SqlStore:
         if row is None:
             return None
         cp = StoredCheckpoint(
-            size=row.size, root=bytes(row.root), note=bytes(row.note), signed_at_us=row.signed_at_us
+            size=row.size,
+            root=blob(row.root, "checkpoints", row.size, "root"),
+            note=blob(row.note, "checkpoints", row.size, "note"),
+            signed_at_us=row.signed_at_us,
         )
         return cp if self._valid(cp) else None
 
@@ -854,7 +899,10 @@ class SqlStore:
                 return
             for r in rows:
                 cp = StoredCheckpoint(
-                    size=r.size, root=bytes(r.root), note=bytes(r.note), signed_at_us=r.signed_at_us
+                    size=r.size,
+                    root=blob(r.root, "checkpoints", r.size, "root"),
+                    note=blob(r.note, "checkpoints", r.size, "note"),
+                    signed_at_us=r.signed_at_us,
                 )
                 if self._valid(cp):
                     yield cp
@@ -921,7 +969,7 @@ class SqlStore:
     def leaf(self, index: int) -> bytes | None:
         with self.read() as conn:
             row = conn.execute(select(leaves.c.leaf).where(leaves.c.idx == index)).one_or_none()
-        return None if row is None else bytes(row.leaf)
+        return None if row is None else blob(row.leaf, "leaves", index, "leaf")
 
     def leaves(self, start: int, end: int) -> list[bytes]:
         with self.read() as conn:
@@ -932,7 +980,7 @@ class SqlStore:
             ).all()
         if [r.idx for r in rows] != list(range(start, end)):
             raise StorageError(f"leaves {start}..{end} are not all present")
-        return [bytes(r.leaf) for r in rows]
+        return [blob(r.leaf, "leaves", r.idx, "leaf") for r in rows]
 
     def leaves_with_hashes(
         self, start: int, end: int, batch: int = 1024
@@ -946,7 +994,11 @@ class SqlStore:
                     .order_by(leaves.c.idx)
                 ).all()
             for r in rows:
-                yield int(r.idx), bytes(r.leaf), bytes(r.leaf_hash)
+                yield (
+                    int(r.idx),
+                    blob(r.leaf, "leaves", r.idx, "leaf"),
+                    blob(r.leaf_hash, "leaves", r.idx, "leaf_hash"),
+                )
 
     def index_of_leaf_hash(self, leaf_hash: bytes) -> int | None:
         with self.read() as conn:
@@ -958,7 +1010,9 @@ class SqlStore:
             row = conn.execute(
                 select(bodies.c.salt, bodies.c.body).where(bodies.c.idx == index)
             ).one_or_none()
-        return None if row is None else (bytes(row.salt), bytes(row.body))
+        if row is None:
+            return None
+        return blob(row.salt, "bodies", index, "salt"), blob(row.body, "bodies", index, "body")
 
     def heads_at(self, agent: str, size: int) -> list[StreamHead]:
         """Every stream head of ``agent`` in the tree of ``size`` (as of that checkpoint)."""

@@ -318,6 +318,9 @@ def test_postgres_service_role_can_append_but_not_rewrite(
                 app_engine.begin() as conn,
             ):
                 conn.execute(text(sql))
+        # DELETE on checkpoints reaches only rows ahead of the log (issue 25, finding 10)
+        with pytest.raises(DBAPIError, match="append-only"), app_engine.begin() as conn:
+            conn.execute(text("DELETE FROM checkpoints WHERE size = 1"))
         replay(app)
     finally:
         app_engine.dispose()
@@ -329,6 +332,7 @@ def test_postgres_service_role_can_append_but_not_rewrite(
 
 GRANTS = """
 GRANT SELECT, INSERT ON leaves, nodes, checkpoints TO "{role}";
+GRANT DELETE ON checkpoints TO "{role}";
 GRANT SELECT, INSERT, UPDATE ON log_state, stream_heads, agent_keys TO "{role}";
 GRANT SELECT, INSERT, UPDATE, DELETE ON bodies TO "{role}";
 GRANT SELECT ON alembic_version TO "{role}";

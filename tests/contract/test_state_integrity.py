@@ -22,7 +22,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 from engram.client.sdk import Agent
-from engram.protocol.errors import LogIntegrityError, StorageError
+from engram.protocol.errors import LogIntegrityError
 from engram.protocol.wire import Submission
 from ledger.compose import memory_rules
 from ledger.log import Ledger
@@ -146,9 +146,39 @@ def test_a_forged_checkpoint_at_the_next_size_is_not_served(
             {"s": other.size, "r": other.root, "n": other.note},
         )
     assert _fresh(ledger, clock).latest_checkpoint() == real
-    with pytest.raises(StorageError):  # the next append's checkpoint cannot take its place
-        alice.append("commitment", {"promise": "blocked, not forked"})
-    assert ledger.latest_checkpoint() == real
+    # issue 25, finding 10: the next append's checkpoint takes its place (it was a stop for good)
+    receipt = alice.append("commitment", {"promise": "neither blocked nor forked"})
+    latest = ledger.latest_checkpoint()
+    assert latest.size == receipt.index + 1 and latest.root != other.root
+    assert _fresh(ledger, clock).latest_checkpoint() == latest
+
+
+def test_issue25_f10_forged_checkpoint_rows_ahead_are_skipped(
+    ledger: Ledger, make_agent: Callable[..., Agent], clock: StepClock
+) -> None:
+    """Regression (issue 25, finding 10): one checkpoint row INSERTed at a future size stopped
+    every append for good once the log reached that size (a StorageError without a check),
+    and eight such rows stopped the ledger from opening. A role with SELECT and INSERT could
+    do it. The reads skip rows ahead of the log, and the append replaces the one at its size;
+    a row the log has reached still cannot be deleted."""
+    alice = make_agent("alice")
+    real = ledger.latest_checkpoint()
+    with ledger.store.engine.begin() as conn:
+        for k in range(1, 13):
+            conn.execute(
+                text("INSERT INTO checkpoints (size, root, note, signed_at_us) VALUES (:s, :r, :n, 0)"),
+                {"s": real.size + k, "r": bytes([k]) * 32, "n": b"forged note %d" % k},
+            )
+    fresh = _fresh(ledger, clock)
+    assert fresh.latest_checkpoint() == real  # it opens and serves the real one
+    for i in range(14):  # through every forged size and past them
+        fresh.append([_event(fresh, alice, clock, {"promise": f"entry {i}"})])
+    latest = fresh.latest_checkpoint()
+    assert latest.size == real.size + 14
+    for size in range(real.size + 1, latest.size + 1):
+        assert fresh.store.checkpoint(size) is not None  # each one is now a checkpoint the log signed
+    with pytest.raises(Exception, match="append-only"), ledger.store.engine.begin() as conn:
+        conn.execute(text("DELETE FROM checkpoints WHERE size = :s"), {"s": real.size})  # still refused
 
 
 @pytest.mark.parametrize("warm", [True, False], ids=["warm-process", "fresh-process"])
@@ -296,3 +326,103 @@ def test_the_key_records_from_the_log_match_the_table_in_honest_use(
         )
     assert ledger.store.active_key_id("alice") == alice.signer.key_id
     assert ledger.store.active_key_id("bob") is None
+
+
+def test_issue25_f8_missing_record_refuses_to_sign(
+    ledger: Ledger, make_agent: Callable[..., Agent], clock: StepClock, tmp_path: Path
+) -> None:
+    """Regression (issue 25, finding 8): with the signer's record deleted, a consistently
+    rolled-back database made the log sign a second checkpoint of the same size. A missing
+    record while the log holds entries now stops signing until it is re-anchored."""
+    alice = make_agent("alice")
+    alice.append("commitment", {"promise": "kept"})
+    alice.append("commitment", {"promise": "rolled back later"})
+    signed = ledger.latest_checkpoint()
+    record = tmp_path / "log.key.signed-head"
+    record.unlink()
+    _roll_back_last_entry(ledger)
+    process = _fresh(ledger, clock, record)
+    with pytest.raises(ForkRefusedError) as e:
+        process.append([_event(process, alice, clock, {"promise": "a different second entry"})])
+    assert e.value.check == "signer.record_missing" and "engram log reanchor" in str(e.value)
+    assert process.size() == signed.size - 1
+    assert not record.exists()  # nothing was signed, nothing recorded
+
+
+def test_issue25_f8_unwritable_record_refuses_to_sign(
+    ledger: Ledger, make_agent: Callable[..., Agent], clock: StepClock, tmp_path: Path
+) -> None:
+    """Regression (issue 25, finding 8): a record that cannot be written (a key on a
+    read-only mount) stopped moving while the log went on signing, so a rollback to any size
+    at or above it passed. The commit that could not be recorded stands (it is durable and
+    acknowledged), and the next append is refused until the record can be written."""
+    alice = make_agent("alice")
+    alice.append("commitment", {"promise": "recorded"})
+    record = tmp_path / "log.key.signed-head"
+    blocker = record.with_name(record.name + ".tmp")
+    blocker.mkdir()  # the record's temporary file cannot be created (root ignores chmod)
+    process = _fresh(ledger, clock, record)
+    receipt = process.append([_event(process, alice, clock, {"promise": "committed, not recorded"})])[0]
+    assert receipt.index == process.size() - 1
+    with pytest.raises(ForkRefusedError) as e:
+        process.append([_event(process, alice, clock, {"promise": "refused"})])
+    assert e.value.check == "signer.record_unwritable"
+    size = process.size()
+    blocker.rmdir()  # writable again: the record catches up and the log signs on
+    process.append([_event(process, alice, clock, {"promise": "signed again"})])
+    assert process.size() == size + 1
+    assert SignedHeadRecord(record, ledger.origin).read() == SignedHead(
+        process.size(), process.latest_checkpoint().root
+    )
+
+
+def test_issue25_f10_audit_names_rollback_behind_signer_record(
+    ledger: Ledger, make_agent: Callable[..., Agent], tmp_path: Path
+) -> None:
+    """Regression (issue 25, finding 10): engram audit called a consistent rollback clean
+    (exit 0) while the append path refused it with signer.fork: it did not read the record."""
+    from ledger.audit import audit
+
+    alice = make_agent("alice")
+    alice.append("commitment", {"promise": "kept"})
+    alice.append("commitment", {"promise": "rolled back later"})
+    record = SignedHeadRecord(tmp_path / "log.key.signed-head", ledger.origin)
+    assert audit(ledger.store, ledger.verifier_key, signed_head=record).clean
+    _roll_back_last_entry(ledger)
+    assert audit(ledger.store, ledger.verifier_key).clean  # the tables alone agree with each other
+    report = audit(ledger.store, ledger.verifier_key, signed_head=record)
+    assert not report.clean
+    assert any(f.table == "signer record" and "signer.fork" in f.message for f in report.findings)
+
+
+def test_issue25_f10_a_text_body_is_named_not_a_type_error(
+    backend: str, ledger: Ledger, make_agent: Callable[..., Agent], tmp_path: Path
+) -> None:
+    """Regression (issue 25, finding 10): a body row rewritten as TEXT (what the sqlite3
+    shell's replace() stores) made engram audit, memory rebuild, recall and writes raise an
+    untyped TypeError from bytes(). Each now names the table, row and column. (PostgreSQL's
+    bytea column cannot hold text: SQLite only.)"""
+    from ledger.audit import audit
+    from ledger.memory.service import MemoryService
+
+    memory = MemoryService(ledger, access_log="off")
+    alice = make_agent("alice")
+    r = memory.write(alice, category="LEARNING", content="Staging restarts nightly")
+    if backend == "postgres":  # bytea cannot hold text: the database itself refuses the change
+        with pytest.raises(Exception, match=r"bytea|type"):
+            _owner(ledger.store.engine, "UPDATE bodies SET body = 'x'::text WHERE idx = :i", {"i": r.index})
+        assert audit(ledger.store, ledger.verifier_key).clean
+        return
+    _owner(
+        ledger.store.engine, "UPDATE bodies SET body = 'replaced by the shell' WHERE idx = :i", {"i": r.index}
+    )
+    with pytest.raises(LogIntegrityError) as e:
+        ledger.store.body(r.index)
+    assert e.value.check == "state.bodies" and f"bodies row {r.index}: column body holds str" in str(e.value)
+    report = audit(ledger.store, ledger.verifier_key)
+    assert any(
+        f.table == "bodies" and f.column == "body" and "holds str" in f.message for f in report.findings
+    )
+    with pytest.raises(LogIntegrityError) as e2:
+        MemoryService(ledger, access_log="off").rebuild()
+    assert e2.value.check == "state.bodies"

@@ -69,9 +69,9 @@ def _base_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(params=["served", "embedded"])
-def engram_env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, str]]:
-    env = _base_env(tmp_path)
+def embedded_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """An embedded log in ``tmp_path`` with the agent ``claude`` (its key in ENGRAM_KEY_FILE)."""
+    env = {**_base_env(tmp_path), **extra}
     subprocess.run(
         [ENGRAM, "init", "--origin", "hooks.example/log"], env=env, check=True, capture_output=True
     )
@@ -83,6 +83,12 @@ def engram_env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[
         capture_output=True,
     )
     env["ENGRAM_KEY_FILE"] = str(key)
+    return env
+
+
+@pytest.fixture(params=["served", "embedded"])
+def engram_env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, str]]:
+    env = embedded_env(tmp_path)
     if request.param == "embedded":
         yield env
         return
@@ -294,18 +300,7 @@ def test_codex_hooks(engram_env: dict[str, str], tmp_path: Path) -> None:
 
 
 def test_bad_payloads_fail_with_one_line_and_write_nothing(tmp_path: Path) -> None:
-    env = _base_env(tmp_path)
-    subprocess.run(
-        [ENGRAM, "init", "--origin", "hooks.example/log"], env=env, check=True, capture_output=True
-    )
-    key = tmp_path / "claude.key"
-    subprocess.run(
-        [ENGRAM, "agent", "create", "claude", "--key-file", str(key)],
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    env["ENGRAM_KEY_FILE"] = str(key)
+    env = embedded_env(tmp_path)
     size = subprocess.run(
         [ENGRAM, "log", "checkpoint"], env=env, capture_output=True, text=True, check=True
     ).stdout

@@ -14,6 +14,7 @@ from engram.client.http import _raise_problem
 from engram.protocol.errors import (
     ConflictError,
     EngramError,
+    LogIntegrityError,
     RateLimitedError,
     StorageError,
     VerificationError,
@@ -31,6 +32,8 @@ def _instance(row: ProblemType) -> EngramError:
         return RateLimitedError("slow down", retry_after_s=7)
     if issubclass(row.error, VerificationError):
         return row.error("bad input", check="some.check")
+    if issubclass(row.error, LogIntegrityError):
+        return LogIntegrityError("a row changed", check="state.agent_keys")
     return row.error("failed")
 
 
@@ -63,6 +66,8 @@ def test_every_row_round_trips(row: ProblemType) -> None:
         assert (got.agent, got.kind, got.head_version) == ("a", "commitment", 3)
     if isinstance(error, RateLimitedError):
         assert isinstance(got, RateLimitedError) and got.retry_after_s == 7
+    if isinstance(error, LogIntegrityError):
+        assert isinstance(got, LogIntegrityError) and got.check == error.check
 
 
 def test_rows_are_ordered_most_specific_first() -> None:

@@ -111,4 +111,5 @@ def test_typescript_client_over_streamable_http(ts_client: Path, home: tuple[dic
     port = free_port()
     server = [ENGRAM, "mcp", "--key-file", str(key), "--transport", "http", "--port", str(port)]
     with listening(server, env, port, what="engram mcp --transport http"):
-        _run_client(ts_client, env, "http", f"http://127.0.0.1:{port}/mcp")
+        token = Path(f"{key}.mcp-token").read_text(encoding="utf-8").strip()
+        _run_client(ts_client, env, "http", f"http://127.0.0.1:{port}/mcp", token)

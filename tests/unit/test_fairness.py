@@ -9,8 +9,11 @@ import json
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from api.fairness import FairAdmission, FairScheduler, identity_of
+from api.fairness import FairAdmission, FairScheduler, KnownKeys, identity_of
+from engram.protocol.httpsign import request_signing_input
+from engram.protocol.signer import AgentSigner
 
 
 def _run(coro: Any) -> Any:
@@ -129,19 +132,109 @@ def _scope(
     }
 
 
-def test_identity_is_the_claimed_signer_path_agent_or_event_agent_with_the_address() -> None:
-    assert identity_of(_scope("/checkpoint"), b"") == "anonymous@10.0.0.7"
-    assert identity_of(_scope("/v1/agents/ann/memory"), b"") == "agent:ann@10.0.0.7"
-    signed = _scope("/v1/agents/ann/memory", [(b"engram-signer", b"ed25519:" + b"ab" * 32)])
-    assert identity_of(signed, b"") == "ed25519:" + "ab" * 32 + "@10.0.0.7"
-    envelope = base64.b64encode(json.dumps({"agent": "bob", "kind": "commitment"}).encode()).decode()
-    body = json.dumps({"events": [{"envelope": envelope}]}).encode()
-    assert identity_of(_scope("/v1/events", method="POST"), body) == "agent:bob@10.0.0.7"
+ORIGIN = "fair.example/log"
+ANN = Ed25519PrivateKey.generate()
+
+
+def _signed(path: str, key: Ed25519PrivateKey, signer: str, *, ts: int, body: bytes = b"") -> dict[str, Any]:
+    nonce = "n" * 20
+    msg = request_signing_input(
+        origin=ORIGIN, method="GET", target=path, signer=signer, timestamp=ts, nonce=nonce, body=body
+    )
+    return _scope(
+        path,
+        [
+            (b"engram-signer", signer.encode()),
+            (b"engram-timestamp", str(ts).encode()),
+            (b"engram-nonce", nonce.encode()),
+            (b"engram-signature", base64.b64encode(key.sign(msg))),
+        ],
+    )
+
+
+def _known() -> KnownKeys:
+    known = KnownKeys()
+    known.origin = ORIGIN
+    known.learn("ann", ANN.public_key().public_bytes_raw())
+    return known
+
+
+def test_identity_is_the_verified_agent_or_the_anonymous_address() -> None:
+    known, now = _known(), 1_800_000_000
+    assert identity_of(_scope("/checkpoint"), b"", known, now_s=now) == "anonymous@10.0.0.7"
+    # a path names an agent, but nothing verified it
+    assert identity_of(_scope("/v1/agents/ann/memory"), b"", known, now_s=now) == "anonymous@10.0.0.7"
+    good = _signed("/v1/agents/ann/memory", ANN, "agent:ann", ts=now)
+    assert identity_of(good, b"", known, now_s=now) == "agent:ann@10.0.0.7"
+    assert identity_of(good, b"", None, now_s=now) == "anonymous@10.0.0.7"  # no known keys: anonymous
+    assert identity_of(good, b"x", known, now_s=now) == "anonymous@10.0.0.7"  # another body
+    assert identity_of(good, b"", known, now_s=now + 301) == "anonymous@10.0.0.7"  # outside the window
+    forged = _signed("/v1/agents/ann/memory", Ed25519PrivateKey.generate(), "agent:ann", ts=now)
+    assert identity_of(forged, b"", known, now_s=now) == "anonymous@10.0.0.7"
+    bare = _signed("/v1/agents/ann/memory", ANN, "ed25519:" + "ab" * 32, ts=now)
+    assert identity_of(bare, b"", known, now_s=now) == "anonymous@10.0.0.7"
+    huge = _scope("/x", [(b"engram-signer", b"a" * 100_000)])
+    assert identity_of(huge, b"", known, now_s=now) == "anonymous@10.0.0.7"
+
+
+def test_an_events_batch_queues_as_its_first_events_verified_agent() -> None:
+    known = _known()
+    signer = AgentSigner("ann", ANN, origin=ORIGIN)
+    sub = signer.event("commitment", {"promise": "p"}, version=0, prev=None, client_time_us=1)
+    ev = {k: base64.b64encode(getattr(sub, k)).decode() for k in ("envelope", "signature", "body", "salt")}
+    body = json.dumps({"events": [ev]}).encode()
+    assert identity_of(_scope("/v1/events", method="POST"), body, known) == "agent:ann@10.0.0.7"
+    mallory = AgentSigner("ann", Ed25519PrivateKey.generate(), origin=ORIGIN)  # claims ann, other key
+    sub2 = mallory.event("commitment", {"promise": "p"}, version=0, prev=None, client_time_us=1)
+    ev2 = {k: base64.b64encode(getattr(sub2, k)).decode() for k in ("envelope", "signature", "body", "salt")}
+    body2 = json.dumps({"events": [ev2]}).encode()
+    assert identity_of(_scope("/v1/events", method="POST"), body2, known) == "anonymous@10.0.0.7"
     # anything malformed is only anonymous here (the route refuses it with its own error)
     for bad in (b"", b"{", b'{"events": []}', b'{"events": [{"envelope": "%%%"}]}', b"[" * 100_000):
-        assert identity_of(_scope("/v1/events", method="POST"), bad) == "anonymous@10.0.0.7"
-    huge = _scope("/x", [(b"engram-signer", b"a" * 100_000)])
-    assert len(identity_of(huge, b"")) < 200
+        assert identity_of(_scope("/v1/events", method="POST"), bad, known) == "anonymous@10.0.0.7"
+
+
+def test_issue25_f6_fake_signers_share_one_queue() -> None:
+    """Regression (issue 25, finding 6): 40 anonymous requests from one address, each with a
+    made-up Engram-Signer, took 40 queues and moved another client's median from ~20 ms to
+    seconds. Now they are one anonymous queue holding at most its share of the slots, and the
+    other client is admitted at once."""
+    known, now = _known(), 1_800_000_000
+    ids = {
+        identity_of(
+            _signed("/v1/agents/x/memory", Ed25519PrivateKey.generate(), f"agent:fake{i}", ts=now),
+            b"",
+            known,
+            now_s=now,
+        )
+        for i in range(40)
+    }
+    assert ids == {"anonymous@10.0.0.7"}
+
+    async def main() -> tuple[int, int, bool]:
+        sched = FairScheduler(32, 2)
+        flood = [asyncio.create_task(sched.acquire(next(iter(ids)))) for _ in range(40)]
+        await asyncio.sleep(0)
+        victim = asyncio.create_task(sched.acquire("agent:ann@10.0.0.8"))
+        await asyncio.sleep(0)
+        admitted = victim.done()
+        held = sched.held_by("anonymous@10.0.0.7")
+        for t in flood:
+            t.cancel()
+        return held, sched.waiting, admitted
+
+    held, _waiting, admitted = _run(main())
+    assert held == 2 and admitted
+
+
+def test_known_keys_expire_and_stay_bounded() -> None:
+    t = [0.0]
+    known = KnownKeys(max_agents=3, ttl_s=10, clock=lambda: t[0])
+    for i in range(5):
+        known.learn(f"a{i}", bytes([i]) * 32)
+    assert known.keys_of("a0") == () and known.keys_of("a4") == (bytes([4]) * 32,)
+    t[0] = 11
+    assert known.keys_of("a4") == ()
 
 
 def test_the_middleware_holds_a_slot_until_the_response_starts_and_on_errors_gives_it_back() -> None:

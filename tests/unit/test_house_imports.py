@@ -109,6 +109,7 @@ def test_harness_layer_imports_the_client_never_the_service() -> None:
         "engram",
         "mcp",
         "pydantic",
+        "uvicorn",  # the MCP SDK's own HTTP server, which engram mcp --transport http runs
     }
     for path in _sources("engram/harness"):
         for name in _imports(path):

@@ -3,6 +3,7 @@ the host table shared by processes (issue 15 Deliver 7: N workers allowed N time
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing as mp
 import struct
 import threading
@@ -152,3 +153,35 @@ def test_a_full_window_drops_the_least_recently_used_key(tmp_path: Path) -> None
     for i in range(2, 8):
         with pytest.raises(RateLimitedError):
             rl.hit(f"k{i}")  # the others kept their empty buckets
+
+
+def test_issue25_f6_unregistered_keys_cannot_evict_bucket(tmp_path: Path) -> None:
+    """Regression (issue 25, finding 6): the host table wrote a bucket for any valid signature
+    before authorization, at an unkeyed hash, so ~60 requests by unregistered keys chosen
+    offline evicted a named agent's bucket and reset its limit. A check now creates no
+    bucket (only an authorized charge does), and slots are placed by a digest keyed with the
+    table's own secret."""
+    t = [100.0]
+    buckets = HostBuckets(tmp_path / "rl.bin", slots=64, probe=32)
+    limiter = RateLimiter(60, 5, buckets=buckets, clock=lambda: t[0])
+    for _ in range(5):
+        limiter.charge("agent:alice")  # alice spent her burst
+    with pytest.raises(RateLimitedError):
+        limiter.check("agent:alice")
+    # a flood of checks by keys nobody registered (each would be refused later by auth)
+    for i in range(5_000):
+        limiter.check(f"ed25519:{i:064x}")
+    with pytest.raises(RateLimitedError):
+        limiter.check("agent:alice")  # her bucket is still there, still spent
+    raw = (tmp_path / "rl.bin").read_bytes()
+    used = sum(
+        1
+        for i in range(64)
+        if raw[HostBuckets.HEADER.size + i * 32 : HostBuckets.HEADER.size + i * 32 + 16] != bytes(16)
+    )
+    assert used == 1  # only alice's
+    unkeyed = hashlib.blake2b(b"agent:alice", digest_size=16).digest()
+    assert unkeyed not in raw  # nobody can compute where her slot is without the secret
+    other = HostBuckets(tmp_path / "rl2.bin", slots=64, probe=32)
+    RateLimiter(60, 5, buckets=other, clock=lambda: t[0]).charge("agent:alice")
+    assert raw[16:32] != (tmp_path / "rl2.bin").read_bytes()[16:32]  # a secret per table

@@ -1,5 +1,5 @@
 // An independent MCP client (the official TypeScript SDK) against `engram mcp`.
-// Usage: node client.mjs stdio <engram> <key-file>   |   node client.mjs http <url>
+// Usage: node client.mjs stdio <engram> <key-file>   |   node client.mjs http <url> <bearer-token>
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -7,7 +7,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 const [mode, a, b] = process.argv.slice(2);
 const transport = mode === "stdio"
   ? new StdioClientTransport({ command: a, args: ["mcp", "--key-file", b], env: process.env })
-  : new StreamableHTTPClientTransport(new URL(a));
+  : new StreamableHTTPClientTransport(new URL(a), { requestInit: { headers: { Authorization: `Bearer ${b}` } } });
 const client = new Client({ name: "engram-ts-check", version: "1.0.0" });
 await client.connect(transport);
 const out = {};
