@@ -30,6 +30,7 @@ from ledger.memory.vectors import BUMP_GENERATION, DELETE_VECTOR
 from ledger.storage.db import WRITE_OPTION, checkpoint_wal
 from ledger.storage.schema import bodies, leaves, mem_cursor, mem_items, mem_sessions, mem_vectors
 from ledger.storage.store import SqlStore, blob
+from verifier.errors import MalformedError
 from verifier.event import Leaf, body_commitment
 from verifier.jcs import parse_strict
 
@@ -611,7 +612,13 @@ class Projection:
         ).all()
         out = []
         for r in rows:
-            leaf = Leaf.from_bytes(blob(r.leaf, "leaves", r.idx, "leaf"))
+            try:
+                leaf = Leaf.from_bytes(blob(r.leaf, "leaves", r.idx, "leaf"))
+            except MalformedError as e:
+                raise LogIntegrityError(
+                    f"leaves row {r.idx}: the stored leaf does not parse ({e}); run `engram audit`",
+                    check="state.leaves",
+                ) from e
             body = None
             if r.body is not None:
                 # The projection folds in only what the entry signed (issue 15): a body
@@ -625,7 +632,13 @@ class Projection:
                         "not projected (run `engram audit`)",
                         check="state.bodies",
                     )
-                body = parse_strict(raw, max_bytes=1 << 24)
+                try:
+                    body = parse_strict(raw, max_bytes=1 << 24)
+                except MalformedError as e:  # committed to, so signed that way: still named
+                    raise LogIntegrityError(
+                        f"bodies row {r.idx}: the stored body does not parse ({e}); run `engram audit`",
+                        check="state.bodies",
+                    ) from e
             out.append(
                 LoggedEvent(
                     index=leaf.index,
@@ -637,8 +650,31 @@ class Projection:
             )
         return out
 
+    def check_replayable(self, end: int | None = None) -> int:
+        """Read and decode every entry below ``end`` (default: the latest checkpoint) the way a
+        replay does, in read transactions of :data:`_CHUNK` entries, writing nothing; return
+        the size checked. A row a replay would stop on (a leaf or body that is not bytes, a
+        body its leaf did not commit to, a body that does not parse, a missing leaf) raises
+        its typed error naming the row (issue 25, finding 10)."""
+        target = self.store.latest_checkpoint().size if end is None else end
+        start = 0
+        while start < target:
+            stop = min(target, start + _CHUNK)
+            try:
+                with self.engine.connect() as conn:
+                    self._events(conn, start, stop)
+            except DBAPIError as e:
+                raise StorageError(f"database error: {e.orig!r}") from e
+            start = stop
+        return target
+
     def rebuild(self) -> int:
-        """Drop every projected row and replay the log from index 0."""
+        """Replay the log from index 0 into an emptied projection, once every entry up to the
+        latest checkpoint has been read and decoded (:meth:`check_replayable`): a bad row
+        stops the rebuild before anything is dropped, the projection in place keeps serving,
+        and the error names the row (issue 25, finding 10: one bad body took memory down for
+        every agent)."""
+        self.check_replayable()
 
         def reset() -> int:
             with self._projector() as conn:

@@ -426,3 +426,33 @@ def test_issue25_f10_a_text_body_is_named_not_a_type_error(
     with pytest.raises(LogIntegrityError) as e2:
         MemoryService(ledger, access_log="off").rebuild()
     assert e2.value.check == "state.bodies"
+
+
+def test_issue25_f10_a_failed_rebuild_leaves_the_projection_serving(
+    backend: str, ledger: Ledger, make_agent: Callable[..., Agent]
+) -> None:
+    """Regression (issue 25, finding 10): ``engram memory rebuild`` dropped the projection
+    before replaying, so one bad body took memory down for every agent. Every entry is now
+    read and decoded first: a body its leaf did not commit to stops the rebuild naming the
+    row, and the projection in place still answers for every agent, byte for byte."""
+    from ledger.memory.service import MemoryService
+
+    memory = MemoryService(ledger, access_log="off")
+    alice, bob = make_agent("alice"), make_agent("bob")
+    memory.write(alice, category="LEARNING", content="Staging restarts nightly")
+    bad = memory.write(alice, category="LEARNING", content="The runbook lives in ops/")
+    memory.write(bob, category="PREFERENCE", content="Bob wants terse answers")
+    before = memory.digest()
+    assert memory.projection.count() == 3
+    # A body of the same type and length that its leaf did not commit to.
+    _owner(
+        ledger.store.engine,
+        "UPDATE bodies SET salt = :s WHERE idx = :i",
+        {"s": b"\x00" * len(ledger.store.body(bad.index)[0]), "i": bad.index},  # type: ignore[index]
+    )
+    with pytest.raises(LogIntegrityError) as e:
+        MemoryService(ledger, access_log="off").rebuild()
+    assert e.value.check == "state.bodies" and f"bodies row {bad.index}" in str(e.value)
+    assert memory.projection.digest() == before
+    assert [it.content for it in memory.projection.items("bob")] == ["Bob wants terse answers"]
+    assert len(memory.projection.items("alice")) == 2
