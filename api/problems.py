@@ -7,6 +7,7 @@ that failed; conflicts also carry the stream's current head so the client can re
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import Request
@@ -78,14 +79,36 @@ async def busy_handler(_: Request, exc: Exception) -> JSONResponse:
 _SLUGS = {404: "not-found", 405: "method-not-allowed", 400: "malformed", 413: "too-large"}
 
 
-async def http_error_handler(_: Request, exc: Exception) -> JSONResponse:
+async def http_error_handler(request: Request, exc: Exception) -> JSONResponse:
     """Framework errors (unknown route, wrong method, unparsable body) as problems too."""
     status = int(getattr(exc, "status_code", 500))
     detail = str(getattr(exc, "detail", "")) or "error"
     resp = problem(status, _SLUGS.get(status, "http-error"), detail, detail)
     for k, v in (getattr(exc, "headers", None) or {}).items():
         resp.headers[k] = v
+    if status == 405:
+        # Every documented method at this path: the router names only the first route's
+        # (GET and POST /v1/agents/{a}/sessions are two routes).
+        methods = _documented_methods(request)
+        if methods:
+            resp.headers["Allow"] = ", ".join(methods)
     return resp
+
+
+_HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+
+def _documented_methods(request: Request) -> list[str]:
+    """The methods the OpenAPI document lists for the request's path (empty if none)."""
+    table = getattr(request.app.state, "allow_table", None)
+    if table is None:
+        table = [
+            (re.compile("^" + re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(path)) + "$"), ops)
+            for path, ops in request.app.openapi().get("paths", {}).items()
+        ]
+        request.app.state.allow_table = table
+    path = request.url.path
+    return sorted({m.upper() for rx, ops in table if rx.match(path) for m in ops if m in _HTTP_METHODS})
 
 
 async def unexpected_error_handler(_: Request, exc: Exception) -> JSONResponse:

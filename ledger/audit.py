@@ -42,7 +42,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.memory.projection import _ITEM_COLS, _SESSION_COLS, _clone_item, _item_row
-from ledger.memory.state import InMemoryState, Item, LoggedEvent, evolve, ref_key
+from ledger.memory.state import (
+    InMemoryState,
+    Item,
+    LoggedEvent,
+    evolve,
+    ref_key,
+    session_stand_ins,
+    stand_in,
+)
 from ledger.signed_head import ForkRefusedError, SignedHead, SignedHeadRecord
 from ledger.storage.store import SqlStore
 from verifier.errors import VerificationError
@@ -517,6 +525,19 @@ class _Audit:
     def _events(self, agent: str, size: int) -> Iterator[LoggedEvent]:
         ph = self.ph
         last = -1
+        # Erased session entries replay as their session id only (ledger.memory.state).
+        erasures = []
+        for (body,) in self._rows(
+            "SELECT b.body FROM leaves l JOIN bodies b ON b.idx = l.idx "
+            f"WHERE l.agent = {ph} AND l.kind = 'memory.erased' AND l.idx < {ph}",
+            (agent, size),
+        ):
+            try:
+                parsed = parse_canonical(bytes(body), max_bytes=1 << 24)
+            except (VerificationError, TypeError):
+                continue  # already reported with its row
+            erasures.append(parsed if isinstance(parsed, dict) else None)
+        stand_ins = session_stand_ins(erasures)
         while True:
             rows = self._rows(
                 "SELECT l.idx, l.leaf, b.body FROM leaves l LEFT JOIN bodies b ON b.idx = l.idx "
@@ -537,12 +558,15 @@ class _Audit:
                     continue  # already reported with its row
                 if not isinstance(parsed, dict) and parsed is not None:
                     continue
-                yield LoggedEvent(
-                    index=leaf.index,
-                    timestamp_us=leaf.timestamp_us,
-                    agent=leaf.envelope.agent,
-                    kind=leaf.envelope.kind,
-                    body=parsed,
+                yield stand_in(
+                    LoggedEvent(
+                        index=leaf.index,
+                        timestamp_us=leaf.timestamp_us,
+                        agent=leaf.envelope.agent,
+                        kind=leaf.envelope.kind,
+                        body=parsed,
+                    ),
+                    stand_ins,
                 )
             last = int(rows[-1][0])
 

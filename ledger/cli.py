@@ -805,10 +805,21 @@ def memory_erase(
     plan = mem.erasure_plan(agent.agent_id, index)
     rec = mem.erase(agent, index, reason=reason)
     also = f" and of entries {', '.join(map(str, plan.also))}" if plan.also else ""
+    what = (
+        f"{len(plan.refs)} items"
+        if plan.session is None
+        else f"the title or summary of session {plan.session}"
+    )
     _emit(
         as_json,
-        {"erased": index, "also": list(plan.also), "items": len(plan.refs), "index": rec.index},
-        f"body of entry {index}{also} erased ({len(plan.refs)} items); the erasure is entry {rec.index}",
+        {
+            "erased": index,
+            "also": list(plan.also),
+            "items": len(plan.refs),
+            "session": plan.session,
+            "index": rec.index,
+        },
+        f"body of entry {index}{also} erased ({what}); the erasure is entry {rec.index}",
     )
 
 

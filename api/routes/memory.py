@@ -42,6 +42,7 @@ from engram.protocol.errors import NotFoundError
 from engram.protocol.kinds import kinds_where
 from engram.protocol.records import RECORD_KINDS
 from engram.protocol.schemas import parse_ref
+from ledger.memory.state import Session
 
 router = APIRouter(tags=["memory"], responses=problem_responses())
 
@@ -61,15 +62,7 @@ def open_session(
     return SessionOpened(session=str(body["session"]), receipt=receipt_out(svc, receipt, known))
 
 
-@router.get("/v1/agents/{agent}/sessions/{session}", responses=_PROBLEMS)
-def session_state(
-    agent: AgentPath, session: SessionPath, access: SelfDep, svc: ServicesDep, min_index: MinIndex = None
-) -> SessionOut:
-    """A session's state (the next turn number is ``turns``). Signed by the agent."""
-    svc.memory.sync_through(min_index)
-    s = svc.memory.projection.session(access.agent, session)
-    if s is None:
-        raise NotFoundError(f"no session {session} of {agent}", check="memory.session")
+def _session_out(s: Session) -> SessionOut:
     return SessionOut(
         agent=s.agent,
         session=s.session,
@@ -80,6 +73,26 @@ def session_state(
         turns=s.turns,
         distilled=s.distilled,
     )
+
+
+@router.get("/v1/agents/{agent}/sessions", responses=_PROBLEMS)
+def session_list(access: SelfDep, svc: ServicesDep, min_index: MinIndex = None) -> list[SessionOut]:
+    """Every session of the agent, in id order (an erasure plan reads their opening and
+    closing entries: a title and a summary are erasable). Signed by the agent."""
+    svc.memory.sync_through(min_index)
+    return [_session_out(s) for s in svc.memory.projection.sessions(access.agent)]
+
+
+@router.get("/v1/agents/{agent}/sessions/{session}", responses=_PROBLEMS)
+def session_state(
+    agent: AgentPath, session: SessionPath, access: SelfDep, svc: ServicesDep, min_index: MinIndex = None
+) -> SessionOut:
+    """A session's state (the next turn number is ``turns``). Signed by the agent."""
+    svc.memory.sync_through(min_index)
+    s = svc.memory.projection.session(access.agent, session)
+    if s is None:
+        raise NotFoundError(f"no session {session} of {agent}", check="memory.session")
+    return _session_out(s)
 
 
 @router.post("/v1/agents/{agent}/sessions/{session}/turns", status_code=201, responses=_PROBLEMS)

@@ -443,6 +443,11 @@ class RemoteMemory:
         self._turns[sid] = 0
         return sid
 
+    def sessions(self) -> list[dict[str, Any]]:
+        """Every session of the agent (``GET /v1/agents/{agent}/sessions``)."""
+        out: list[dict[str, Any]] = self._signed("GET", f"{self._base}/sessions").json()
+        return out
+
     def session(self, session: str) -> dict[str, Any]:
         out: dict[str, Any] = self._signed("GET", f"{self._base}/sessions/{quote(session, safe='')}").json()
         return out
@@ -507,8 +512,12 @@ class RemoteMemory:
         """Erase entry ``index`` and what it fed (the same plan the service computes:
         engram.protocol.erasure), from the agent's items and session-turn records."""
         items = [*self.items(status="all"), *self.items(tier="RECORD", status="all")]
-        plan = plan_erasure(index, [_ItemView.of(it) for it in items])
-        body = erased_body(index, plan.refs, reason=reason, also=plan.also, sessions=plan.sessions)
+        plan = plan_erasure(
+            index, [_ItemView.of(it) for it in items], [_SessionView.of(s) for s in self.sessions()]
+        )
+        body = erased_body(
+            index, plan.refs, reason=reason, also=plan.also, sessions=plan.sessions, session=plan.session
+        )
         return self.agent.append("memory.erased", body)
 
     def record(self, kind: str, body: Mapping[str, Any]) -> Receipt:
@@ -587,6 +596,19 @@ class RemoteMemory:
         """Log ``share.revoked`` for the token's root revocation id (attenuations die with it)."""
         ids = revocation_ids(token, agent_keys=[self.agent.signer.public_key])
         return self.agent.append("share.revoked", {"token_id": ids[0]})
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _SessionView:
+    """The fields of an HTTP session the erasure plan reads."""
+
+    session: str
+    opened_index: int
+    closed_index: int | None
+
+    @classmethod
+    def of(cls, s: Mapping[str, Any]) -> _SessionView:
+        return cls(session=s["session"], opened_index=s["opened_index"], closed_index=s["closed_index"])
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

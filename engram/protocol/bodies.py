@@ -128,8 +128,13 @@ def erased_body(
     reason: str,
     also: Sequence[int] = (),
     sessions: Sequence[str] = (),
+    session: str | None = None,
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {"index": index, "refs": list(refs), "reason": reason}
+    if session is not None:  # a session's title or summary (engram.protocol.erasure)
+        body: dict[str, Any] = {"index": index, "session": session, "reason": reason}
+        validate_body("memory.erased", body)
+        return body
+    body = {"index": index, "refs": list(refs), "reason": reason}
     if also:
         body["also"] = sorted(also)
     if sessions:

@@ -18,6 +18,10 @@ of the erased entries (``refs``) and the sessions whose distillation is erased. 
 followed are entry -> items it made or fed -> the other entries of those items; a memory's
 cited turns are not followed (erasing a memory does not erase what was said; erasing the turn
 erases both).
+
+A session's ``session.opened`` (its title) and ``session.closed`` (its closing summary) are
+erasable too (issue 25, finding 3): the plan names the session and no item, and the session
+keeps its turns and its state (ledger.memory.state.session_stand_ins).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from typing import Protocol
 from engram.protocol.errors import RejectedEventError
 from engram.protocol.schemas import MAX_ERASED_ALSO, MAX_ERASED_REFS
 
-__all__ = ["ErasableItem", "ErasurePlan", "plan_erasure"]
+__all__ = ["ErasableItem", "ErasableSession", "ErasurePlan", "plan_erasure"]
 
 
 class ErasableItem(Protocol):
@@ -53,21 +57,41 @@ class ErasableItem(Protocol):
     def supersedes(self) -> str | None: ...
 
 
+class ErasableSession(Protocol):
+    """The session fields the plan reads (a projection session, or the HTTP session view)."""
+
+    @property
+    def session(self) -> str: ...
+    @property
+    def opened_index(self) -> int: ...
+    @property
+    def closed_index(self) -> int | None: ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ErasurePlan:
     index: int
     also: tuple[int, ...]
     refs: tuple[str, ...]
     sessions: tuple[str, ...]
+    #: Set when ``index`` is a session's opening or closing entry (its title or summary).
+    session: str | None = None
 
 
 def _entry_of(ref: str | None) -> int | None:
     return None if ref is None else int(ref.split(".", 1)[0])
 
 
-def plan_erasure(index: int, items: Iterable[ErasableItem]) -> ErasurePlan:
+def plan_erasure(
+    index: int, items: Iterable[ErasableItem], agent_sessions: Iterable[ErasableSession] = ()
+) -> ErasurePlan:
     """The closure of entry ``index`` over ``items`` (all of one agent's items, every tier
-    and status, session-turn records included); raises if it names no live item."""
+    and status, session-turn records included); raises if it names no live item. When
+    ``index`` opened or closed one of ``agent_sessions``, the plan erases that entry alone:
+    the session's title or closing summary."""
+    for s in agent_sessions:
+        if index in (s.opened_index, s.closed_index):
+            return ErasurePlan(index=index, also=(), refs=(), sessions=(), session=s.session)
     made: dict[int, list[ErasableItem]] = {}
     fed: dict[int, list[ErasableItem]] = {}  # entry -> items it confirmed (log marks)
     from_turn: dict[int, list[ErasableItem]] = {}  # turn entry -> items citing it

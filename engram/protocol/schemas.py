@@ -346,8 +346,19 @@ MAX_ERASED_ALSO = 256
 def memory_erased(b: BodyReader) -> None:
     """The entry ``index`` and the entries in ``also`` lose their bodies; ``refs`` are the
     items they made or fed (each an item of one of those entries); ``sessions`` are the
-    sessions whose distillation is among them (they stay distilled)."""
+    sessions whose distillation is among them (they stay distilled).
+
+    With ``session``, the entry ``index`` is that session's ``session.opened`` or
+    ``session.closed``: its title or closing summary goes (issue 25, finding 3), the session
+    keeps its turns, and no item is named (``refs``, ``also`` and ``sessions`` absent)."""
     index = b.integer("index", 0, 2**53 - 1)
+    if b.get("session", False) is not None:
+        b.text("session", max_len=64, pattern=_SESSION)
+        for name in ("refs", "also", "sessions"):
+            if b.get(name, False) is not None:
+                raise b._fail(name, "must be absent when the erasure names a session entry")
+        b.text("reason", max_len=MAX_CONTENT_CHARS)
+        return
     also = b.get("also", False)
     if also is not None and (
         not isinstance(also, list)

@@ -21,7 +21,7 @@ from typing import Any
 from engram.protocol.errors import RejectedEventError
 from engram.protocol.gate import WriteGate
 from ledger.memory.projection import Projection
-from ledger.memory.state import RECORD
+from ledger.memory.state import RECORD, SESSION_ENTRY_KINDS
 from ledger.storage.store import SqlStore
 from verifier.event import Envelope, Leaf
 from verifier.jcs import parse_strict
@@ -88,7 +88,13 @@ def _live_item(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
 
 def _erasable(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
     """The named items exist and are not erased yet, and every entry whose body goes is the
-    agent's own (an agent never erases another's entry, whether or not it made an item)."""
+    agent's own (an agent never erases another's entry, whether or not it made an item).
+    A session entry's erasure: the entry is the agent's opening or closing entry of that
+    session, its body is still stored, and that body names the session (what replays read
+    once the body is gone: ledger.memory.state.session_stand_ins)."""
+    if "session" in body:
+        _erasable_session_entry(batch, env, body["index"], body["session"])
+        return
     for ref in body["refs"]:
         it = batch.projection.item(env.agent, ref)
         if it is None or it.status == "erased":
@@ -97,6 +103,23 @@ def _erasable(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
         raw = batch.store.leaf(index)
         if raw is None or Leaf.from_bytes(raw).envelope.agent != env.agent:
             raise RejectedEventError(f"entry {index} is not one of {env.agent}'s", check="memory.erase")
+
+
+def _erasable_session_entry(batch: _Batch, env: Envelope, index: int, session: str) -> None:
+    raw = batch.store.leaf(index)
+    leaf = None if raw is None else Leaf.from_bytes(raw)
+    if leaf is None or leaf.envelope.agent != env.agent:
+        raise RejectedEventError(f"entry {index} is not one of {env.agent}'s", check="memory.erase")
+    if leaf.envelope.kind not in SESSION_ENTRY_KINDS:
+        raise RejectedEventError(
+            f"entry {index} is a {leaf.envelope.kind}, not a session's opening or closing entry",
+            check="memory.erase",
+        )
+    stored = batch.store.body(index)
+    if stored is None:
+        raise RejectedEventError(f"entry {index} holds nothing to erase", check="memory.missing_item")
+    if parse_strict(stored[1], max_bytes=1 << 24).get("session") != session:
+        raise RejectedEventError(f"entry {index} is not of session {session}", check="memory.erase")
 
 
 def _not_verbatim(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:

@@ -24,7 +24,18 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from engram.protocol.errors import LogIntegrityError, StorageError
 from engram.protocol.gate import normalize_text
-from ledger.memory.state import RECORD, Item, LoggedEvent, Session, digest_sorted, evolve, ref_key
+from ledger.memory.state import (
+    RECORD,
+    SESSION_ENTRY_KINDS,
+    Item,
+    LoggedEvent,
+    Session,
+    digest_sorted,
+    evolve,
+    ref_key,
+    session_stand_ins,
+    stand_in,
+)
 from ledger.memory.terms import content_terms
 from ledger.memory.vectors import BUMP_GENERATION, DELETE_VECTOR
 from ledger.storage.db import WRITE_OPTION, checkpoint_wal
@@ -648,7 +659,18 @@ class Projection:
                     body=body,
                 )
             )
-        return out
+        erased = {ev.agent for ev in out if ev.body is None and ev.kind in SESSION_ENTRY_KINDS}
+        if not erased:
+            return out
+        stand_ins = session_stand_ins(
+            parse_strict(blob(r.body, "bodies", r.idx, "body"), max_bytes=1 << 24)
+            for r in conn.execute(
+                select(bodies.c.idx, bodies.c.body)
+                .select_from(leaves.join(bodies, bodies.c.idx == leaves.c.idx))
+                .where(and_(leaves.c.agent.in_(sorted(erased)), leaves.c.kind == "memory.erased"))
+            )
+        )
+        return [stand_in(ev, stand_ins) for ev in out]
 
     def check_replayable(self, end: int | None = None) -> int:
         """Read and decode every entry below ``end`` (default: the latest checkpoint) the way a

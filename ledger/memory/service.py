@@ -458,7 +458,9 @@ class MemoryService:
         the bodies had never been there (rebuild gives the same), and an erased distillation's
         session is never distilled again. Only the agent's own entries."""
         plan = self.erasure_plan(agent.agent_id, index)
-        body = erased_body(index, plan.refs, reason=reason, also=plan.also, sessions=plan.sessions)
+        body = erased_body(
+            index, plan.refs, reason=reason, also=plan.also, sessions=plan.sessions, session=plan.session
+        )
         receipt = agent.append("memory.erased", body)  # deletes the bodies
         self.sync(receipt.index + 1)
         return receipt
@@ -473,7 +475,7 @@ class MemoryService:
             *self.projection.items(agent_id, status=None),
             *self.projection.items(agent_id, tiers=[RECORD], status=None),
         ]
-        return plan_erasure(index, items)
+        return plan_erasure(index, items, self.projection.sessions(agent_id))
 
     def exempt(self, agent: Agent, ref: str, *, reason: str) -> Receipt:
         receipt = agent.append("memory.decay_exempted", exempt_body(ref, reason=reason))

@@ -49,6 +49,8 @@ __all__ = [
     "digest_sorted",
     "evolve",
     "ref_key",
+    "session_stand_ins",
+    "stand_in",
     "tokens",
 ]
 
@@ -71,6 +73,39 @@ class LoggedEvent:
     agent: str
     kind: str
     body: Mapping[str, Any] | None
+
+
+#: Kinds whose erased body still names its session, through the erasure that took it.
+SESSION_ENTRY_KINDS = frozenset({"session.opened", "session.closed"})
+
+
+def session_stand_ins(erasures: Iterable[Mapping[str, Any] | None]) -> dict[int, str]:
+    """Erased session entries -> their session, from the bodies of ``memory.erased`` events.
+
+    A session's title (``session.opened``) and closing summary (``session.closed``) are
+    erasable (issue 25, finding 3); the erasure names the session of the entry it erases
+    (checked against the body before it went, ledger.memory.preconditions). A replay then
+    folds a body-less session entry as one that held only its session id: the session keeps
+    its turns and its closed state, and its title and summary are gone."""
+    out: dict[int, str] = {}
+    for b in erasures:
+        if b is not None and isinstance(b.get("session"), str) and type(b.get("index")) is int:
+            out[b["index"]] = b["session"]
+    return out
+
+
+def stand_in(ev: LoggedEvent, stand_ins: Mapping[int, str]) -> LoggedEvent:
+    """``ev``, or for an erased session entry named in ``stand_ins``, the same entry with a
+    body of its session id only (see :func:`session_stand_ins`)."""
+    if ev.body is not None or ev.kind not in SESSION_ENTRY_KINDS or ev.index not in stand_ins:
+        return ev
+    return LoggedEvent(
+        index=ev.index,
+        timestamp_us=ev.timestamp_us,
+        agent=ev.agent,
+        kind=ev.kind,
+        body={"session": stand_ins[ev.index]},
+    )
 
 
 @dataclass(slots=True, kw_only=True)
@@ -365,8 +400,9 @@ def _memory_accessed(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) 
 def _memory_erased(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
     # A canonical tombstone, whatever the item held: the projection is the same whether
     # the erased body is still stored or already gone (then the item never existed).
-    erased = set(b["refs"])
-    for ref in b["refs"]:
+    # A session entry's erasure names no item: its replay is the stand-in (session_stand_ins).
+    erased = set(b.get("refs") or ())
+    for ref in b.get("refs") or ():
         state.put_item(
             Item(
                 agent=ev.agent,

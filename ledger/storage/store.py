@@ -638,7 +638,10 @@ class WriteTx:
         # no statement for it, and no DELETE: a service role without DELETE on checkpoints
         # appends as before; README, PostgreSQL roles).
         ahead = self._checkpoint_max is not None and self._checkpoint_max >= checkpoint.size
-        if ahead and c.execute(select(checkpoints.c.size).where(checkpoints.c.size == checkpoint.size)).first():
+        if (
+            ahead
+            and c.execute(select(checkpoints.c.size).where(checkpoints.c.size == checkpoint.size)).first()
+        ):
             c.execute(delete(checkpoints).where(checkpoints.c.size == checkpoint.size))
             _log.error("replaced a checkpoints row at size %d that the log had not signed", checkpoint.size)
         c.exec_driver_sql(
