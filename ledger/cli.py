@@ -379,13 +379,11 @@ def log_reanchor(
     """Re-anchor the signer's record of the last checkpoint it signed (ledger.signed_head),
     after it was lost or could not be written. Refused unless the database's log extends the
     checkpoint anchored to; the log signs nothing until the record is sound again."""
-    from ledger.signed_head import SignedHead, SignedHeadRecord, record_path
+    from ledger.signed_head import SignedHead, SignedHeadRecord
     from verifier.note import verify_checkpoint
 
     ledger = _ledger()
-    record = ledger.signed_head or SignedHeadRecord(
-        record_path(Settings.from_env().log_key_file), ledger.origin
-    )
+    record = ledger.signed_head or SignedHeadRecord(Settings.from_env().signer_record_file, ledger.origin)
     size = ledger.size()
     if checkpoint is None:
         cp = verify_checkpoint(ledger.latest_checkpoint().note, ledger.verifier_key)

@@ -112,6 +112,13 @@ def _embedder_env(env: Mapping[str, str]) -> tuple[str, str | None, str | None, 
     return kind, url, model, api_key, dim
 
 
+def _signer_record_mode(env: Mapping[str, str]) -> bool:
+    mode = env.get("ENGRAM_SIGNER_RECORD_WRITE") or "after-commit"
+    if mode not in ("after-commit", "before-commit"):
+        raise ConfigError(f"ENGRAM_SIGNER_RECORD_WRITE={mode!r} is not after-commit or before-commit")
+    return mode == "before-commit"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     home: Path
@@ -134,6 +141,19 @@ class Settings:
     embedder_dim: int | None = None
     witness_policy: Path | None = None
     witness_timeout_s: int = 5
+    #: the signer's record of the last checkpoint it signed (ledger.signed_head); several
+    #: hosts of one log share one record on shared storage
+    signer_record: Path | None = None
+    #: record each checkpoint before its commit (several hosts: no fork even if the database
+    #: loses its last commit) rather than after it (one host: a crash never stops the log)
+    signer_record_before_commit: bool = False
+
+    @property
+    def signer_record_file(self) -> Path:
+        """The record's path: ``signer_record``, or beside the log key."""
+        if self.signer_record is not None:
+            return self.signer_record
+        return self.log_key_file.with_name(self.log_key_file.name + ".signed-head")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -167,4 +187,8 @@ class Settings:
             if env.get("ENGRAM_WITNESS_POLICY")
             else None,
             witness_timeout_s=_int_env(env, "ENGRAM_WITNESS_TIMEOUT_S", 5, 1, 120),
+            signer_record=Path(env["ENGRAM_SIGNER_RECORD"]).expanduser()
+            if env.get("ENGRAM_SIGNER_RECORD")
+            else None,
+            signer_record_before_commit=_signer_record_mode(env),
         )

@@ -67,7 +67,7 @@ from engram.protocol.wire import ConsistencyProof, InclusionProof, Receipt, Subm
 from ledger.config import Settings
 from ledger.envelopes import parse_envelope
 from ledger.groupcommit import GroupCommit
-from ledger.signed_head import ForkRefusedError, SignedHead, SignedHeadRecord, record_path
+from ledger.signed_head import ForkRefusedError, SignedHead, SignedHeadRecord
 from ledger.storage.db import current_revision, head_revision, make_engine, migrate
 from ledger.storage.store import SqlStore, StoredCheckpoint, StreamHead, WriteTx, cross_check_keys
 from ledger.witness import WitnessSubmitter, load_submitter
@@ -234,6 +234,8 @@ class _Batch:
     built: list[Leaf] = field(default_factory=list)
     erased_bodies: list[int] = field(default_factory=list)
     start_size: int = 0  # the size the batch extends: the previous checkpoint's
+    #: the signer's record as the batch found it (checked: the tree extends it)
+    record_seen: SignedHead | None = None
 
 
 class Ledger:
@@ -358,16 +360,19 @@ class Ledger:
             policy_key = Ed25519PrivateKey.generate()
             write_private_file(settings.policy_key_file, format_agent_key(POLICY_AGENT, policy_key))
         engine = make_engine(settings.database_url)
-        return cls.create(
+        ledger = cls.create(
             engine,
             log_key,
             clock=clock,
             policy_key=policy_key,
             rules=rules,
-            signed_head=record_path(settings.log_key_file),
+            signed_head=settings.signer_record_file,
             max_leaf_bytes=settings.max_leaf_bytes,
             max_body_bytes=settings.max_body_bytes,
         )
+        if ledger.signed_head is not None:
+            ledger.signed_head.before_commit = settings.signer_record_before_commit
+        return ledger
 
     @classmethod
     def open(
@@ -389,8 +394,10 @@ class Ledger:
             max_body_bytes=settings.max_body_bytes,
             policy_key=policy_key,
             rules=rules,
-            signed_head=record_path(settings.log_key_file),
+            signed_head=settings.signer_record_file,
         )
+        if ledger.signed_head is not None:
+            ledger.signed_head.before_commit = settings.signer_record_before_commit
         if settings.witness_policy is not None:
             ledger.witnesses = load_submitter(settings.witness_policy, timeout_s=settings.witness_timeout_s)
         return ledger
@@ -555,7 +562,7 @@ class Ledger:
         # Committed (the transaction's exit returned): only now may the new frontier and
         # the batch's nodes stand for the log's state in this process.
         self._frontier = (batch.size, [h for _, _, h in batch.border.nodes], batch.last_ts)
-        if self.signed_head is not None:
+        if self.signed_head is not None and not self.signed_head.before_commit:
             self.signed_head.advance_quietly(SignedHead(batch.size, root))
         self.store.cache.committed(
             batch.node_rows,
@@ -620,7 +627,7 @@ class Ledger:
                     check="state.nodes",
                 )
             self._check_last_entry(tx, size, start_root, state.last_timestamp_us)
-        self._check_signed_head(tx, size, start_root)
+        record_seen = self._check_signed_head(tx, size, start_root)
         start_nodes = [((lv, i), h) for lv, i, h in border.nodes]
         envs = [p.envelope for p in pending if isinstance(p, _Prepared)]
         key_ids = [e.key_id for e in envs] + [e.new_key.key_id for e in envs if e.new_key is not None]
@@ -644,6 +651,7 @@ class Ledger:
             start_nodes=start_nodes,
             keys=keys,
             db_heads=tx.load_heads(streams),
+            record_seen=record_seen,
         )
 
     def _integrate(self, batch: _Batch, item: _Prepared | PolicyEvent) -> None:
@@ -712,6 +720,14 @@ class Ledger:
             prev_size=batch.start_size,
             erase_bodies=batch.erased_bodies,
         )
+        if self.signed_head is not None and self.signed_head.before_commit:
+            # Several hosts (ENGRAM_SIGNER_RECORD_WRITE=before-commit): the shared record
+            # names this checkpoint before the commit can release it, and only if no other
+            # host moved the record since this batch checked it; else the transaction rolls
+            # back and nothing is signed that a client could see. A commit that fails after
+            # this leaves the record ahead of the database: signing stops until an operator
+            # re-anchors (fail closed; docs/reliability.md, several hosts).
+            self.signed_head.claim(SignedHead(batch.size, root), seen=batch.record_seen)
         return note, root
 
     def _receipts(self, batch: _Batch, note: bytes, root: bytes) -> list[Receipt]:
@@ -806,13 +822,13 @@ class Ledger:
                 check="state.last_timestamp",
             )
 
-    def _check_signed_head(self, tx: WriteTx, size: int, root: bytes) -> None:
+    def _check_signed_head(self, tx: WriteTx, size: int, root: bytes) -> SignedHead | None:
         """The tree about to be extended (``size``, ``root``) must extend the last checkpoint
         this signer recorded signing (ledger.signed_head): the same root at the same size, or
         a consistency proof from the stored nodes. Anything else is a rolled-back or forked
-        database, and signing on would publish a fork."""
+        database, and signing on would publish a fork. Returns the record as read."""
         if self.signed_head is None:
-            return
+            return None
         if self.signed_head.stale is not None:
             # The last commit could not be recorded: retry now, and sign nothing until it is,
             # or a rollback to any size at or above the old record would pass (issue 25, f8).
@@ -827,7 +843,7 @@ class Ledger:
         head = self.signed_head.read()
         if head is None:
             if size == 0:
-                return  # a new log: its first checkpoint creates the record
+                return None  # a new log: its first checkpoint creates the record
             raise ForkRefusedError(
                 f"the signer's record {self.signed_head.path} is missing, but the database's log has "
                 f"{size} entries: without it a rolled-back database could make this key sign a fork. "
@@ -860,6 +876,7 @@ class Ledger:
                 f"the database's tree of size {size} does not extend the checkpoint of size {head.size} this "
                 f"signer signed ({self.signed_head.path}); refusing to sign a fork (run `engram audit`)"
             )
+        return head
 
     @staticmethod
     def _frontier_hashes(tx: WriteTx, size: int) -> list[bytes]:

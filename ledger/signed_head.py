@@ -24,6 +24,16 @@ it (which would read as a rollback and stop the log). What it leaves open: a rol
 within the moment between a commit and the record's fsync, and service instances on other
 hosts, each of which guards only against forks of what it signed itself.
 
+Several hosts (issue 25, finding 8): hosts that serve one log from one PostgreSQL database
+share one record (``ENGRAM_SIGNER_RECORD`` on storage every host mounts, with working
+``flock``) and write it before each commit (``ENGRAM_SIGNER_RECORD_WRITE=before-commit``,
+:meth:`SignedHeadRecord.claim`): a checkpoint is recorded before any client can see it, and
+only if no other host moved the record since this batch checked its tree against it. A host
+failed over to a replica that lost the last commits finds the record ahead of its database
+and refuses (``signer.fork``), as does a host racing another on a second copy of the
+database. The price: a commit that fails after its record was written leaves the record
+ahead, and signing stops until an operator re-anchors (``engram log reanchor``).
+
 Fail closed (issue 25, finding 8): a record that is missing while the database holds entries
 (``signer.record_missing``), unreadable (``signer.record``) or that a commit could not
 advance (``signer.record_unwritable``, e.g. a key on a read-only secret mount) stops signing
@@ -83,6 +93,8 @@ class SignedHeadRecord:
         #: the head a commit could not record (the signer refuses to sign until it is)
         self.stale: SignedHead | None = None
         self.stale_reason = ""
+        #: record each checkpoint before its commit (:meth:`claim`), not after it
+        self.before_commit = False
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -146,20 +158,51 @@ class SignedHeadRecord:
                 current = self.read()
             if current is not None and current.size >= head.size:
                 return
-            text = f"{_MAGIC}\n{self.origin}\n{head.size}\n{base64.b64encode(head.root).decode()}\n"
-            tmp = self.path.with_name(self.path.name + ".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            self._write(head)
+
+    def _write(self, head: SignedHead) -> None:
+        """Replace the record with ``head`` durably (the caller holds the lock)."""
+        text = f"{_MAGIC}\n{self.origin}\n{head.size}\n{base64.b64encode(head.root).decode()}\n"
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, text.encode("ascii"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.path)
+        dfd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+    def claim(self, head: SignedHead, *, seen: SignedHead | None) -> None:
+        """Record ``head`` before the commit that releases it (several hosts sharing this
+        record; ``ENGRAM_SIGNER_RECORD_WRITE=before-commit``), provided the record still holds
+        ``seen``, what the batch checked its tree against under the writer lock. A record
+        moved since is another host that signed meanwhile on another database (a failover, a
+        split brain): :class:`ForkRefusedError` (check ``signer.fork``), and the caller's
+        transaction rolls back, so this checkpoint is never released. Durable when it
+        returns."""
+        with self._locked():
+            current = self.read()
+            if current != seen:
+                now = "no record" if current is None else f"size {current.size}"
+                was = "no record" if seen is None else f"size {seen.size}"
+                raise ForkRefusedError(
+                    f"the signer's record {self.path} moved from {was} to {now} while this host "
+                    f"prepared the checkpoint of size {head.size}: another host signed on another copy "
+                    "of the database; refusing to sign a fork (run `engram audit`)"
+                )
             try:
-                os.write(fd, text.encode("ascii"))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path)
-            dfd = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
+                self._write(head)
+            except OSError as e:
+                raise ForkRefusedError(
+                    f"the signer's record {self.path} cannot be written ({e}); refusing to sign the "
+                    f"checkpoint of size {head.size} before it is recorded",
+                    check="signer.record_unwritable",
+                ) from e
 
     def advance_quietly(self, head: SignedHead) -> None:
         """:meth:`advance` after a commit: the entries are durable and acknowledged either

@@ -40,6 +40,8 @@ LEDGER_FIELDS: dict[str, tuple[str, str]] = {
     "embedder_dim": ("ENGRAM_EMBEDDER_DIM", "384"),
     "witness_policy": ("ENGRAM_WITNESS_POLICY", "/tmp/policy.txt"),
     "witness_timeout_s": ("ENGRAM_WITNESS_TIMEOUT_S", "9"),
+    "signer_record": ("ENGRAM_SIGNER_RECORD", "/tmp/shared/log.signed-head"),
+    "signer_record_before_commit": ("ENGRAM_SIGNER_RECORD_WRITE", "before-commit"),
 }
 #: Read outside Settings/ApiSettings, by the component named.
 OTHER = {"ENGRAM_VERIFIER_STATE": "verifier/state.py (SDK, buyer, engram-verify)"}
