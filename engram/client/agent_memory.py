@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from engram.client.http import HttpTransport, RemoteMemory
 from engram.client.sdk import Agent
+from engram.protocol.entries import parse_entry_lines
 from engram.protocol.errors import ConfigError, NotFoundError, ProofError
 from engram.protocol.scopes import GLOBAL, scope_of
 from verifier.event import Leaf
@@ -269,18 +270,17 @@ class RemoteAgentMemory:
     def prove(self, index: int) -> dict[str, Any]:
         t = self.remote.transport
         inc = t.request("GET", "/v1/proofs/inclusion", params={"index": index}).json()
-        lines = t.request(
-            "GET", "/v1/log/entries", params={"start": index, "end": index + 1}
-        ).text.splitlines()
-        if not lines:
+        leaves = parse_entry_lines(
+            t.request("GET", "/v1/log/entries", params={"start": index, "end": index + 1}).content,
+            start=index,
+            max_entries=1,
+        )
+        if not leaves:
             raise NotFoundError(f"the log has no entry {index}", check="proof.index")
-        import json
-
-        entry = json.loads(lines[0])
         out = verify_proof(
             self.remote.agent.log_key,
             index=index,
-            leaf=b64decode_strict(entry["leaf"], check="proof.encoding"),
+            leaf=leaves[0],
             checkpoint=str(inc["checkpoint"]).encode("utf-8"),
             proof=[b64decode_strict(h, check="proof.encoding") for h in inc["proof"]],
         )

@@ -13,7 +13,6 @@ lifecycle of the embedded demo is not replayed here.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
 import random
@@ -30,6 +29,7 @@ from rich.table import Table
 from engram.client.http import Buyer, HttpTransport, RemoteMemory
 from engram.client.scenario import TOPICS, turns
 from engram.client.sdk import Agent
+from engram.protocol.entries import parse_entry_lines
 from engram.protocol.errors import EngramError, ForbiddenError, ReplayError
 from engram.protocol.httpsign import sign_request
 from verifier.bundle import mean_quality
@@ -187,9 +187,8 @@ def run_server_demo(
     start = 0
     while start < cp.size:
         resp = transport.request("GET", "/v1/log/entries", params={"start": start, "end": cp.size})
-        for line in resp.text.splitlines():
-            row = json.loads(line)
-            replay.add(base64.b64decode(row["leaf"]))
+        for leaf in parse_entry_lines(resp.content, start=start):
+            replay.add(leaf)
         if replay.size == start:
             raise EngramError("the export returned no entries")
         start = replay.size

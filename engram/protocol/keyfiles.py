@@ -99,6 +99,10 @@ def write_private_file(path: Path, content: str) -> None:
     fsync_dir(path.parent)
 
 
+#: A key file is a line or a small JSON object; anything longer is not one.
+_MAX_KEY_FILE_BYTES = 4096
+
+
 def _read_private_file(path: Path) -> str:
     try:
         st = path.stat()
@@ -106,7 +110,12 @@ def _read_private_file(path: Path) -> str:
         raise ConfigError(f"key file {path} does not exist; run `engram init`") from e
     if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise ConfigError(f"key file {path} is readable by others; chmod 600 it")
-    return path.read_text(encoding="ascii")
+    if st.st_size > _MAX_KEY_FILE_BYTES:
+        raise ConfigError(f"key file {path} is larger than any key file ({st.st_size} bytes)")
+    try:
+        return path.read_bytes()[:_MAX_KEY_FILE_BYTES].decode("ascii")
+    except UnicodeDecodeError as e:  # found by the fuzz harness (issue 25): was untyped
+        raise ConfigError(f"key file {path} is not a key file (not ASCII at byte {e.start})") from e
 
 
 def load_log_key(path: Path) -> LogKey:

@@ -9,8 +9,13 @@ the code's coverage.
 Targets: ``leaf`` and ``envelope`` (verifier.event), ``note`` (a signed note, then verified
 as this log's checkpoint), ``jcs`` (strict and canonical JSON), ``policy`` (a witness
 policy), ``keys`` (verifier and witness keys), ``token`` (a share token checked against an
-agent key), ``bundle`` (an attestation bundle verified against a log key). Each is seeded
-with a valid input and mutated by libFuzzer for ``--seconds``.
+agent key), ``bundle`` (an attestation bundle verified against a log key), and every other
+parser a command line reaches (issue 25, finding 10): ``imports`` (the Claude Code, Codex,
+Hermes and Mem0 memory files ``engram memory import`` reads), ``keyfiles`` (agent and log
+signer key files), ``inspect`` (``engram token inspect``), ``entries`` (the leaves export an
+auditor replays, ``GET /v1/log/entries``), ``settings`` (every ``ENGRAM_*`` variable, for the
+service and the HTTP layer) and ``hook`` (a harness hook's payload and transcript). Each is
+seeded with a valid input and mutated by libFuzzer for ``--seconds``.
 
 The contract: every input returns a value or raises Engram's typed error (a
 ``VerificationError`` names its check). Any other exception is a crash; an input taking more
@@ -33,7 +38,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-TARGETS = ("leaf", "envelope", "note", "jcs", "policy", "keys", "token", "bundle")
+TARGETS = (
+    "leaf",
+    "envelope",
+    "note",
+    "jcs",
+    "policy",
+    "keys",
+    "token",
+    "bundle",
+    "imports",
+    "keyfiles",
+    "inspect",
+    "entries",
+    "settings",
+    "hook",
+)
 ORIGIN = "fuzz.example/log"
 
 
@@ -143,7 +163,152 @@ def _seeds_and_target(name: str) -> tuple[list[bytes], Callable[[bytes], None]]:
         seed_bundle = _seed_bundle()
         parsed_key = VerifierKey.parse(seed_bundle[0])
         return [seed_bundle[1]], lambda d: typed(lambda: verify_bundle(d, parsed_key, now=1_900_000_000))
+    more = _cli_targets(name, typed, text)
+    if more is not None:
+        return more
     raise SystemExit(f"unknown target {name!r}; choose from {', '.join(TARGETS)}")
+
+
+def _cli_targets(
+    name: str, typed: Callable[[Callable[[], object]], None], text: Callable[[bytes], str]
+) -> tuple[list[bytes], Callable[[bytes], None]] | None:
+    """The parsers a command line reaches beyond the verifier's (issue 25, finding 10)."""
+    import atheris
+
+    work = Path(tempfile.mkdtemp(prefix=f"fuzz-{name}-"))
+    if name == "imports":
+        with atheris.instrument_imports(include=["engram"]):
+            from engram.harness.formats import read_source
+        layout = {
+            "claude-code": ["note.md", "MEMORY.md"],
+            "codex": ["memory_summary.md", "MEMORY.md", "rollout_summaries/r.md"],
+            "hermes": ["MEMORY.md", "USER.md"],
+        }
+        for fmt, names in layout.items():
+            for n in names:
+                (work / fmt / n).parent.mkdir(parents=True, exist_ok=True)
+
+        def imports_target(d: bytes) -> None:
+            for fmt, names in layout.items():
+                for n in names:
+                    (work / fmt / n).write_bytes(d)
+                typed(lambda fmt=fmt: read_source(fmt, work / fmt))  # type: ignore[misc]
+            (work / "mem0.json").write_bytes(d)
+            typed(lambda: read_source("mem0", work / "mem0.json"))
+
+        seed_md = b"---\nname: deploys\ntype: feedback\n---\nDeploys go out on Tuesdays.\n"
+        seed_mem0 = (
+            b'{"results": [{"id": "1", "memory": "Likes tea", "metadata": {"category": "PREFERENCE"}}]}'
+        )
+        return [
+            seed_md,
+            b"v1\n# Summary\n- Uses pnpm\n",
+            b"Prefers tabs\n\xc2\xa7\nLikes tea\n",
+            seed_mem0,
+        ], imports_target
+    if name == "keyfiles":
+        with atheris.instrument_imports(include=["engram"]):
+            from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+            from engram.protocol.keyfiles import (
+                LogKey,
+                format_agent_key,
+                format_log_signer_key,
+                load_agent_key,
+                load_log_key,
+            )
+        key = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+        path = work / "some.key"
+
+        def keyfiles_target(d: bytes) -> None:
+            path.write_bytes(d)
+            path.chmod(0o600)
+            typed(lambda: load_agent_key(path))
+            typed(lambda: load_log_key(path))
+
+        seeds = [format_agent_key("alice", key).encode(), format_log_signer_key(LogKey(ORIGIN, key)).encode()]
+        return seeds, keyfiles_target
+    if name == "inspect":
+        with atheris.instrument_imports(include=["verifier"]):
+            from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+            from verifier.token import inspect, mint
+        seed = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33))).private_bytes_raw()
+        token = mint(
+            seed=seed, origin=ORIGIN, agent="alice", audience="b", kinds=["pact.outcome"], expires=2**31
+        )
+        return [token.encode()], lambda d: typed(lambda: inspect(text(d)))
+    if name == "entries":
+        with atheris.instrument_imports(include=["engram", "verifier"]):
+            from engram.protocol.entries import parse_entry_lines
+            from verifier.merkle import leaf_hash
+        import base64
+
+        leaf = b"\x00" * 40
+        line = json.dumps(
+            {"index": 3, "leaf": base64.b64encode(leaf).decode(), "leaf_hash": leaf_hash(leaf).hex()}
+        )
+
+        def entries_target(d: bytes) -> None:
+            typed(lambda: parse_entry_lines(d, start=3))
+            typed(lambda: parse_entry_lines(text(d), start=3, max_entries=1))
+
+        return [(line + "\n").encode()], entries_target
+    if name == "settings":
+        import os
+
+        with atheris.instrument_imports(include=["ledger", "api"]):
+            from pydantic import ValidationError
+
+            from api.settings import ApiSettings
+            from ledger.config import Settings
+        base = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+
+        def settings_target(d: bytes) -> None:
+            env: dict[str, str] = {}
+            for raw in text(d).split("\n")[:64]:
+                k, _, v = raw.partition("=")
+                if k and "\x00" not in k + v and "=" not in k:
+                    env["ENGRAM_" + k.removeprefix("ENGRAM_")] = v
+            typed(lambda: Settings.from_env(env))
+            os.environ.clear()
+            os.environ.update(
+                {
+                    **base,
+                    **{
+                        k: v.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                        for k, v in env.items()
+                    },
+                }
+            )
+            try:
+                ApiSettings()
+            except ValidationError:
+                pass  # pydantic's refusal names the variable: the service does not start
+            finally:
+                os.environ.clear()
+                os.environ.update(base)
+
+        seed_env = (
+            b"HOME=/tmp/x\nHOT_MAX_TOKENS=100\nSIGNER_RECORD_WRITE=before-commit\nRATE_LIMIT_PER_MINUTE=5"
+        )
+        return [seed_env], settings_target
+    if name == "hook":
+        with atheris.instrument_imports(include=["engram"]):
+            from engram.harness.hooks import last_assistant_text, parse_payload
+        transcript = work / "t.jsonl"
+
+        def hook_target(d: bytes) -> None:
+            typed(lambda: parse_payload(d))
+            transcript.write_bytes(d)
+            typed(lambda: last_assistant_text(transcript))
+
+        seed_payload = (
+            b'{"session_id": "s", "transcript_path": "/tmp/t", "hook_event_name": "Stop", "cwd": "/"}'
+        )
+        seed_t = b'{"type": "assistant", "message": {"content": [{"type": "text", "text": "done"}]}}\n'
+        return [seed_payload, seed_t], hook_target
+    return None
 
 
 def _seed_bundle() -> tuple[str, bytes]:
