@@ -417,6 +417,15 @@ def log_reanchor(
     out.print("[green]recorded[/]: the log signs again")
 
 
+@log_app.command("pin", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def log_pin(ctx: typer.Context) -> None:
+    """Show the log key pinned for a service (--server URL); --reset forgets it and pins the
+    key the service serves now. (Runs on a client-only install too.)"""
+    from engram.harness.cli import run
+
+    raise typer.Exit(run("log-pin", list(ctx.args), None))
+
+
 @log_app.command("entry")
 def log_entry(index: Annotated[int, typer.Option(help="Leaf index.")]) -> None:
     """Print one leaf (canonical JSON) exactly as stored."""

@@ -47,6 +47,10 @@ def main() -> None:
         from engram.harness.cli import run
 
         raise SystemExit(run(argv[0], argv[1:], _open_local))
+    if argv[:2] == ["log", "pin"]:  # a client's pin: no service needed
+        from engram.harness.cli import run
+
+        raise SystemExit(run("log-pin", argv[2:], _open_local))
     try:
         from ledger.cli import main as cli_main
     except ModuleNotFoundError as e:

@@ -310,24 +310,56 @@ def _pinned_key(url: str) -> Path | None:
     return Path(state) / "log-keys" / hashlib.sha256(url.encode("utf-8")).hexdigest()
 
 
+def pin_file(url: str) -> Path | None:
+    """Where the log key pinned for ``url`` is kept (None without a verifier state dir)."""
+    return _pinned_key(url)
+
+
+def reset_pin(url: str) -> Path | None:
+    """Forget the log key pinned for ``url`` (``engram log pin --reset``); the next
+    connection pins the key the service serves then. Returns the file removed, if any."""
+    pin = _pinned_key(url)
+    if pin is None or not pin.is_file():
+        return None
+    pin.unlink()
+    return pin
+
+
 def resolve_log_key(url: str, log_key: str | None, transport: HttpTransport) -> str:
     """The log's verifier key: given (``--log-key`` / ``ENGRAM_LOG_KEY``), else the one
     pinned for this URL on first use (in the verifier state directory), else fetched from
-    the service and pinned. A service whose key differs from the pinned one is refused."""
+    the service and pinned. The service's key is read every time and compared: a service
+    whose key differs from the given or pinned one is refused with one message naming both
+    keys, the pin and how to re-pin (issue 26: it read as "the request signature does not
+    verify" on every request)."""
+    served = transport.request("GET", "/v1/log/key").text.strip()
     if log_key:
         VerifierKey.parse(log_key)
+        if served != log_key:
+            raise ConfigError(
+                f"the service at {url} serves the log key {served!r}, not the one given "
+                f"(--log-key / ENGRAM_LOG_KEY: {log_key!r}): another log is served at that URL. "
+                "Check the URL, or give the service's key if you trust this log"
+            )
         return log_key
     pin = _pinned_key(url)
     if pin is not None and pin.is_file():
-        return pin.read_text(encoding="utf-8").strip()
-    fetched = transport.request("GET", "/v1/log/key").text.strip()
-    VerifierKey.parse(fetched)
+        pinned = pin.read_text(encoding="utf-8").strip()
+        if served != pinned:
+            raise ConfigError(
+                f"the service at {url} serves the log key {served!r}, but {pinned!r} was pinned for "
+                f"that URL on first use ({pin}): another log is served there now. If that is expected "
+                f"(a new log), re-pin with `engram log pin --reset --server {url}`; otherwise do not "
+                "trust this service"
+            )
+        return pinned
+    VerifierKey.parse(served)
     if pin is not None:
         pin.parent.mkdir(parents=True, exist_ok=True)
         tmp = pin.with_suffix(".tmp")
-        tmp.write_text(fetched + "\n", encoding="utf-8")
+        tmp.write_text(served + "\n", encoding="utf-8")
         os.replace(tmp, pin)
-    return fetched
+    return served
 
 
 def connect_remote(

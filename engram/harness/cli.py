@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from engram.harness.target import LocalFactory, target_from
 from engram.protocol.errors import EngramError
 
-__all__ = ["hook_main", "mcp_main", "version"]
+__all__ = ["hook_main", "mcp_main", "pin_main", "version"]
 
 
 def version() -> str:
@@ -105,10 +105,48 @@ def hook_main(argv: Sequence[str], local: LocalFactory | None) -> int:
     return run_hook(a.harness, lambda: target.open(local))
 
 
+def pin_main(argv: Sequence[str]) -> int:
+    """``engram log pin --server URL [--reset]``: show, or forget and re-pin, the log key
+    this machine pinned for a service on first use (issue 26: a stale pin explained
+    nothing)."""
+    import os
+
+    from engram.client.agent_memory import pin_file, reset_pin, resolve_log_key
+    from engram.client.http import HttpTransport
+
+    p = argparse.ArgumentParser(
+        prog="engram log pin",
+        description="Show the log key pinned for a service; --reset forgets it and pins the key it serves now.",
+    )
+    p.add_argument("--server", metavar="URL", help="the Engram service (default: $ENGRAM_URL)")
+    p.add_argument("--reset", action="store_true", help="forget the pinned key, then pin the service's key")
+    a = p.parse_args(list(argv))
+    url = a.server or os.environ.get("ENGRAM_URL")
+    if not url:
+        p.error("give --server URL (or set ENGRAM_URL)")
+    pin = pin_file(url)
+    if pin is None:
+        sys.stderr.write("engram log pin: no verifier state directory (ENGRAM_VERIFIER_STATE / HOME)\n")
+        return 2
+    if a.reset:
+        gone = reset_pin(url)
+        sys.stdout.write(
+            f"forgot the key pinned for {url} ({gone})\n" if gone else f"no key was pinned for {url}\n"
+        )
+    elif pin.is_file():
+        sys.stdout.write(f"{pin.read_text(encoding='utf-8').strip()}\n(pinned for {url} in {pin})\n")
+        return 0
+    key = resolve_log_key(url, None, HttpTransport(url))
+    sys.stdout.write(f"{key}\n(pinned for {url} in {pin})\n")
+    return 0
+
+
 def run(command: str, argv: Sequence[str], local: LocalFactory | None) -> int:
     try:
         if command == "mcp":
             return mcp_main(argv, local)
+        if command == "log-pin":
+            return pin_main(argv)
         return hook_main(argv, local)
     except EngramError as e:
         check = getattr(e, "check", None)
