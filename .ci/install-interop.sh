@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Install the Go toolchain and the golang.org/x/mod sources (Debian packages)
 # used by tests/interop to cross-check Engram's tlog-tiles export against the
-# Go reference implementation (golang.org/x/mod/sumdb/tlog and sumdb/note).
+# Go reference implementation (golang.org/x/mod/sumdb/tlog and sumdb/note), and
+# Debian's chromium for the browser tests.
 #
 # Idempotent: does nothing when both are already present.
 set -euo pipefail
 
 XMOD_DIR=/usr/share/gocode/src/golang.org/x/mod/sumdb/tlog
 
-if command -v go >/dev/null 2>&1 && [ -d "$XMOD_DIR" ]; then
-    echo "install-interop: go and golang.org/x/mod already installed; nothing to do"
+# Debian's chromium, for the UI tests (Playwright drives it; nothing downloads a browser).
+if command -v go >/dev/null 2>&1 && [ -d "$XMOD_DIR" ] && command -v chromium >/dev/null 2>&1; then
+    echo "install-interop: go, golang.org/x/mod and chromium already installed; nothing to do"
     exit 0
 fi
 
@@ -25,14 +27,18 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-echo "install-interop: installing golang-go and golang-golang-x-mod-dev via apt-get"
+echo "install-interop: installing golang-go, golang-golang-x-mod-dev and chromium via apt-get"
 if ! $SUDO apt-get update -qq; then
     echo "install-interop: ERROR: apt-get update failed" >&2
     exit 1
 fi
 if ! $SUDO apt-get install -y -qq --no-install-recommends \
-        golang-go golang-golang-x-mod-dev >/dev/null; then
-    echo "install-interop: ERROR: apt-get install golang-go golang-golang-x-mod-dev failed" >&2
+        golang-go golang-golang-x-mod-dev chromium >/dev/null; then
+    echo "install-interop: ERROR: apt-get install golang-go golang-golang-x-mod-dev chromium failed" >&2
+    exit 1
+fi
+if ! command -v chromium >/dev/null 2>&1; then
+    echo "install-interop: ERROR: 'chromium' is not on PATH after installation" >&2
     exit 1
 fi
 

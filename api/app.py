@@ -182,9 +182,27 @@ def create_app(
     return app
 
 
+_INDEX = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Engram</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:42rem;margin:3rem auto;padding:0 1rem}
+code{background:#f3f3f3;padding:0 .2em}</style></head>
+<body><h1>Engram</h1>
+<p>Verifiable memory for AI agents: every memory event is a signed entry in one Merkle log.</p>
+<ul>
+<li><a href="/docs">API documentation</a> (the OpenAPI document, <a href="/openapi.json">/openapi.json</a>)</li>
+<li><a href="/checkpoint">The latest signed checkpoint</a> and <a href="/v1/log/key">the log's verifier key</a>:
+check them offline with <code>engram-verify</code></li>
+<li><a href="/healthz">Health</a></li>
+</ul></body></html>
+"""
+
+
 def _offline_docs(app: FastAPI) -> None:
-    """``/docs``: Swagger UI from the ``swagger-ui-bundle`` package's files, under
-    ``/docs/static`` (FastAPI's default page loads them from a CDN, so it is blank offline)."""
+    """``/docs``: Swagger UI 5 (it reads the OpenAPI 3.1 document FastAPI produces; the 4.x
+    that ``swagger-ui-bundle`` carried showed "Unable to render this definition", issue 26)
+    from the ``swagger-ui-bundle-v2`` package's files, under ``/docs/static`` (FastAPI's
+    default page loads them from a CDN, so it is blank offline). ``/``: a page of links."""
     from fastapi.openapi.docs import get_swagger_ui_html
     from fastapi.responses import HTMLResponse
     from fastapi.staticfiles import StaticFiles
@@ -201,3 +219,7 @@ def _offline_docs(app: FastAPI) -> None:
             swagger_css_url="/docs/static/swagger-ui.css",
             swagger_favicon_url="/docs/static/favicon-32x32.png",
         )
+
+    @app.get("/", include_in_schema=False)
+    def index() -> HTMLResponse:
+        return HTMLResponse(_INDEX)
