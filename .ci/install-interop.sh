@@ -9,6 +9,25 @@ set -euo pipefail
 
 XMOD_DIR=/usr/share/gocode/src/golang.org/x/mod/sumdb/tlog
 
+# Hermes Agent from the registry, pinned, in an environment of its own (its dependencies are
+# pinned too), with Engram's client beside it: tests/interop/test_hermes_real.py drives it.
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+HERMES_VERSION=0.19.0
+if ! "$ROOT/.venv-hermes/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('hermes-agent') != '$HERMES_VERSION')" 2>/dev/null; then
+    echo "install-interop: installing hermes-agent==$HERMES_VERSION into .venv-hermes"
+    python3 -m venv "$ROOT/.venv-hermes"
+    "$ROOT/.venv-hermes/bin/pip" install -q "hermes-agent==$HERMES_VERSION" 2>&1 | grep -v '^WARNING: Location' || true
+    "$ROOT/.venv-hermes/bin/python" -c "import agent.memory_manager, plugins.memory" || {
+        echo "install-interop: ERROR: hermes-agent did not install" >&2
+        exit 1
+    }
+fi
+"$ROOT/.venv-hermes/bin/pip" install -q -e "$ROOT[client]" 2>&1 | grep -v '^WARNING: Location' || true
+"$ROOT/.venv-hermes/bin/python" -c "import engram.harness.hermes" || {
+    echo "install-interop: ERROR: engram[client] did not install into .venv-hermes" >&2
+    exit 1
+}
+
 # Debian's chromium, for the UI tests (Playwright drives it; nothing downloads a browser).
 if command -v go >/dev/null 2>&1 && [ -d "$XMOD_DIR" ] && command -v chromium >/dev/null 2>&1; then
     echo "install-interop: go, golang.org/x/mod and chromium already installed; nothing to do"

@@ -17,7 +17,7 @@ from typing import Any
 SERVER_LIBRARIES = frozenset(
     {"sqlalchemy", "alembic", "psycopg", "typer", "fastapi", "pydantic_settings", "uvicorn"}
 )
-FAST_COMMANDS = ("mcp", "hook")
+FAST_COMMANDS = ("mcp", "hook", "hermes")
 
 
 def _open_local(key_file: Path) -> Any:

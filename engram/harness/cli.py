@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from engram.harness.target import LocalFactory, target_from
 from engram.protocol.errors import EngramError
 
-__all__ = ["hook_main", "mcp_main", "pin_main", "version"]
+__all__ = ["hermes_main", "hook_main", "mcp_main", "pin_main", "version"]
 
 
 def version() -> str:
@@ -141,12 +141,37 @@ def pin_main(argv: Sequence[str]) -> int:
     return 0
 
 
+def hermes_main(argv: Sequence[str]) -> int:
+    """``engram hermes install [--hermes-home DIR]``: the plugin directory Hermes discovers."""
+    from engram.harness.hermes_install import hermes_home, install_plugin
+
+    p = argparse.ArgumentParser(prog="engram hermes", description="Engram for Hermes Agent.")
+    sub = p.add_subparsers(dest="action", required=True)
+    inst = sub.add_parser(
+        "install", help="write $HERMES_HOME/plugins/engram/, where Hermes discovers memory providers"
+    )
+    inst.add_argument(
+        "--hermes-home", metavar="DIR", help="Hermes' home (default: $HERMES_HOME, else ~/.hermes)"
+    )
+    a = p.parse_args(list(argv))
+    result = install_plugin(hermes_home(a.hermes_home))
+    what = f"wrote {', '.join(result.written)}" if result.written else "already installed"
+    sys.stdout.write(
+        f"Engram memory provider for Hermes in {result.directory} ({what}).\n"
+        "Select it:  hermes config set memory.provider engram\n"
+        "Check it:   hermes memory status\n"
+    )
+    return 0
+
+
 def run(command: str, argv: Sequence[str], local: LocalFactory | None) -> int:
     try:
         if command == "mcp":
             return mcp_main(argv, local)
         if command == "log-pin":
             return pin_main(argv)
+        if command == "hermes":
+            return hermes_main(argv)
         return hook_main(argv, local)
     except EngramError as e:
         check = getattr(e, "check", None)

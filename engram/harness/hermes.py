@@ -14,9 +14,10 @@ Hermes calls a provider at fixed points of its loop; each maps onto Engram's ses
 tools                       ``engram_recall``, ``engram_remember``
 ==========================  =============================================================
 
-Install: ``pip install 'engram[client]'`` in Hermes' environment registers the provider
-through the ``hermes_agent.memory_providers`` entry point; select it with
-``hermes config set memory.provider engram``. Configuration: ``$HERMES_HOME/engram.json``
+Install: ``pip install 'engram[client]'`` in Hermes' environment, then ``engram hermes
+install`` (engram.harness.hermes_install: the plugin directory Hermes discovers; the
+``hermes_agent.memory_providers`` entry point is kept, but Hermes 0.19 reads none); select
+it with ``hermes config set memory.provider engram``. Configuration: ``$HERMES_HOME/engram.json``
 (``url``, ``key_file``, ``log_key``, written by ``hermes memory setup``), else the
 ``ENGRAM_URL`` / ``ENGRAM_KEY_FILE`` / ``ENGRAM_LOG_KEY`` variables; without a URL the
 embedded log is used when the service is installed beside Hermes.
