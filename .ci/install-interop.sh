@@ -28,6 +28,20 @@ fi
     exit 1
 }
 
+# The real Claude Code and Codex CLIs from the npm registry, pinned by package-lock.json
+# (tests/interop/test_harnesses_real.py runs them against a fake model endpoint on loopback).
+HARNESSES="$ROOT/tests/interop/harnesses"
+if ! [ -x "$HARNESSES/node_modules/.bin/claude" ] || ! [ -x "$HARNESSES/node_modules/.bin/codex" ] \
+        || ! cmp -s "$HARNESSES/package-lock.json" "$HARNESSES/node_modules/.package-lock.json.installed"; then
+    echo "install-interop: npm ci of the Claude Code and Codex CLIs (tests/interop/harnesses)"
+    (cd "$HARNESSES" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    cp "$HARNESSES/package-lock.json" "$HARNESSES/node_modules/.package-lock.json.installed"
+fi
+"$HARNESSES/node_modules/.bin/claude" --version >/dev/null && "$HARNESSES/node_modules/.bin/codex" --version >/dev/null || {
+    echo "install-interop: ERROR: the Claude Code or Codex CLI does not run" >&2
+    exit 1
+}
+
 # Debian's chromium, for the UI tests (Playwright drives it; nothing downloads a browser).
 if command -v go >/dev/null 2>&1 && [ -d "$XMOD_DIR" ] && command -v chromium >/dev/null 2>&1; then
     echo "install-interop: go, golang.org/x/mod and chromium already installed; nothing to do"
