@@ -1129,7 +1129,9 @@ def bundle_create(
     data = create_bundle(ledger, claim_obj, trusted_size=trusted_size, token=token, audience=audience)
     write_file(output, data)  # never through a symlink planted at the path (issue 25, finding 9)
     out.print(f"bundle of {len(data)} bytes written to {output}")
-    out.print(f'verify offline: engram-verify bundle {output} --log-key "{ledger.vkey}"')
+    # A bundle with a share token verifies only for its audience (issue 26, finding 6).
+    aud = f' --audience "{audience}"' if audience else ""
+    out.print(f'verify offline: engram-verify bundle {output} --log-key "{ledger.vkey}"{aud}')
 
 
 def _duration_s(text: str) -> int:

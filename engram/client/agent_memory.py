@@ -27,6 +27,7 @@ from engram.client.http import HttpTransport, RemoteMemory
 from engram.client.sdk import Agent
 from engram.protocol.entries import parse_entry_lines
 from engram.protocol.errors import ConfigError, NotFoundError, ProofError
+from engram.protocol.recall_block import hot_part
 from engram.protocol.scopes import GLOBAL, scope_of
 from verifier.event import Leaf
 from verifier.merkle import verify_inclusion
@@ -292,7 +293,9 @@ class RemoteAgentMemory:
 
     def hot_block(self, session: str | None = None, scopes: Sequence[str] | None = None) -> str:
         out = self.remote.recall("", session=session, limit=1, scopes=scopes)
-        return str(out["context"])
+        # The HOT section alone, as the embedded log gives it (issue 26: the service's block
+        # carried one more memory under a "recalled for this query" heading, with no query).
+        return hot_part(str(out["context"]))
 
     def log_key(self) -> str:
         return self._vkey

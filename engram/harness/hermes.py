@@ -38,6 +38,7 @@ from engram.client.agent_memory import AgentMemory
 from engram.harness.hooks import engram_session
 from engram.harness.target import Target, target_from
 from engram.protocol.errors import EngramError
+from engram.protocol.recall_block import without_hot
 
 __all__ = ["EngramMemoryProvider", "register"]
 
@@ -229,7 +230,8 @@ class EngramMemoryProvider(_hermes_base()):  # type: ignore[misc]
     def prefetch(self, query: str, *, session_id: str = "") -> str:
         with self._lock:
             out = self.mem.recall(query[:2000], session=self.session, budget_tokens=1800)
-        return str(out["context"])
+        # The system prompt already holds the HOT section (system_prompt_block; issue 26).
+        return without_hot(str(out["context"]))
 
     def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
         """Nothing to warm: recall reads the projection directly."""

@@ -48,6 +48,7 @@ from engram.client.agent_memory import AgentMemory
 from engram.protocol.errors import EngramError, MalformedError
 from engram.protocol.files import loads_bounded
 from engram.protocol.gate import quote_for_block
+from engram.protocol.recall_block import without_hot
 
 _SNAPSHOT_FOCUS = re.compile(r"Focus: the turn at log index (\d{1,16})\.")
 _SNAPSHOT_REFS = re.compile(r"Open commitments and decisions: refs ([0-9., ]{1,200})\.")
@@ -342,7 +343,8 @@ class Hook:
         every = self._snapshot_every()
         if every and n % every == 0:
             self.snapshot(f"every {every} exchanges")
-        return self._context("UserPromptSubmit", str(out["context"]))
+        # SessionStart injected the HOT section; each prompt adds what it recalls (issue 26).
+        return self._context("UserPromptSubmit", without_hot(str(out["context"])))
 
     def stop(self) -> str:
         text = self._field("last_assistant_message")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -94,7 +95,7 @@ def test_engram_verify_runs_with_only_cryptography(tmp_path: Path) -> None:
         text=True,
     ).stdout.strip()
     bundle = tmp_path / "claim.json"
-    subprocess.run(
+    created = subprocess.run(
         [
             ENGRAM,
             "bundle",
@@ -111,7 +112,20 @@ def test_engram_verify_runs_with_only_cryptography(tmp_path: Path) -> None:
         env=env,
         check=True,
         capture_output=True,
+        text=True,
     )
+    # The verify command it prints runs as printed (issue 26, finding 6: it lacked --audience).
+    printed = " ".join(created.stdout.split("verify offline: ", 1)[1].split())
+    argv = shlex.split(printed)
+    assert argv[:2] == ["engram-verify", "bundle"] and "--audience" in argv
+    as_printed = subprocess.run(
+        [str(py), "-m", "verifier.cli", *argv[1:]],
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": str(site)},
+        timeout=120,
+    )
+    assert as_printed.returncode == 0, as_printed.stdout + as_printed.stderr
     run = subprocess.run(
         [str(py), "-m", "verifier.cli", "bundle", str(bundle), "--log-key", vkey, "--audience", "buyer-1"],
         capture_output=True,
