@@ -491,31 +491,59 @@ def _bundle(d: _Demo) -> None:
     d.bundle_path, d.token_path = bundle_path, token_path
 
 
+def _command(name: str) -> str:
+    """``name`` if the shell finds this installation's copy on PATH, else its absolute path
+    (issue 26, finding 6: after the README's set-up command, ``engram`` is in ``.venv/bin``,
+    not on a fresh shell's PATH, and the printed commands failed as written)."""
+    import shutil
+    import sys
+
+    here = Path(sys.executable).parent / name
+    found = shutil.which(name)
+    if found is not None and (not here.exists() or Path(found).resolve() == here.resolve()):
+        return name
+    return str(here) if here.exists() else name
+
+
 def _how_to_check(d: _Demo) -> None:
     console, settings, vkey = d.console, d.settings, d.ledger.vkey
     support, _ = _agents(d)
     sample, old, tiles_dir, bundle_path = d.sample, d.early_checkpoint, d.tiles_dir, d.bundle_path
     console.rule("[bold]How to check it yourself")
     home = settings.home
-    console.print(f"  ENGRAM_HOME={home} engram log key                        # the log's verifier key")
-    console.print(f"  ENGRAM_HOME={home} engram log checkpoint                 # the signed checkpoint note")
-    console.print(f"  ENGRAM_HOME={home} engram log prove --index {sample[-1]} --format tlog-proof")
-    console.print(f"  ENGRAM_HOME={home} engram log prove-consistency --old {old.size}")
-    console.print(f"  ENGRAM_HOME={home} engram memory show --agent {support.agent_id}")
+    engram, verify = _command("engram"), _command("engram-verify")
     console.print(
-        f'  ENGRAM_HOME={home} engram memory recall --agent {support.agent_id} "refund" --include-cold'
+        f"  ENGRAM_HOME={home} {engram} log key                        # the log's verifier key",
+        soft_wrap=True,
     )
     console.print(
-        f"  ENGRAM_HOME={home} engram memory rebuild                 # replay the log, compare digests"
+        f"  ENGRAM_HOME={home} {engram} log checkpoint                 # the signed checkpoint note",
+        soft_wrap=True,
     )
     console.print(
-        f"  ENGRAM_HOME={home} engram export tiles DIR   # C2SP tlog-tiles; any RFC 6962 tool can recompute the root"
+        f"  ENGRAM_HOME={home} {engram} log prove --index {sample[-1]} --format tlog-proof", soft_wrap=True
+    )
+    console.print(f"  ENGRAM_HOME={home} {engram} log prove-consistency --old {old.size}", soft_wrap=True)
+    console.print(f"  ENGRAM_HOME={home} {engram} memory show --agent {support.agent_id}", soft_wrap=True)
+    console.print(
+        f'  ENGRAM_HOME={home} {engram} memory recall --agent {support.agent_id} "refund" --include-cold',
+        soft_wrap=True,
     )
     console.print(
-        f"  engram-verify log {tiles_dir} --log-key {vkey}   # offline audit: stdlib + cryptography only"
+        f"  ENGRAM_HOME={home} {engram} memory rebuild                 # replay the log, compare digests",
+        soft_wrap=True,
     )
     console.print(
-        f"  engram-verify bundle {bundle_path} --log-key {vkey} --audience buyer-1   # the buyer's check"
+        f"  ENGRAM_HOME={home} {engram} export tiles DIR   # C2SP tlog-tiles; any RFC 6962 tool can recompute the root",
+        soft_wrap=True,
+    )
+    console.print(
+        f"  {verify} log {tiles_dir} --log-key {vkey}   # offline audit: stdlib + cryptography only",
+        soft_wrap=True,
+    )
+    console.print(
+        f"  {verify} bundle {bundle_path} --log-key {vkey} --audience buyer-1   # the buyer's check",
+        soft_wrap=True,
     )
     console.print("[bold green]demo complete[/]")
 
