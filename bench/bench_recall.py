@@ -21,7 +21,7 @@ questions about the first third of the conversation and for "latest"-type questi
 Engram's recall latency p50/p99. Baselines over the same documents in the same run: BM25, the
 256-d embedding alone (Engram's default embedder, cosine), and their rank fusion (RRF,
 k = 60); the ratio is to the best of the three. BM25 is ``bm25s`` when installed (``pip install
-'engram[bench]'``), else a built-in Okapi BM25 (k1 = 1.5, b = 0.75); the output says which.
+'.[bench]'``), else a built-in Okapi BM25 (k1 = 1.5, b = 0.75); the output says which.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 (:mod:`engram.harness.cli`: argparse, the client only; the embedded log is loaded only when
 they act on it), so a hook against an Engram service starts in well under 0.2 s. Everything
 else is the service CLI (:mod:`ledger.cli`), or a clear message when only the client or the
-verifier is installed (``pip install 'engram[client]'`` has no database driver, no web server
+verifier is installed (the ``client`` extra has no database driver, no web server
 and no CLI framework)."""
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from typing import Any
+
+from engram import install_hint
 
 #: Libraries only the service needs (the ``server`` extra).
 SERVER_LIBRARIES = frozenset(
@@ -31,7 +33,7 @@ def _open_local(key_file: Path) -> Any:
 
         raise ConfigError(
             f"the embedded log is not installed here (missing {e.name}): give --server URL / ENGRAM_URL, "
-            "or pip install 'engram[server]'"
+            f"or {install_hint('server')}"
         ) from None
     return open_local(key_file)
 
@@ -41,7 +43,9 @@ def main() -> None:
     if argv[:1] in (["--version"], ["-V"]):
         from importlib.metadata import version
 
-        sys.stdout.write(f"engram {version('engram')}\n")
+        from engram import DISTRIBUTION
+
+        sys.stdout.write(f"engram {version(DISTRIBUTION)}\n")
         return
     if argv[:1] and argv[0] in FAST_COMMANDS:
         from engram.harness.cli import run
@@ -58,7 +62,7 @@ def main() -> None:
             raise
         sys.stderr.write(
             f"engram: the service is not installed here (missing {e.name}). Install it with\n"
-            "    pip install 'engram[server]'\n"
+            f"    {install_hint('server')}\n"
             "The client (engram.client), engram mcp --server and engram hook --server, and\n"
             "engram-verify work without it.\n"
         )

@@ -1,4 +1,4 @@
-"""What an agent, a buyer, an auditor or an MCP server installs (``pip install 'engram[client]'``):
+"""What an agent, a buyer, an auditor or an MCP server installs (the ``client`` extra of the engram-ledger distribution):
 the agent SDK (:class:`Agent`, :class:`Transport`), the HTTP client (:class:`HttpTransport`,
 :class:`RemoteMemory`, :class:`Buyer`) and the server demo. Imports only
 :mod:`engram.protocol`, :mod:`verifier`, httpx and rich, never the service

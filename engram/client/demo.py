@@ -204,7 +204,7 @@ def run_server_demo(
 
 def main(argv: list[str] | None = None) -> None:
     """``engram-client-demo URL [--log-key VKEY]``: the journeys from a client-only install
-    (``pip install 'engram[client]'``); registering agents needs ENGRAM_OPERATOR_TOKEN."""
+    (the ``client`` extra); registering agents needs ENGRAM_OPERATOR_TOKEN."""
     parser = argparse.ArgumentParser(prog="engram-client-demo", description=main.__doc__)
     parser.add_argument("url", help="the Engram service, e.g. http://127.0.0.1:8000")
     parser.add_argument("--log-key", help="the service log's verifier key, pinned (`engram log key`)")

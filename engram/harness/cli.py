@@ -8,6 +8,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from engram import DISTRIBUTION, install_hint
 from engram.harness.target import LocalFactory, target_from
 from engram.protocol.errors import EngramError
 
@@ -19,7 +20,7 @@ def version() -> str:
     from importlib.metadata import version as v
 
     try:
-        return v("engram")
+        return v(DISTRIBUTION)
     except PackageNotFoundError:  # pragma: no cover
         return "0+unknown"
 
@@ -63,7 +64,7 @@ def mcp_main(argv: Sequence[str], local: LocalFactory | None) -> int:
     try:
         from engram.harness.mcp_server import build_server
     except ModuleNotFoundError as e:
-        sys.stderr.write(f"engram mcp: the MCP SDK is not installed ({e.name}); pip install 'engram[mcp]'\n")
+        sys.stderr.write(f"engram mcp: the MCP SDK is not installed ({e.name}); {install_hint('mcp')}\n")
         return 2
     server = build_server(lambda: target.open(local, lite=False))
     if a.transport == "stdio":

@@ -14,7 +14,7 @@ Hermes calls a provider at fixed points of its loop; each maps onto Engram's ses
 tools                       ``engram_recall``, ``engram_remember``
 ==========================  =============================================================
 
-Install: ``pip install 'engram[client]'`` in Hermes' environment, then ``engram hermes
+Install: the ``client`` extra in Hermes' environment, then ``engram hermes
 install`` (engram.harness.hermes_install: the plugin directory Hermes discovers; the
 ``hermes_agent.memory_providers`` entry point is kept, but Hermes 0.19 reads none); select
 it with ``hermes config set memory.provider engram``. Configuration: ``$HERMES_HOME/engram.json``

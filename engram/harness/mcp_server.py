@@ -23,6 +23,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from engram import DISTRIBUTION
 from engram.client.agent_memory import AgentMemory
 from engram.protocol.errors import EngramError, MalformedError
 from engram.protocol.problems import TYPE_BASE, problem_type_for
@@ -112,7 +113,7 @@ def build_server(factory: Callable[[], AgentMemory], *, name: str = "engram") ->
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        ver = version("engram")
+        ver = version(DISTRIBUTION)
     except PackageNotFoundError:  # pragma: no cover - a source checkout without metadata
         ver = "0"
     mem = _Memory(factory)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from engram import install_hint
 from engram.protocol.errors import EngramError, MalformedError
 from engram.protocol.files import loads_bounded
 from ledger.outbound import OutboundError, post_json
@@ -142,11 +143,9 @@ def _load_wordllama() -> tuple[Any, Any]:
         from safetensors import safe_open
         from tokenizers import Tokenizer
     except ImportError as e:  # pragma: no cover - a server install always has them
-        raise EmbedderError(
-            f"the wordllama embedder is not installed ({e}); pip install 'engram[server]'"
-        ) from e
+        raise EmbedderError(f"the wordllama embedder is not installed ({e}); {install_hint('server')}") from e
     if spec is None or not spec.submodule_search_locations:
-        raise EmbedderError("the wordllama embedder is not installed; pip install 'engram[server]'")
+        raise EmbedderError(f"the wordllama embedder is not installed; {install_hint('server')}")
     pkg = Path(next(iter(spec.submodule_search_locations)))
     weights = pkg / "weights" / f"{_WL_CONFIG}_{_WL_DIM}.safetensors"
     tok_file = next(

@@ -1,4 +1,4 @@
-"""``pip install 'engram[client]'`` in a fresh virtual environment: the client installs without
+"""``pip install '<checkout>[client]'`` (the engram-ledger distribution) in a fresh virtual environment: the client installs without
 the server's libraries, and from there runs the user journeys against a real ``engram serve``
 (started from the full install)."""
 
@@ -93,7 +93,7 @@ def test_engram_command_says_how_to_install_the_service(client_venv: Path) -> No
         [str(client_venv / "bin" / "engram"), "demo"], capture_output=True, text=True, check=False
     )
     assert run.returncode == 2
-    assert "pip install 'engram[server]'" in run.stderr
+    assert "[server]' (the engram-ledger distribution)" in run.stderr
     assert "Traceback" not in run.stderr
     verify = subprocess.run(
         [str(client_venv / "bin" / "engram-verify"), "--help"], capture_output=True, text=True, check=False
@@ -157,3 +157,43 @@ def test_client_only_install_runs_the_journeys_against_a_server(
     )
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert "replayed" in demo.stdout and "match the checkpoint" in demo.stdout
+
+
+def test_issue26_f5_the_readme_wheel_line_installs_engram_ledger(tmp_path: Path) -> None:
+    """Issue 26, finding 5: ``pip install 'engram[client]'`` installs an unrelated project.
+    The distribution is engram-ledger, built here and installed by the README's own line
+    (``pip install 'engram-ledger[client] @ file:///.../dist/engram_ledger-...whl'``)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    line = readme.split("`pip install 'engram-ledger[client] @ file://", 1)[1].split("'`", 1)[0]
+    assert line.startswith("/path/to/dist/engram_ledger-") and line.endswith(".whl")
+    dist = tmp_path / "dist"
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stderr[-2000:]
+    wheel = dist / Path(line).name
+    assert wheel.exists(), sorted(p.name for p in dist.iterdir())  # the README names the file built
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    run = subprocess.run(
+        [
+            str(venv / "bin" / "pip"),
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            f"engram-ledger[client] @ {wheel.as_uri()}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    show = _python(
+        venv, "import importlib.metadata as m; print(m.version('engram-ledger')); import engram.client.http"
+    )
+    assert show.returncode == 0 and show.stdout.strip() == "0.1.0", show.stderr
+    version = subprocess.run([str(venv / "bin" / "engram"), "--version"], capture_output=True, text=True)
+    assert version.stdout.strip() == "engram 0.1.0", version.stdout + version.stderr
