@@ -40,6 +40,8 @@ def client_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ignore=shutil.ignore_patterns(
             ".git",
             ".venv",
+            ".venv-hermes",
+            "node_modules",
             "build",
             "*.egg-info",
             "__pycache__",
