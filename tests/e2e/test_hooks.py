@@ -27,7 +27,11 @@ README_URL = "http://127.0.0.1:8080"
 
 def readme_hook_commands() -> dict[str, dict[str, str]]:
     """The hook commands the README tells users to paste, per harness and event."""
-    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Inside the agent's harness", 1)[1]
+    section = (
+        (ROOT / "docs" / "harnesses.md")
+        .read_text(encoding="utf-8")
+        .split("## Inside the agent's harness", 1)[1]
+    )
     section = section.split("\n## ", 1)[0]
     (cc,) = re.findall(r"```json\n(.+?)\n```", section, flags=re.S)
     (cx,) = re.findall(r"```toml\n(.+?)\n```", section, flags=re.S)

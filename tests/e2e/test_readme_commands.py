@@ -1,4 +1,5 @@
-"""README command blocks run as written (in a fresh ENGRAM_HOME, with the venv's scripts on PATH)."""
+"""The tour's command blocks (docs/tour.md, from the README until issue 26) run as written (in
+a fresh ENGRAM_HOME, with the venv's scripts on PATH)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+TOUR = ROOT / "docs" / "tour.md"
+
+
 def _block(heading: str) -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = TOUR.read_text(encoding="utf-8")
     section = readme.split(heading + "\n", 1)[1].split("\n#", 1)[0]
     (block,) = re.findall(r"```bash\n(.+?)\n```", section, flags=re.S)
     return block
@@ -43,7 +47,7 @@ def test_readme_witness_block_runs_as_written(tmp_path: Path) -> None:
 
 
 def test_readme_in_process_python_block_runs_as_written(tmp_path: Path) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = TOUR.read_text(encoding="utf-8")
     section = readme.split("From Python (the agent SDK):\n", 1)[1]
     code = re.findall(r"```python\n(.+?)\n```", section, flags=re.S)[0]
     env = {**os.environ, "ENGRAM_HOME": str(tmp_path / ".engram")}
@@ -63,7 +67,7 @@ def test_readme_memory_tour_recalls_semantically_and_finds_turns(tmp_path: Path)
     recall finds the IE11 decision with no shared word, and the open session's turn comes back
     under RECORDS. (Lines naming fixed refs are left to the README issue: refs depend on what
     ran before.)"""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = TOUR.read_text(encoding="utf-8")
     section = readme.split("Memory, tier by tier", 1)[1]
     (block,) = re.findall(r"```bash\n(.+?)\n```", section, flags=re.S)[:1]
     lines = [ln for ln in block.splitlines() if "--ref" not in ln]

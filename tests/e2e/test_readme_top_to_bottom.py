@@ -1,5 +1,5 @@
-"""The README runs top to bottom as written (issue 13): every shell and Python block after the
-set-up commands, in order, in one shell in a fresh directory (SQLite; the HTTP part against
+"""The tour (docs/tour.md, moved out of the README by issue 26) runs top to bottom as written
+(issue 13): every shell and Python block, in order, in one shell in a fresh directory (SQLite; the HTTP part against
 the live ``engram serve`` the README starts). Ports are moved to free ones; nothing else is
 changed. Plus one named regression per trap a newcomer hit."""
 
@@ -19,9 +19,9 @@ ENGRAM = str(BIN / "engram")
 
 
 def readme_script() -> str:
-    """The blocks after "## Set up", as one bash script (Python blocks as heredocs)."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    body = readme.split("## Five-minute tour\n", 1)[1]
+    """The tour's blocks, as one bash script (Python blocks as heredocs)."""
+    tour = (ROOT / "docs" / "tour.md").read_text(encoding="utf-8")
+    body = tour.split("## The tour\n", 1)[1]
     parts: list[str] = []
     for lang, code in re.findall(r"```(bash|python)\n(.+?)\n```", body, flags=re.S):
         if lang == "bash":

@@ -24,9 +24,11 @@ from tests.interop.harnesses.fake_model import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "tests" / "interop" / "harnesses" / "node_modules" / ".bin"
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = (ROOT / "docs" / "harnesses.md").read_text(encoding="utf-8")  # the blocks the README points to
 FACT = "Remember this: I always deploy on Tuesdays with blue-green rollouts."
 QUESTION = "Which day of the week do I deploy on?"
+#: The opening of a block a hook injected (the MCP server's instructions only mention the tag).
+HOOK_BLOCK = "<memory-context agent="
 
 
 def _need(binary: str) -> str:
@@ -112,7 +114,7 @@ def test_issue26_claude_code_remembers_across_sessions(world: World, tmp_path: P
         )
         assert run.returncode == 0 and "Noted." in run.stdout, run.stdout + run.stderr
     first, second = _model_requests(log)[-2:]
-    assert "memory-context" in first  # SessionStart injected the (empty) HOT block
+    assert HOOK_BLOCK in first  # SessionStart injected the (empty) HOT block
     assert "Tuesdays" in second.replace(QUESTION, "")  # recalled from the first session
 
 
@@ -150,10 +152,10 @@ def test_issue26_f2_codex_runs_the_readme_hooks_once_trusted(world: World, tmp_p
 
     # Untrusted (a fresh config): Codex skips the hooks, and nothing reaches Engram.
     ask(FACT)
-    assert "memory-context" not in _model_requests(log)[-1]
+    assert HOOK_BLOCK not in _model_requests(log)[-1]
     # Trusted for this run: the hooks log and recall.
     ask(FACT, "--dangerously-bypass-hook-trust")
     ask(QUESTION, "--dangerously-bypass-hook-trust")
     first, second = _model_requests(log)[-2:]
-    assert "memory-context" in first
+    assert HOOK_BLOCK in first
     assert "Tuesdays" in second.replace(QUESTION, "")  # the first session's turn, recalled

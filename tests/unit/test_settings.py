@@ -48,7 +48,7 @@ OTHER = {"ENGRAM_VERIFIER_STATE": "verifier/state.py (SDK, buyer, engram-verify)
 
 
 def _readme_variables() -> set[str]:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     section = readme.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     assert rows, "the configuration table has no rows"

@@ -1,0 +1,51 @@
+"""The one-page README's blocks run as written (issue 26, finding 8: the README moved its tour
+to docs/; what stays must still run): "Give your agent memory" then "Check an agent's claim",
+in one shell, from a fresh directory holding the set-up's venv, with a fresh HOME. The port
+is moved to a free one; nothing else is changed."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.e2e.processes import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _section(readme: str, heading: str) -> str:
+    body = readme.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```bash\n(.+?)\n```", body, flags=re.S)
+    return block
+
+
+def test_the_readme_quickstart_runs_as_written(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    script = (
+        _section(readme, "## Give your agent memory") + "\n" + _section(readme, "## Check an agent's claim")
+    )
+    assert "engram serve" in script and "kill $SERVER" in script and "engram-verify bundle" in script
+    script = script.replace("8080", str(free_port()))
+    (tmp_path / ".venv").symlink_to(Path(sys.executable).parent.parent)  # the set-up's venv, here
+    (tmp_path / "run.sh").write_text("trap 'kill ${SERVER:-} 2>/dev/null || true' EXIT\n" + script)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    env |= {"HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+    env["ENGRAM_VERIFIER_STATE"] = os.environ["ENGRAM_VERIFIER_STATE"]
+    run = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", str(tmp_path / "run.sh")],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "The user wants short answers" in run.stdout  # recalled over HTTP
+    assert "VERIFIED" in run.stdout and "FAILED" not in run.stdout
+    assert (tmp_path / "home" / ".config" / "engram" / "claude.key").exists()
+    log = (tmp_path / "engram-serve.log").read_text()
+    assert "GET /healthz" in log or "healthz" in log  # the access log went to the file, not the terminal
+    assert "healthz" not in run.stdout
