@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import os
 import secrets
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -75,8 +76,20 @@ class PgServer:
         self.created.append(name)
         return self.url(name)
 
+    def drop(self, url: str) -> None:
+        """Drop one database of this run now (its test is over), not at the end of the run."""
+        name = url.rsplit("/", 1)[1]
+        if name in self.created:
+            self._exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            self.created.remove(name)
+
     def drop_all(self) -> None:
-        for name in reversed(self.created):
+        # What is left at the end of the run (databases made outside the db_url fixture),
+        # said on the terminal: dropping them one by one was a silent tail (issue 26).
+        left = list(reversed(self.created))
+        if len(left) > 1:
+            sys.__stderr__.write(f"\n[engram tests] dropping {len(left)} PostgreSQL test databases\n")
+        for name in left:
             self._exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
@@ -109,11 +122,14 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def db_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+def db_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
     if backend == "sqlite":
-        return f"sqlite:///{tmp_path / 'engram.db'}"
+        yield f"sqlite:///{tmp_path / 'engram.db'}"
+        return
     server: PgServer = request.getfixturevalue("pg_server")
-    return server.new_database()
+    url = server.new_database()
+    yield url
+    server.drop(url)  # after the engine fixture disposed of its pool
 
 
 @pytest.fixture
