@@ -970,7 +970,7 @@ def memory_rebuild() -> None:
     progress bar); prints the projection digest."""
     _, mem = _memory()
     before = mem.digest()
-    with _progress("re-embedding (log entries)") as tick:
+    with _progress("rebuilding (log entries read and replayed, then embedded)") as tick:
         size, digest = mem.rebuild(progress=tick)
     out.print(f"replayed {size} entries; projection digest {digest}")
     out.print(
@@ -1002,9 +1002,9 @@ def memory_import(
     entries the write gate refuses are reported with the reason and not written."""
     from engram.harness.transfer import import_source
 
-    report = import_source(
-        _agent_memory(key_file, server, log_key), fmt, source, dry_run=dry_run, scope=scope
-    )
+    mem = _agent_memory(key_file, server, log_key)
+    with _progress(f"importing {fmt} memories") as tick:  # issue 26: one line at the end was all
+        report = import_source(mem, fmt, source, dry_run=dry_run, scope=scope, progress=tick)
     data = report.to_json()
     if as_json:
         out.print_json(json.dumps(data, sort_keys=True))

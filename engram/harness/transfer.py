@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,9 +91,11 @@ def import_source(
     dry_run: bool = False,
     gate: WriteGate | None = None,
     scope: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ImportReport:
     """Read, check, then write (see the module docstring). A file that cannot be read raises
-    before anything is written. ``scope`` (default: :func:`default_scope`) tags every entry."""
+    before anything is written. ``scope`` (default: :func:`default_scope`) tags every entry;
+    ``progress(written, to write)`` is called as the writes go."""
     tag = scope_tag(scope or default_scope(fmt, path))
     entries = read_source(fmt, path)
     if tag is not None:
@@ -123,9 +125,11 @@ def import_source(
     if dry_run:
         report.written = [{"source": e.locator, "category": e.category, "content": e.text} for e, _ in todo]
         return report
-    for e, provenance in todo:
+    for n, (e, provenance) in enumerate(todo, start=1):
         out = mem.write(category=e.category, content=e.text, tags=e.tags, provenance=provenance)
         report.written.append({"source": e.locator, "index": out["index"], "ref": out["ref"]})
+        if progress is not None:
+            progress(n, len(todo))
     return report
 
 

@@ -487,6 +487,8 @@ class Projection:
         self._df_cache: dict[str, tuple[int, int]] = {}
         #: set by the sync that applied an erasure: the file is scrubbed after it (scrub)
         self._erasure_applied = False
+        #: called with the applied size after each committed chunk (a rebuild's progress)
+        self._on_chunk: Callable[[int], None] | None = None
 
     # -- applying the log -------------------------------------------------------------
 
@@ -575,6 +577,8 @@ class Projection:
                 if fts_deferred and end >= target:
                     self._rebuild_fulltext(conn)
                 conn.execute(update(mem_cursor).where(mem_cursor.c.id == 1).values(applied_size=end))
+            if self._on_chunk is not None:
+                self._on_chunk(end)
             if end >= target:
                 return end
 
@@ -672,7 +676,9 @@ class Projection:
         )
         return [stand_in(ev, stand_ins) for ev in out]
 
-    def check_replayable(self, end: int | None = None) -> int:
+    def check_replayable(
+        self, end: int | None = None, progress: Callable[[int, int], None] | None = None
+    ) -> int:
         """Read and decode every entry below ``end`` (default: the latest checkpoint) the way a
         replay does, in read transactions of :data:`_CHUNK` entries, writing nothing; return
         the size checked. A row a replay would stop on (a leaf or body that is not bytes, a
@@ -688,15 +694,17 @@ class Projection:
             except DBAPIError as e:
                 raise StorageError(f"database error: {e.orig!r}") from e
             start = stop
+            if progress is not None:
+                progress(start, 2 * target)  # the first half of a rebuild
         return target
 
-    def rebuild(self) -> int:
+    def rebuild(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Replay the log from index 0 into an emptied projection, once every entry up to the
         latest checkpoint has been read and decoded (:meth:`check_replayable`): a bad row
         stops the rebuild before anything is dropped, the projection in place keeps serving,
         and the error names the row (issue 25, finding 10: one bad body took memory down for
-        every agent)."""
-        self.check_replayable()
+        every agent). ``progress(done, total)``: entries read, then entries replayed."""
+        target = self.check_replayable(progress=progress)
 
         def reset() -> int:
             with self._projector() as conn:
@@ -718,7 +726,12 @@ class Projection:
             return 0
 
         self._retrying(reset)
-        return self.sync()
+        if progress is not None:
+            self._on_chunk = lambda end: progress(target + min(end, target), 2 * target)
+        try:
+            return self.sync()
+        finally:
+            self._on_chunk = None
 
     def digest(self) -> tuple[int, str]:
         """(applied size, projection digest) read in one transaction, streaming the rows in

@@ -792,9 +792,10 @@ class MemoryService:
 
     def rebuild(self, progress: Callable[[int, int], None] | None = None) -> tuple[int, str]:
         """Drop the projection (and its vectors) and replay the whole log, then re-embed
-        (``progress(entries embedded, entries)`` as it goes); return (size, digest)."""
+        (``progress(done, total)`` as it goes: entries read and replayed, then embedded);
+        return (size, digest)."""
         self.flush_access()
-        self.projection.rebuild()
+        self.projection.rebuild(progress)
         if self.vectors is not None:
             self.vectors.embed_pending(progress)
         return self.projection.digest()
