@@ -437,21 +437,29 @@ def log_entry(index: Annotated[int, typer.Option(help="Leaf index.")]) -> None:
 
 @contextmanager
 def _progress(description: str) -> Iterator[Callable[[int, int], None]]:
-    """A transient progress bar on stderr; yields ``tick(done, total)``."""
-    with Progress(
+    """A transient progress bar on stderr; yields ``tick(done, total)``. The bar appears at
+    the first tick: a command that fails before it has work to show prints its error alone."""
+    progress = Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=err,
         transient=True,
-    ) as progress:
-        task = progress.add_task(description, total=None)
+    )
+    task: list[Any] = []
 
-        def tick(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
+    def tick(done: int, total: int) -> None:
+        if not task:
+            progress.start()
+            task.append(progress.add_task(description, total=None))
+        progress.update(task[0], completed=done, total=total)
 
+    try:
         yield tick
+    finally:
+        if task:
+            progress.stop()
 
 
 @export_app.command("tiles")

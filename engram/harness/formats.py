@@ -76,9 +76,16 @@ def tag(text: str) -> str | None:
 
 
 def _tags(*names: str | None) -> tuple[str, ...]:
+    """Tags derived from a source's names (format, heading, file). One that reads as a scope
+    tag (``user-…``, ``project-…``: a Codex heading "User preferences") is marked as a topic
+    (``about-user-preferences``): it would otherwise move the memory out of the global scope."""
+    from engram.protocol.scopes import KINDS
+
     out: list[str] = []
     for n in names:
         t = tag(n) if n else None
+        if t and t.startswith(tuple(f"{k}-" for k in KINDS)):
+            t = tag(f"about-{t}")
         if t and t not in out:
             out.append(t)
     return tuple(out[:8])
@@ -189,6 +196,44 @@ _INDEX_LINK = re.compile(r"^\s*[-*]\s+\[([^\]]+)\]\(([^)]+)\)(?:\s*(?:—|-|:)\s
 
 
 def read_claude_code(root: Path) -> list[Entry]:
+    """A project's ``memory/`` directory; the projects root (``~/.claude/projects``: every
+    project's ``memory/``, each entry tagged with its project's scope); or a plain
+    ``CLAUDE.md`` (or any Markdown file: its bullets and paragraphs). Issue 26, finding 7: the
+    projects root and ``CLAUDE.md`` were refused."""
+    if root.is_file():
+        if root.suffix.lower() != ".md":
+            raise FormatError(
+                f"{root}: a Claude Code source is a memory directory or a Markdown file", check="import.path"
+            )
+        text, sha = _read_text(root, root.parent)
+        out = _markdown_entries(text, root.name, sha, "claude-code", ("claude-code", "claude-md"))
+        if not out:
+            raise FormatError(f"{root}: no bullet or paragraph to import", check="import.empty")
+        return out
+    if not any(p.is_file() for p in root.glob("*.md")):
+        projects = sorted(p for p in root.glob("*/memory") if p.is_dir() and any(p.glob("*.md")))
+        if projects:  # the projects root
+            from engram.protocol.scopes import claude_project_scope, scope_tag
+
+            out = []
+            for mem in projects:
+                project_tag = scope_tag(claude_project_scope(encoded=mem.parent.name))
+                for e in _read_claude_dir(mem, root):
+                    out.append(
+                        Entry(
+                            e.text,
+                            e.category,
+                            (*e.tags, project_tag)[:16] if project_tag else e.tags,
+                            e.locator,
+                            e.file_sha256,
+                            e.extra,
+                        )
+                    )
+            return out
+    return _read_claude_dir(root, root)
+
+
+def _read_claude_dir(root: Path, base: Path) -> list[Entry]:
     files = sorted(p for p in root.glob("*.md") if p.is_file())
     if len(files) > MAX_FILES:
         raise FormatError(f"{root}: more than {MAX_FILES} files", check="import.size")
@@ -197,7 +242,7 @@ def read_claude_code(root: Path) -> list[Entry]:
     out: list[Entry] = []
     for path in files:
         text, sha = _read_text(path, root)
-        rel = _rel(path, root)
+        rel = _rel(path, base)
         if path.name == "MEMORY.md":
             for n, line in enumerate(text.split("\n"), start=1):
                 s = line.strip()
@@ -212,12 +257,30 @@ def read_claude_code(root: Path) -> list[Entry]:
         kind = fields.get("type") or fields.get("metadata.type") or ""
         category = CLAUDE_TYPES.get(kind, _guess_category(body))
         extra: dict[str, str] = {k: fields[k] for k in ("name", "description") if k in fields}
+        extra["file"] = path.stem
         if kind:
             extra["type"] = kind
         chunks = _split(body) or _split(fields.get("description", ""))
         for part, chunk in enumerate(chunks):
             loc = f"claude-code:{rel}:{first}" + (f":{part}" if len(chunks) > 1 else "")
             out.append(Entry(chunk, category, _tags("claude-code", kind, path.stem), loc, sha, extra))
+    return out
+
+
+#: What of a Claude Code memory file an import keeps beside its text, so an export writes
+#: the file back under its own name (provenance ``claude-code:<key>=<value>``).
+CLAUDE_META = ("file", "name", "description", "type")
+
+
+def claude_meta(provenance: Iterable[Mapping[str, str]]) -> dict[str, str]:
+    """The Claude Code file metadata an import kept in a memory's provenance."""
+    out: dict[str, str] = {}
+    for p in provenance:
+        ref = str(p.get("source_ref", ""))
+        if p.get("source_type") == "external" and ref.startswith("claude-code:") and "=" in ref:
+            key, _, value = ref[len("claude-code:") :].partition("=")
+            if key in CLAUDE_META and key not in out:
+                out[key] = value
     return out
 
 
@@ -231,24 +294,43 @@ def _slug(text: str, used: set[str]) -> str:
 
 
 def write_claude_code(items: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:
+    """One file per memory, named and described as Claude Code expects; a memory imported
+    from Claude Code goes back under its own file name, ``name``, ``description`` and
+    ``type``, and the parts of a file that was split on import are joined again."""
     out.mkdir(parents=True, exist_ok=True)
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    order: list[str] = []
+    for it in items:
+        meta = claude_meta(it.get("provenance") or [])
+        key = f"file:{meta['file']}" if meta.get("file") else f"ref:{it['ref']}"
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(it)
     used: set[str] = set()
     index = ["# Memory Index", ""]
     written: list[Path] = []
-    for it in items:
-        content = str(it["content"])
-        kind = {"PREFERENCE": "feedback", "COMMITMENT": "project"}.get(str(it["category"]), "reference")
-        if "user" in (it.get("tags") or []):
+    for key in order:
+        group = groups[key]
+        first = group[0]
+        meta = claude_meta(first.get("provenance") or [])
+        content = "\n\n".join(str(it["content"]).rstrip() for it in group)
+        kind = meta.get("type") or {"PREFERENCE": "feedback", "COMMITMENT": "project"}.get(
+            str(first["category"]), "reference"
+        )
+        if not meta.get("type") and "user" in (first.get("tags") or []):
             kind = "user"
-        title = " ".join(content.split()[:6])
-        slug = _slug(f"{kind}_{title}", used)
-        desc = content.split("\n", 1)[0][:150]
+        title = meta.get("name") or " ".join(content.split()[:6])
+        desc = meta.get("description") or content.split("\n", 1)[0][:150]
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", meta["file"]).strip("._")[:96] if meta.get("file") else ""
+        slug = stem if stem and stem not in used and stem != "MEMORY" else _slug(f"{kind}_{title}", used)
+        used.add(slug)
         fm = [
             "---",
             f"name: {json.dumps(title, ensure_ascii=False)}",
             f"description: {json.dumps(desc, ensure_ascii=False)}",
             f"type: {kind}",
-            f"engram_ref: {json.dumps(str(it['ref']))}",
+            f"engram_ref: {json.dumps(', '.join(str(it['ref']) for it in group))}",
             "---",
             "",
         ]
@@ -361,39 +443,91 @@ def read_codex(root: Path) -> list[Entry]:
     return out
 
 
+def _codex_section(it: Mapping[str, Any]) -> str:
+    cat = str(it["category"])
+    if "user" in (it.get("tags") or []) and cat != "PREFERENCE":
+        return "User Profile"
+    if cat == "PREFERENCE":
+        return "User preferences"
+    if cat == "FAILURE":
+        return "Failures and how to do differently"
+    if cat in ("LEARNING", "PERFORMANCE"):
+        return "Reusable knowledge"
+    return "Context"
+
+
 def write_codex(items: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:
+    """``memory_summary.md`` (``v1``; the user profile, preferences and tips Codex always
+    injects), ``MEMORY.md`` in the block shape Codex's consolidation keeps (issue 26, finding
+    7: ``# Task Group``, ``scope:``, ``applies_to:``, a ``## Task`` with its
+    ``### rollout_summary_files`` and ``### keywords``, then the consolidated sections), one
+    block per scope (a project's memories apply to that project), and a rollout summary per
+    block holding its context memories."""
+    from engram.protocol.scopes import GLOBAL, scope_of
+
     out.mkdir(parents=True, exist_ok=True)
-    sections: dict[str, list[str]] = {
+    by_scope: dict[str, list[Mapping[str, Any]]] = {}
+    for it in items:
+        by_scope.setdefault(scope_of(it.get("tags") or ()), []).append(it)
+    summary_sections: dict[str, list[str]] = {
         "User Profile": [],
         "User preferences": [],
         "Reusable knowledge": [],
-        "Failures and how to do differently": [],
-        "Context": [],
     }
-    for it in items:
-        cat = str(it["category"])
-        if "user" in (it.get("tags") or []) and cat != "PREFERENCE":
-            key = "User Profile"
-        elif cat == "PREFERENCE":
-            key = "User preferences"
-        elif cat == "FAILURE":
-            key = "Failures and how to do differently"
-        elif cat in ("LEARNING", "PERFORMANCE"):
-            key = "Reusable knowledge"
-        else:
-            key = "Context"
-        sections[key].append("- " + " ".join(str(it["content"]).split()))
-    summary = ["v1", "", "## User Profile", *sections["User Profile"], ""]
-    summary += ["## User preferences", *sections["User preferences"], ""]
-    summary += ["## General Tips", *sections["Reusable knowledge"], ""]
-    summary += ["## What's in Memory", "### engram", f"- engram export: {len(items)} memories", ""]
-    memory = ["# Task Group: engram export", "", "scope: memories exported from Engram", ""]
-    for name in ("Failures and how to do differently", "Context"):
-        if sections[name]:
-            memory += [f"## {name}", *sections[name], ""]
+    memory: list[str] = []
+    written: list[Path] = []
+    for scope in sorted(by_scope, key=lambda x: (x != GLOBAL, x)):
+        group = by_scope[scope]
+        sections: dict[str, list[str]] = {}
+        for it in group:
+            line = "- " + " ".join(str(it["content"]).split())
+            sections.setdefault(_codex_section(it), []).append(line)
+            if _codex_section(it) in summary_sections:
+                summary_sections[_codex_section(it)].append(line)
+        slug = re.sub(r"[^a-z0-9]+", "-", scope.lower()).strip("-") or "global"
+        cwd = "any working directory" if scope == GLOBAL else scope.partition(":")[2]
+        newest = max((int(it.get("created_us") or 0) for it in group), default=0)
+        updated = _iso(newest) or "unknown"
+        tags = sorted(
+            {t for it in group for t in (it.get("tags") or []) if not t.startswith(("project-", "user-"))}
+        )
+        rollout = f"rollout_summaries/engram-{slug}.md"
+        memory += [
+            f"# Task Group: memories kept in Engram's signed log ({scope})",
+            f"scope: {len(group)} memories this agent keeps in Engram for {scope}; each is a signed log entry",
+            f"applies_to: cwd={cwd}; reuse_rule=reuse while Engram holds them; a later export supersedes this block",
+            "",
+            f"## Task 1: keep what was learned in {scope}, exported from Engram",
+            "### rollout_summary_files",
+            f"- {rollout} (cwd={cwd}, rollout_path=engram memory export, updated_at={updated}, thread_id=engram-{slug})",
+            "### keywords",
+            "- " + ", ".join(["engram", *tags[:12]]),
+            "",
+        ]
+        for name in ("User preferences", "Reusable knowledge", "Failures and how to do differently"):
+            if sections.get(name):
+                memory += [f"## {name}", *(f"{b} [Task 1]" for b in sections[name]), ""]
+        context = sections.get("Context", []) + sections.get("User Profile", [])
+        (out / "rollout_summaries").mkdir(exist_ok=True)
+        write_file(
+            out / rollout,
+            "\n".join([f"# Engram export: {scope}", "", "## Context", *context, ""])
+            if context
+            else f"# Engram export: {scope}\n",
+        )
+        written.append(out / rollout)
+    summary = ["v1", "", "## User Profile", *summary_sections["User Profile"], ""]
+    summary += ["## User preferences", *summary_sections["User preferences"], ""]
+    summary += ["## General Tips", *summary_sections["Reusable knowledge"], ""]
+    summary += [
+        "## What's in Memory",
+        "### engram",
+        f"- engram export: {len(items)} memories in {len(by_scope)} task groups",
+        "",
+    ]
     write_file(out / "memory_summary.md", "\n".join(summary))
-    write_file(out / "MEMORY.md", "\n".join(memory))
-    return [out / "memory_summary.md", out / "MEMORY.md"]
+    write_file(out / "MEMORY.md", "\n".join(memory) + ("\n" if memory else ""))
+    return [out / "memory_summary.md", out / "MEMORY.md", *written]
 
 
 # -- Hermes --------------------------------------------------------------------------------
@@ -536,7 +670,7 @@ def read_source(fmt: str, path: Path) -> list[Entry]:
     readers = {"claude-code": read_claude_code, "codex": read_codex, "hermes": read_hermes, "mem0": read_mem0}
     if fmt not in readers:
         raise FormatError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})", check="import.format")
-    if fmt != "mem0" and not path.is_dir():
+    if fmt != "mem0" and not path.is_dir() and not (fmt == "claude-code" and path.suffix.lower() == ".md"):
         raise FormatError(f"{path}: a {fmt} memory source is a directory", check="import.path")
     return readers[fmt](path)
 

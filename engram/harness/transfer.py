@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from engram.client.agent_memory import AgentMemory
-from engram.harness.formats import Entry, read_source, write_export
+from engram.harness.formats import CLAUDE_META, Entry, read_source, write_export
 from engram.protocol.bodies import written_body
 from engram.protocol.errors import EngramError
 from engram.protocol.gate import WriteGate
@@ -114,6 +114,12 @@ def import_source(
             {"source_type": "external", "source_ref": ref},
             {"source_type": "external", "source_ref": f"sha256:{e.file_sha256}"},
         ]
+        if fmt == "claude-code":  # the file's name and frontmatter, for an export that keeps them
+            provenance += [
+                {"source_type": "external", "source_ref": f"claude-code:{k}={e.extra[k]}"[:256]}
+                for k in CLAUDE_META
+                if e.extra.get(k)
+            ]
         try:
             written_body(gate, category=e.category, content=e.text, tags=e.tags, provenance=provenance)
         except EngramError as err:

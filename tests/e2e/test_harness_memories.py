@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from engram.harness.formats import FORMATS, FormatError, read_source
+from engram.harness.formats import FORMATS, FormatError, parse_frontmatter, read_source
 from engram.harness.transfer import export_memories, exportable, import_source
 from ledger.config import Settings
 from ledger.local import LocalAgentMemory, open_local
@@ -301,3 +302,92 @@ def test_claude_code_project_memory_is_recalled_in_that_project_only(
     in_beta = prompt(beta / "src", "s-beta")
     assert "CockroachDB" in in_alpha and "Vault" in in_alpha
     assert "CockroachDB" not in in_beta and "Vault" in in_beta
+
+
+# -- issue 26, finding 7: the Claude Code export renamed each memory after its first words and
+# dropped its name:; the Codex export lacked applies_to: and the ## Task / ### rollout_summary_files
+# / ### keywords sections Codex's consolidation expects; import claude-code refused the
+# projects root and a plain CLAUDE.md.
+
+CLAUDE = FIXTURES / "claude-code"
+
+
+def test_issue26_f7_claude_code_export_keeps_file_names_and_frontmatter(
+    home: tuple[dict[str, str], Path],
+) -> None:
+    env, tmp = home
+    a = _mem(env, tmp / "a.key")
+    import_source(a, "claude-code", CLAUDE)
+    export_memories(a, "claude-code", tmp / "out")
+    for src in sorted(CLAUDE.glob("*.md")):
+        if src.name == "MEMORY.md":
+            continue
+        back = tmp / "out" / src.name
+        assert back.exists(), sorted(p.name for p in (tmp / "out").iterdir())
+        want, want_body, _ = parse_frontmatter(src.read_text(encoding="utf-8"), str(src))
+        got, got_body, _ = parse_frontmatter(back.read_text(encoding="utf-8"), str(back))
+        assert got["name"] == want["name"] and got["description"] == want["description"]
+        assert got["type"] == (want.get("type") or want.get("metadata.type"))
+        assert " ".join(got_body.split()) == " ".join(want_body.split())
+    index = (tmp / "out" / "MEMORY.md").read_text(encoding="utf-8")
+    assert "[Merge freeze](project_merge_freeze.md)" in index
+    b = _mem(env, tmp / "b.key")  # and it imports back to the same memories
+    import_source(b, "claude-code", tmp / "out")
+    assert _contents(b) == _contents(a)
+
+
+def test_issue26_f7_codex_export_has_the_block_shape_codex_keeps(home: tuple[dict[str, str], Path]) -> None:
+    env, tmp = home
+    a = _mem(env, tmp / "a.key")
+    import_source(a, "codex", FIXTURES / "codex")
+    a.write(
+        category="LEARNING",
+        content="The billing service retries three times",
+        tags=["ops", "project-billing"],
+    )
+    export_memories(a, "codex", tmp / "codex")
+    memory = (tmp / "codex" / "MEMORY.md").read_text(encoding="utf-8")
+    blocks = re.split(r"(?m)^(?=# Task Group: )", memory)[1:]
+    assert len(blocks) == 2  # global, and the billing project's (a "User ..." heading is no scope)
+    for block in blocks:
+        lines = block.splitlines()
+        assert (
+            lines[1].startswith("scope: ")
+            and lines[2].startswith("applies_to: cwd=")
+            and "; reuse_rule=" in lines[2]
+        )
+        assert "\n## Task 1: " in block and "\n### rollout_summary_files\n- rollout_summaries/" in block
+        assert "\n### keywords\n- engram" in block
+        assert (
+            block.index("## Task 1") < block.index("## Reusable knowledge")
+            if "## Reusable knowledge" in block
+            else True
+        )
+        rollout = re.search(r"- (rollout_summaries/\S+\.md) \(cwd=", block)
+        assert rollout and (tmp / "codex" / rollout.group(1)).exists()
+    assert "applies_to: cwd=billing;" in memory
+    assert (tmp / "codex" / "memory_summary.md").read_text(encoding="utf-8").startswith("v1\n")
+    b = _mem(env, tmp / "b.key")
+    report = import_source(b, "codex", tmp / "codex")
+    assert not report.refused and _contents(b) == _contents(a)
+
+
+def test_issue26_f7_import_of_the_projects_root_and_a_claude_md(home: tuple[dict[str, str], Path]) -> None:
+    env, tmp = home
+    projects = tmp / "projects"
+    shutil.copytree(CLAUDE, projects / "-home-ada-shop" / "memory")
+    shutil.copytree(CLAUDE, projects / "-home-ada-blog" / "memory")
+    (projects / "-home-ada-empty").mkdir()  # a project without memories is passed over
+    entries = read_source("claude-code", projects)
+    per_project = {t for e in entries for t in e.tags if t.startswith("project-")}
+    assert per_project == {"project-home-ada-shop", "project-home-ada-blog"}
+    assert len(entries) == 2 * len(read_source("claude-code", CLAUDE))
+    claude_md = tmp / "CLAUDE.md"
+    claude_md.write_text(
+        "# Project rules\n\n- Run the linter before committing.\n- Never push to main directly.\n",
+        encoding="utf-8",
+    )
+    rules = read_source("claude-code", claude_md)
+    assert [e.text for e in rules] == ["Run the linter before committing.", "Never push to main directly."]
+    a = _mem(env, tmp / "a.key")
+    assert len(import_source(a, "claude-code", claude_md).written) == 2
