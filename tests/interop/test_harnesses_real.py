@@ -85,18 +85,24 @@ def _clean_env(home: Path) -> dict[str, str]:
     return env
 
 
+def _setup(env: dict[str, str], tmp_path: Path, name: str, pattern: str) -> tuple[Path, str, Path]:
+    """The agent's key (created on the log), the documented config block, the harness's HOME
+    with its config directory (``.claude`` / ``.codex``)."""
+    key = tmp_path / f"{name}.key"
+    made = subprocess.run([ENGRAM, "agent", "create", name, "--key-file", str(key)], env=env)
+    assert made.returncode == 0
+    block = re.search(pattern, README, re.S)
+    assert block, f"the documented {name} block"
+    home = tmp_path / "home"
+    (home / f".{name}").mkdir(parents=True)
+    return key, block.group(1), home
+
+
 def test_issue26_claude_code_remembers_across_sessions(world: World, tmp_path: Path) -> None:
     claude = _need("claude")
     env, url, log, port = world
-    key = tmp_path / "claude.key"
-    assert (
-        subprocess.run([ENGRAM, "agent", "create", "claude", "--key-file", str(key)], env=env).returncode == 0
-    )
-    block = re.search(r"```json\n(\{\n  \"hooks\".*?)\n```", README, re.S)
-    assert block, "the README's Claude Code hooks block"
-    home = tmp_path / "home"
-    (home / ".claude").mkdir(parents=True)
-    settings = _fill(block.group(1), url, key, "~/.config/engram/claude.key")
+    key, block, home = _setup(env, tmp_path, "claude", r"```json\n(\{\n  \"hooks\".*?)\n```")
+    settings = _fill(block, url, key, "~/.config/engram/claude.key")
     (home / ".claude" / "settings.json").write_text(json.dumps(json.loads(settings)), encoding="utf-8")
     cenv = _clean_env(home) | {
         "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
@@ -121,19 +127,12 @@ def test_issue26_claude_code_remembers_across_sessions(world: World, tmp_path: P
 def test_issue26_f2_codex_runs_the_readme_hooks_once_trusted(world: World, tmp_path: Path) -> None:
     codex = _need("codex")
     env, url, log, port = world
-    key = tmp_path / "codex.key"
-    assert (
-        subprocess.run([ENGRAM, "agent", "create", "codex", "--key-file", str(key)], env=env).returncode == 0
-    )
-    block = re.search(r"```toml\n(\[mcp_servers\.engram\].*?)\n```", README, re.S)
-    assert block, "the README's Codex config block"
-    home = tmp_path / "home"
-    (home / ".codex").mkdir(parents=True)
+    key, block, home = _setup(env, tmp_path, "codex", r"```toml\n(\[mcp_servers\.engram\].*?)\n```")
     provider = (
         'model = "fake-model"\nmodel_provider = "fake"\n\n[model_providers.fake]\nname = "fake"\n'
         f'base_url = "http://127.0.0.1:{port}/v1"\nwire_api = "responses"\nenv_key = "FAKE_MODEL_KEY"\n\n'
     )
-    config = provider + _fill(block.group(1), url, key, "~/.config/engram/codex.key") + "\n"
+    config = provider + _fill(block, url, key, "~/.config/engram/codex.key") + "\n"
     (home / ".codex" / "config.toml").write_text(config, encoding="utf-8")
     cenv = _clean_env(home) | {"CODEX_HOME": str(home / ".codex"), "FAKE_MODEL_KEY": "x"}
     work = tmp_path / "project"
