@@ -123,6 +123,23 @@ def test_issue26_claude_code_remembers_across_sessions(world: World, tmp_path: P
     assert HOOK_BLOCK in first  # SessionStart injected the (empty) HOT block
     assert "Tuesdays" in second.replace(QUESTION, "")  # recalled from the first session
 
+    # The README's MCP registration, as written (user scope, engram by its absolute path):
+    # Claude Code starts the server and reports it connected.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    add = " ".join(("claude mcp add" + readme.split("`claude mcp add", 1)[1].split("`", 1)[0]).split())
+    add = add.replace("claude mcp add", f"{claude} mcp add", 1).replace("http://127.0.0.1:8080", url)
+    add = add.replace("~/.config/engram/claude.key", str(key))
+    shell = cenv | {"PATH": f"{Path(ENGRAM).parent}:{cenv.get('PATH', '')}"}
+    added = subprocess.run(
+        ["bash", "-c", add], env=shell, cwd=work, capture_output=True, text=True, timeout=120
+    )
+    assert added.returncode == 0 and "user config" in added.stdout, added.stdout + added.stderr
+    listed = subprocess.run(
+        [claude, "mcp", "list"], env=cenv, cwd=tmp_path, capture_output=True, text=True, timeout=180
+    )
+    line = next((ln for ln in listed.stdout.splitlines() if ln.startswith("engram:")), "")
+    assert ENGRAM in line and "Connected" in line, listed.stdout + listed.stderr  # from another directory too
+
 
 def test_issue26_f2_codex_runs_the_readme_hooks_once_trusted(world: World, tmp_path: Path) -> None:
     codex = _need("codex")
