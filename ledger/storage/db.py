@@ -10,18 +10,21 @@ default ``synchronous_commit=on``.
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
+
+from engram.protocol.errors import ConfigError
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 __all__ = ["alembic_config", "current_revision", "head_revision", "make_engine", "migrate"]
 
@@ -66,6 +69,8 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 
 
 def alembic_config() -> Config:
+    from alembic.config import Config  # only migrations need alembic (its import is 0.2 s)
+
     script_location = str(resources.files("migrations"))
     cfg = Config()
     cfg.set_main_option("script_location", script_location)
@@ -74,6 +79,8 @@ def alembic_config() -> Config:
 
 def migrate(engine: Engine) -> None:
     """Bring the schema to the newest revision (idempotent)."""
+    from alembic import command
+
     cfg = alembic_config()
     with engine.connect() as conn:
         conn = conn.execution_options(**{WRITE_OPTION: True})
@@ -82,13 +89,43 @@ def migrate(engine: Engine) -> None:
         conn.commit()
 
 
+_REVISION_LINE = re.compile(r'^(revision|down_revision) = (?:"([0-9A-Za-z_]+)"|None)$', re.M)
+
+
+@functools.lru_cache(maxsize=1)
 def head_revision() -> str | None:
-    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+    """The newest migration: the one no other names as its ``down_revision``. Read from the
+    scripts' two header lines, without importing alembic or the scripts (issue 26: opening the
+    log for one command spent 0.2-0.4 s there); ``tests/unit/test_db_revisions.py`` checks it
+    against alembic's own answer."""
+    versions = resources.files("migrations") / "versions"
+    revisions: set[str] = set()
+    downs: set[str] = set()
+    for entry in versions.iterdir():
+        if not entry.name.endswith(".py") or entry.name.startswith("__"):
+            continue
+        found = dict((k, v) for k, v in _REVISION_LINE.findall(entry.read_text(encoding="utf-8")))
+        if "revision" not in found or not found["revision"]:
+            raise ConfigError(f"migration {entry.name} names no revision")
+        revisions.add(found["revision"])
+        if found.get("down_revision"):
+            downs.add(found["down_revision"])
+    heads = revisions - downs
+    if len(heads) > 1:
+        raise ConfigError(f"the migrations have {len(heads)} heads: {sorted(heads)}")
+    return next(iter(heads), None)
 
 
 def current_revision(engine: Engine) -> str | None:
+    """The database's schema revision (alembic's ``alembic_version`` row), or None when the
+    database holds no schema yet."""
     with engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        rows = conn.exec_driver_sql("SELECT version_num FROM alembic_version").all()
+    if len(rows) > 1:
+        raise ConfigError("the database's alembic_version table holds more than one revision")
+    return None if not rows else str(rows[0][0])
 
 
 def checkpoint_wal(engine: Engine, attempts: int = 50) -> bool:
