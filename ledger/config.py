@@ -1,7 +1,7 @@
 """Service settings, read from the environment in one place (the HTTP layer's own settings,
 operator token, limits and the witness interval, are :class:`api.settings.ApiSettings`); the
 composition root (:mod:`ledger.compose`) turns them into a ledger and a memory service.
-tests/unit/test_settings.py pins this table, the README's and the variables read to each other.
+tests/unit/test_settings.py pins this table, docs/configuration.md's and the variables read to each other.
 
 =========================  ==========================================  =====================
 variable                   meaning                                     default

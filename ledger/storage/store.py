@@ -636,7 +636,7 @@ class WriteTx:
         # further ahead stay, skipped, and `engram audit` names them.
         # Only when the lock row showed a row at or above this size (the usual append issues
         # no statement for it, and no DELETE: a service role without DELETE on checkpoints
-        # appends as before; README, PostgreSQL roles).
+        # appends as before; docs/tour.md, PostgreSQL roles).
         ahead = self._checkpoint_max is not None and self._checkpoint_max >= checkpoint.size
         if (
             ahead

@@ -289,7 +289,7 @@ def test_envelope_of_a_logged_event_signed_again_by_another_agent_is_refused(
 def test_postgres_service_role_can_append_but_not_rewrite(
     pg_server: PgServer, log_key: LogKey, clock: StepClock, policy_key: Ed25519PrivateKey
 ) -> None:
-    """The README's PostgreSQL role split: the service role cannot touch the guards."""
+    """The PostgreSQL role split of docs/tour.md: the service role cannot touch the guards."""
     import secrets
 
     role = f"engram_app_{secrets.token_hex(4)}"

@@ -1,4 +1,4 @@
-"""The crash harness runs as documented (README, "Reliability harnesses"): one trial per
+"""The crash harness runs as documented (docs/benchmarks.md, "Reliability harnesses"): one trial per
 backend here, each SIGKILLing every appender and the server mid-work, and it reports every
 acknowledged entry re-checked and the audit clean (issue 15, Deliver 2)."""
 

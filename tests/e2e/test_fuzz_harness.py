@@ -1,4 +1,4 @@
-"""The atheris harness runs as documented (README, "Reliability harnesses"): every target is
+"""The atheris harness runs as documented (docs/benchmarks.md, "Reliability harnesses"): every target is
 fuzzed for 2 s here, executes its inputs and finds nothing (issue 15, Deliver 4)."""
 
 from __future__ import annotations

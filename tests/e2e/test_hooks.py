@@ -26,7 +26,7 @@ README_URL = "http://127.0.0.1:8080"
 
 
 def readme_hook_commands() -> dict[str, dict[str, str]]:
-    """The hook commands the README tells users to paste, per harness and event."""
+    """The hook commands docs/harnesses.md tells users to paste, per harness and event."""
     section = (
         (ROOT / "docs" / "harnesses.md")
         .read_text(encoding="utf-8")

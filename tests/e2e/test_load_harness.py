@@ -1,4 +1,4 @@
-"""The load harness runs as documented (README, "Reliability harnesses"): a few seconds of
+"""The load harness runs as documented (docs/benchmarks.md, "Reliability harnesses"): a few seconds of
 mixed load per backend here, every request answered without error, every acknowledged entry
 re-checked, the audit clean and the projection equal to a rebuild (issue 15, Deliver 7)."""
 

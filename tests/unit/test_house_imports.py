@@ -1,4 +1,4 @@
-"""The house's arrows point down only (README "Layout"):
+"""The house's arrows point down only (docs/design.md, "Layout"):
 
     api -> ledger -> engram.protocol -> verifier        engram.client -> engram.protocol -> verifier
 

@@ -1,6 +1,6 @@
 """Kind knowledge has one home: every table keyed by event kind has a row for every kind of the
 registry (engram/protocol/kinds.py), and no row for anything else. Adding a kind means one
-registry entry plus one row in each table below (README "Layout")."""
+registry entry plus one row in each table below (docs/design.md, "Layout")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every documented setting is read, in one place, and takes effect: the README's configuration
+"""Every documented setting is read, in one place, and takes effect: docs/configuration.md's
 table, the settings fields and the environment variables the code reads are pinned to each
 other (a documented knob nobody reads, or a variable nobody documents, fails here)."""
 
