@@ -66,7 +66,10 @@ def mcp_main(argv: Sequence[str], local: LocalFactory | None) -> int:
     except ModuleNotFoundError as e:
         sys.stderr.write(f"engram mcp: the MCP SDK is not installed ({e.name}); {install_hint('mcp')}\n")
         return 2
-    server = build_server(lambda: target.open(local, lite=False))
+    # The standard library's HTTP client (engram.client.litehttp): importing httpx cost the
+    # first call 0.12 s (issue 26: one call through a fresh server took seconds); calls are
+    # serialised by the server (_Memory), and a dropped kept-alive connection is reopened.
+    server = build_server(lambda: target.open(local, lite=True))
     if a.transport == "stdio":
         server.run("stdio")
         return 0
