@@ -13,7 +13,10 @@ wall time, and as wall time; the median per path, with the ratio to the service 
   Engram service, the whole hook (the turn is signed, appended over HTTP, its receipt and
   inclusion proof verified); the target is under 0.2 s of CPU;
 * ``hook (import only)``: the same with an unknown event (start-up without the round trip);
-* ``--help`` (service CLI): typer, SQLAlchemy, Alembic.
+* ``--help`` (service CLI): typer, SQLAlchemy, Alembic;
+* ``mcp first call``: ``engram mcp`` started fresh over stdio, ``initialize`` and one
+  ``tools/call`` (``memory_recall``) answered, then closed; against the service and on the
+  embedded log (issue 26's target: under 1 s of wall time).
 """
 
 from __future__ import annotations
@@ -50,6 +53,66 @@ def _measure(args: list[str], env: dict[str, str], stdin: bytes = b"") -> tuple[
         raise SystemExit(f"{' '.join(args)} failed: {run.stderr.decode()[-500:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return cpu, wall
+
+
+def _mcp_first_call(env: dict[str, str]) -> tuple[float, float]:
+    """(CPU, wall seconds) of a fresh ``engram mcp``: initialize and one tools/call."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [ENGRAM, "mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+
+    def send(obj: dict[str, object]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write((json.dumps(obj) + "\n").encode())
+        proc.stdin.flush()
+
+    def answer(want: int) -> dict[str, object]:
+        assert proc.stdout is not None
+        while True:
+            line = proc.stdout.readline()
+            if not line:
+                raise SystemExit(
+                    f"engram mcp exited: {proc.stderr.read().decode()[-500:] if proc.stderr else ''}"
+                )
+            msg = json.loads(line)
+            if msg.get("id") == want:
+                return dict(msg)
+
+    send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        }
+    )
+    answer(1)
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    send(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "memory_recall", "arguments": {"query": "cache key"}},
+        }
+    )
+    reply = answer(2)
+    wall = time.perf_counter() - t0
+    result = reply.get("result")
+    if not isinstance(result, dict) or result.get("isError"):
+        raise SystemExit(f"engram mcp: the call failed: {reply}")
+    proc.stdin.close()
+    proc.wait(timeout=30)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
 
 
 def main() -> None:
@@ -119,6 +182,13 @@ def main() -> None:
                     statistics.median(c for c, _ in samples),
                     statistics.median(w for _, w in samples),
                 )
+            embedded = {k: v for k, v in client.items() if k not in ("ENGRAM_URL", "ENGRAM_LOG_KEY")}
+            for name, e in (("mcp first call (service)", client), ("mcp first call (embedded)", embedded)):
+                samples = [_mcp_first_call(e) for _ in range(runs)]
+                results[name] = (
+                    statistics.median(c for c, _ in samples),
+                    statistics.median(w for _, w in samples),
+                )
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -129,6 +199,9 @@ def main() -> None:
         print(f"{name:28} {cpu:7.3f} {wall:7.3f} {cpu / base_cpu:18.2f}x")
     hook_cpu = results["hook (client path, Stop)"][0]
     print(f"hook client path: {hook_cpu:.3f} s CPU against the 0.2 s target ({hook_cpu / 0.2:.2f}x of it)")
+    for name in ("mcp first call (service)", "mcp first call (embedded)"):
+        wall = results[name][1]
+        print(f"{name}: {wall:.3f} s wall against the 1 s target ({wall:.2f}x of it)")
 
 
 if __name__ == "__main__":
