@@ -28,16 +28,70 @@ __all__ = ["count_tokens", "hot_line", "hot_tokens", "tokenizer_name"]
 _lock = threading.Lock()
 
 
+def _load_bindings() -> Any:
+    """``bpe_openai``'s Rust extension, loaded without the package around it.
+
+    Importing ``bpe_openai`` itself decodes all three of its merge tables in Python (cl100k,
+    o200k and voyage3: 0.44 s), which every fresh ``engram mcp`` and embedded hook paid
+    before its first recall (issue 26). The extension needs none of that: it carries its own
+    tables and counts in Rust (0.03 s to load). The package's own API is the fallback."""
+    import importlib.machinery
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("bpe_openai")  # finds the package without running it
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        for path in sorted(Path(location).glob("_bindings*")):
+            if not path.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+                continue
+            loader = importlib.machinery.ExtensionFileLoader("bpe_openai._bindings", str(path))
+            ext = importlib.util.spec_from_file_location("bpe_openai._bindings", path, loader=loader)
+            if ext is None:
+                continue
+            module = importlib.util.module_from_spec(ext)
+            loader.exec_module(module)
+            return module
+    return None
+
+
+class _Counter:
+    """Counts cl100k_base tokens: the Rust tokenizer's own count when its extension loads
+    directly, else the package's ``encode_ordinary``; the same numbers either way
+    (tests/unit/test_tokens.py)."""
+
+    def __init__(self, rust: Any = None, encoding: Any = None) -> None:
+        self._rust = rust
+        self._encoding = encoding
+
+    def count(self, text: str) -> int:
+        if self._rust is not None:
+            try:
+                return int(self._rust.count(text))
+            except UnicodeEncodeError:  # lone surrogates: replaced, as the package does
+                return int(
+                    self._rust.count(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+                )
+        return len(self._encoding.encode_ordinary(text))
+
+
 @functools.cache
-def _encoding() -> Any:
+def _encoding() -> _Counter | None:
     with _lock:
+        try:
+            bindings = _load_bindings()
+            if bindings is not None:
+                return _Counter(rust=bindings.tokenizer_for_encoding("cl100k_base"))
+        except (ImportError, OSError, AttributeError, RuntimeError, ValueError):
+            pass  # an unexpected layout: the package's public API below
         try:
             import bpe_openai
         except ImportError:  # pragma: no cover - the server extra installs it
             return None
         with warnings.catch_warnings():  # its loader uses a deprecated importlib.resources call
             warnings.simplefilter("ignore", DeprecationWarning)
-            return bpe_openai.get_encoding("cl100k_base")
+            return _Counter(encoding=bpe_openai.get_encoding("cl100k_base"))
 
 
 def tokenizer_name() -> str:
@@ -62,7 +116,7 @@ def count_tokens(text: str) -> int:
     enc = _encoding()
     if enc is None:  # pragma: no cover
         return _estimate(text)
-    return len(enc.encode_ordinary(text))
+    return enc.count(text)
 
 
 def hot_line(category: str, ref: str, index: int, tags: Sequence[str], content: str) -> str:

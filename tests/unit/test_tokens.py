@@ -4,6 +4,8 @@ HOT line and the block overhead the caps count, against the block recall renders
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ledger.memory.recall import RecallResult, block_overhead, render_hot, to_recalled
 from ledger.memory.state import Item
@@ -73,3 +75,38 @@ def test_hot_costs_are_the_rendered_lines_and_the_block() -> None:
         "## HOT (standing context)\n"
     )
     assert overhead == HOT_BLOCK_OVERHEAD
+
+
+def test_issue26_counting_does_not_import_the_tokenizer_package() -> None:
+    """Regression (issue 26, finding 8): importing ``bpe_openai`` decodes all three of its
+    merge tables in Python (0.44 s) before a fresh ``engram mcp`` answered its first recall;
+    the count now comes from its Rust extension, loaded alone."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from ledger.memory.tokens import count_tokens, tokenizer_name\n"
+        "assert count_tokens('hello world') == 2\n"
+        "assert tokenizer_name() == 'cl100k_base (bpe-openai)'\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'bpe_openai'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # the extension alone: neither the package nor its table-decoding modules
+    assert out.stdout.strip() == "['bpe_openai._bindings']"
+
+
+@given(st.text(max_size=400))
+@settings(max_examples=300, deadline=None)
+def test_the_rust_count_equals_the_packages_encoding(text: str) -> None:
+    """The direct count and ``bpe_openai``'s public ``encode_ordinary`` agree on any text,
+    lone surrogates included (both replace them)."""
+    import bpe_openai
+
+    from ledger.memory.tokens import _Counter, _load_bindings
+
+    bindings = _load_bindings()
+    assert bindings is not None
+    rust = _Counter(rust=bindings.tokenizer_for_encoding("cl100k_base"))
+    package = _Counter(encoding=bpe_openai.get_encoding("cl100k_base"))
+    assert rust.count(text) == package.count(text)
