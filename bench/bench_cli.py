@@ -14,6 +14,8 @@ wall time, and as wall time; the median per path, with the ratio to the service 
   inclusion proof verified); the target is under 0.2 s of CPU;
 * ``hook (import only)``: the same with an unknown event (start-up without the round trip);
 * ``--help`` (service CLI): typer, SQLAlchemy, Alembic;
+* ``hook (embedded, prompt)``: ``engram hook claude-code`` with a ``UserPromptSubmit``
+  payload on the embedded log (the prompt logged, recall injected; target under 1 s);
 * ``mcp first call``: ``engram mcp`` started fresh over stdio, ``initialize`` and one
   ``tools/call`` (``memory_recall``) answered, then closed; against the service and on the
   embedded log (issue 26's target: under 1 s of wall time).
@@ -169,11 +171,17 @@ def main() -> None:
                 }
             ).encode()
             noop = json.dumps({"session_id": "bench", "hook_event_name": "Notification"}).encode()
+            prompt = json.dumps(
+                {"session_id": "bench", "hook_event_name": "UserPromptSubmit", "prompt": "what was stale?"}
+            ).encode()
+            embedded = {k: v for k, v in client.items() if k not in ("ENGRAM_URL", "ENGRAM_LOG_KEY")}
+            _measure([ENGRAM, "hook", "claude-code"], embedded, start)
             paths = {
                 "--version": ([ENGRAM, "--version"], env, b""),
                 "hook (import only)": ([ENGRAM, "hook", "claude-code"], client, noop),
                 "hook (client path, Stop)": ([ENGRAM, "hook", "claude-code"], client, stop),
                 "--help (service CLI)": ([ENGRAM, "--help"], env, b""),
+                "hook (embedded, prompt)": ([ENGRAM, "hook", "claude-code"], embedded, prompt),
             }
             results: dict[str, tuple[float, float]] = {}
             for name, (args, e, stdin) in paths.items():
@@ -182,7 +190,6 @@ def main() -> None:
                     statistics.median(c for c, _ in samples),
                     statistics.median(w for _, w in samples),
                 )
-            embedded = {k: v for k, v in client.items() if k not in ("ENGRAM_URL", "ENGRAM_LOG_KEY")}
             for name, e in (("mcp first call (service)", client), ("mcp first call (embedded)", embedded)):
                 samples = [_mcp_first_call(e) for _ in range(runs)]
                 results[name] = (
@@ -199,7 +206,7 @@ def main() -> None:
         print(f"{name:28} {cpu:7.3f} {wall:7.3f} {cpu / base_cpu:18.2f}x")
     hook_cpu = results["hook (client path, Stop)"][0]
     print(f"hook client path: {hook_cpu:.3f} s CPU against the 0.2 s target ({hook_cpu / 0.2:.2f}x of it)")
-    for name in ("mcp first call (service)", "mcp first call (embedded)"):
+    for name in ("hook (embedded, prompt)", "mcp first call (service)", "mcp first call (embedded)"):
         wall = results[name][1]
         print(f"{name}: {wall:.3f} s wall against the 1 s target ({wall:.2f}x of it)")
 

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from engram import DISTRIBUTION, install_hint
+from engram.client.agent_memory import AgentMemory
 from engram.harness.target import LocalFactory, target_from
 from engram.protocol.errors import EngramError
 
@@ -61,18 +62,28 @@ def mcp_main(argv: Sequence[str], local: LocalFactory | None) -> int:
     if not 0 < a.port < 65536:
         p.error(f"--port {a.port} is not a TCP port")
     target = target_from(server=a.server, key_file=a.key_file, log_key=a.log_key)
+    # The standard library's HTTP client (engram.client.litehttp): importing httpx cost the
+    # first call 0.12 s (issue 26: one call through a fresh server took seconds); calls are
+    # serialised by the server, and a dropped kept-alive connection is reopened.
+
+    def factory() -> AgentMemory:
+        return target.open(local, lite=True)
+
+    if a.transport == "stdio":
+        # Served without the MCP SDK, whose import cost each fresh start 0.5-0.9 s (issue 26).
+        try:
+            from engram.harness.mcp_stdio import serve
+        except ModuleNotFoundError as e:
+            sys.stderr.write(f"engram mcp: {e.name} is not installed; {install_hint('mcp')}\n")
+            return 2
+        serve(factory, sys.stdin.buffer, sys.stdout.buffer)
+        return 0
     try:
         from engram.harness.mcp_server import build_server
     except ModuleNotFoundError as e:
         sys.stderr.write(f"engram mcp: the MCP SDK is not installed ({e.name}); {install_hint('mcp')}\n")
         return 2
-    # The standard library's HTTP client (engram.client.litehttp): importing httpx cost the
-    # first call 0.12 s (issue 26: one call through a fresh server took seconds); calls are
-    # serialised by the server (_Memory), and a dropped kept-alive connection is reopened.
-    server = build_server(lambda: target.open(local, lite=True))
-    if a.transport == "stdio":
-        server.run("stdio")
-        return 0
+    server = build_server(factory)
     # HTTP: any local process can reach the port, so every request must carry the bearer
     # token only the key's owner can read (engram.harness.localauth; issue 25, finding 4).
     import os

@@ -14,7 +14,8 @@ parser a command line reaches (issue 25, finding 10): ``imports`` (the Claude Co
 Hermes and Mem0 memory files ``engram memory import`` reads), ``keyfiles`` (agent and log
 signer key files), ``inspect`` (``engram token inspect``), ``entries`` (the leaves export an
 auditor replays, ``GET /v1/log/entries``), ``settings`` (every ``ENGRAM_*`` variable, for the
-service and the HTTP layer) and ``hook`` (a harness hook's payload and transcript). Each is
+service and the HTTP layer), ``hook`` (a harness hook's payload and transcript) and ``mcp``
+(``engram mcp``'s stdio server, its own JSON-RPC reader since issue 26). Each is
 seeded with a valid input and mutated by libFuzzer for ``--seconds``.
 
 The contract: every input returns a value or raises Engram's typed error (a
@@ -53,6 +54,7 @@ TARGETS = (
     "entries",
     "settings",
     "hook",
+    "mcp",
 )
 ORIGIN = "fuzz.example/log"
 
@@ -308,6 +310,31 @@ def _cli_targets(
         )
         seed_t = b'{"type": "assistant", "message": {"content": [{"type": "text", "text": "done"}]}}\n'
         return [seed_payload, seed_t], hook_target
+    if name == "mcp":
+        import io
+
+        with atheris.instrument_imports(include=["engram"]):
+            from engram.harness.mcp_stdio import StdioServer
+            from engram.protocol.errors import ConfigError
+
+        def no_memory() -> Any:
+            raise ConfigError("no memory in the fuzz target")
+
+        def mcp_target(d: bytes) -> None:
+            # the stdio server reads anything: every line it prints is one JSON-RPC answer
+            out = io.BytesIO()
+            StdioServer(no_memory).serve(io.BytesIO(d), out)
+            for line in out.getvalue().splitlines():
+                answer = json.loads(line)
+                if answer.get("jsonrpc") != "2.0" or ("result" in answer) == ("error" in answer):
+                    raise AssertionError(f"not a JSON-RPC answer: {line[:200]!r}")
+
+        seed_mcp = (
+            b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}\n'
+            b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "memory_write", '
+            b'"arguments": {"content": "x", "tags": "[\\"a\\"]"}}}\n'
+        )
+        return [seed_mcp], mcp_target
     return None
 
 

@@ -109,6 +109,7 @@ def test_harness_layer_imports_the_client_never_the_service() -> None:
         "engram",
         "mcp",
         "pydantic",
+        "pydantic_core",  # pydantic's own core (the stdio MCP server serialises results with it)
         "uvicorn",  # the MCP SDK's own HTTP server, which engram mcp --transport http runs
     }
     for path in _sources("engram/harness"):
