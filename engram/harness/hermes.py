@@ -36,7 +36,7 @@ from typing import Any
 
 from engram.client.agent_memory import AgentMemory
 from engram.harness.hooks import engram_session
-from engram.harness.target import Target, target_from
+from engram.harness.target import Target, embedded_opener, target_from
 from engram.protocol.errors import EngramError
 from engram.protocol.recall_block import without_hot
 
@@ -51,12 +51,6 @@ def _hermes_base() -> type:
     except (ImportError, AttributeError):
         return object
     return base
-
-
-def _open_local(key_file: Path) -> AgentMemory:
-    """The embedded log, composed at run time (the service is optional beside Hermes)."""
-    opener: Callable[[Path], AgentMemory] = importlib.import_module("ledger.local").open_local
-    return opener(key_file)
 
 
 TOOL_SCHEMAS: list[dict[str, Any]] = [
@@ -178,7 +172,7 @@ class EngramMemoryProvider(_hermes_base()):  # type: ignore[misc]
                 self._mem = self._factory()
             else:
                 target = self._config()
-                self._mem = target.open(None if target.url else _open_local, lite=False)
+                self._mem = target.open(None if target.url else embedded_opener(), lite=False)
         return self._mem
 
     @property

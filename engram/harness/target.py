@@ -18,10 +18,25 @@ from pathlib import Path
 
 from engram.client.agent_memory import AgentMemory, connect_remote
 
-__all__ = ["LocalFactory", "Target", "target_from"]
+__all__ = ["EMBEDDED_GROUP", "LocalFactory", "Target", "embedded_opener", "target_from"]
 
-#: How the entry point opens the embedded log for a key file (``ledger.local.open_local``).
+#: How the entry point opens the embedded log for a key file (``engram.cli.entry.open_embedded``).
 LocalFactory = Callable[[Path], AgentMemory]
+
+#: The entry-point group the top floor registers the embedded opener in (pyproject.toml), for
+#: what a harness starts rather than the ``engram`` command (the Hermes provider).
+EMBEDDED_GROUP = "engram.embedded"
+
+
+def embedded_opener() -> LocalFactory | None:
+    """The embedded opener the installed distribution declares, or ``None`` if none is (a
+    client-only install still declares it: the opener then says what to install)."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=EMBEDDED_GROUP, name="open"):
+        opener: LocalFactory = ep.load()
+        return opener
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from engram.cli.local import LocalAgentMemory
 from engram.client.sdk import Agent
 from engram.harness.transfer import import_source
 from ledger.compose import Services
-from ledger.local import LocalAgentMemory
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
 

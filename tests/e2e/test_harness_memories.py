@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+from engram.cli.local import LocalAgentMemory, open_local
 from engram.harness.formats import FORMATS, FormatError, parse_frontmatter, read_source
 from engram.harness.transfer import export_memories, exportable, import_source
 from ledger.config import Settings
-from ledger.local import LocalAgentMemory, open_local
 
 ENGRAM = str(Path(sys.executable).parent / "engram")
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "harness"

@@ -31,9 +31,9 @@ SDK_SERVER = (
     "import sys\n"
     "from engram.harness.mcp_server import build_server\n"
     "from engram.harness.target import target_from\n"
-    "from ledger.entry import _open_local\n"
+    "from engram.cli.entry import open_embedded\n"
     "t = target_from(server=None, key_file=sys.argv[1], log_key=None)\n"
-    "build_server(lambda: t.open(_open_local, lite=True)).run('stdio')\n"
+    "build_server(lambda: t.open(open_embedded, lite=True)).run('stdio')\n"
 )
 
 
@@ -335,13 +335,13 @@ def test_issue26_f8_the_stdio_server_does_not_import_the_mcp_sdk(tmp_path: Path)
         "import io, json, sys\n"
         "from engram.harness.mcp_stdio import StdioServer\n"
         "from engram.harness.target import target_from\n"
-        "from ledger.entry import _open_local\n"
+        "from engram.cli.entry import open_embedded\n"
         "t = target_from(server=None, key_file=sys.argv[1], log_key=None)\n"
         "out = io.BytesIO()\n"
         "msgs = [{'jsonrpc': '2.0', 'id': 1, 'method': 'initialize', 'params': {}},\n"
         "        {'jsonrpc': '2.0', 'id': 2, 'method': 'tools/list'},\n"
         "        {'jsonrpc': '2.0', 'id': 3, 'method': 'tools/call', 'params': {'name': 'memory_recall', 'arguments': {'query': 'x'}}}]\n"
-        "StdioServer(lambda: t.open(_open_local, lite=True)).serve(io.BytesIO(b''.join(json.dumps(m).encode() + b'\\n' for m in msgs)), out)\n"
+        "StdioServer(lambda: t.open(open_embedded, lite=True)).serve(io.BytesIO(b''.join(json.dumps(m).encode() + b'\\n' for m in msgs)), out)\n"
         "assert json.loads(out.getvalue().splitlines()[-1])['result']['isError'] is False\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in {'mcp', 'mcp_types', 'httpx', 'starlette', 'anyio'}))\n"
     )

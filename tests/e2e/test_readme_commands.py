@@ -53,7 +53,7 @@ def test_readme_in_process_python_block_runs_as_written(tmp_path: Path) -> None:
     env = {**os.environ, "ENGRAM_HOME": str(tmp_path / ".engram")}
     env.pop("ENGRAM_DATABASE_URL", None)
     env.pop("ENGRAM_WITNESS_POLICY", None)
-    subprocess.run([sys.executable, "-m", "ledger.cli", "init"], env=env, cwd=tmp_path, check=True)
+    subprocess.run([sys.executable, "-m", "engram.cli.app", "init"], env=env, cwd=tmp_path, check=True)
     run = subprocess.run(
         [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=False
     )

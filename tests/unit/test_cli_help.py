@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from typer.testing import CliRunner
 
-from ledger.cli import app
+from engram.cli.app import app
 
 
 def _commands(cmd: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:

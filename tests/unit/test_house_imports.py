@@ -1,18 +1,26 @@
 """The house's arrows point down only (docs/design.md, "Layout"):
 
-    api -> ledger -> engram.protocol -> verifier        engram.client -> engram.protocol -> verifier
+    engram.cli (the top floor: the shells)
+      -> api -> ledger -> engram.protocol -> verifier
+      -> engram.harness -> engram.client -> engram.protocol -> verifier
 
 Twins of the verifier's import guard: the client loads no service module and no database or
 web-server library; the protocol layer imports only the verifier; the log never imports the
-memory subsystem; and no module of Engram takes part in an import cycle.
+memory subsystem; nothing below the top floor imports it; and no module of Engram takes
+part in an import cycle. An import spelled as a string is an import (issue 27, finding 1):
+``importlib.import_module("api.settings")``, ``__import__(...)`` and ``"module:attr"``
+targets such as uvicorn's ``"api.main:app_factory"`` are read as imports of that module.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("verifier", "engram", "ledger", "api")
@@ -35,16 +43,37 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(path: Path) -> set[str]:
-    """Every module named by an import statement anywhere in the file (lazy imports too)."""
+#: A ``"module:attr"`` target naming a module of Engram (uvicorn, entry points, plugins).
+_TARGET = re.compile(r"^((?:verifier|engram|ledger|api|migrations)(?:\.\w+)*):\w+(?:\.\w+)*$")
+_DYNAMIC = {"import_module", "__import__"}
+
+
+def _imports_in(source: str) -> set[str]:
+    """Every module ``source`` names in an import statement anywhere (lazy imports too), in
+    a call of ``import_module``/``__import__`` with a literal name, or in a ``"module:attr"``
+    string."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module)
             names.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            first = node.args[0]
+            if called in _DYNAMIC and isinstance(first, ast.Constant) and isinstance(first.value, str):
+                names.add(first.value)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            m = _TARGET.match(node.value.strip())
+            if m:
+                names.add(m.group(1))
     return names
+
+
+def _imports(path: Path) -> set[str]:
+    return _imports_in(path.read_text(encoding="utf-8"))
 
 
 def _sources(package: str) -> list[Path]:
@@ -97,6 +126,10 @@ def test_client_imports_only_protocol_verifier_and_http() -> None:
     for path in _sources("engram/client"):
         for name in _imports(path):
             assert name.split(".")[0] in allowed, f"{path.name}: imports {name}"
+            if name.split(".")[0] == "engram" and name != "engram":
+                assert _under(name, "engram.client") or _under(name, "engram.protocol"), (
+                    f"{path.name}: imports {name} (above the client)"
+                )
 
 
 def test_harness_layer_imports_the_client_never_the_service() -> None:
@@ -109,6 +142,7 @@ def test_harness_layer_imports_the_client_never_the_service() -> None:
         "engram",
         "mcp",
         "pydantic",
+        "agent",  # Hermes Agent's own package: the provider subclasses its MemoryProvider
         "pydantic_core",  # pydantic's own core (the stdio MCP server serialises results with it)
         "uvicorn",  # the MCP SDK's own HTTP server, which engram mcp --transport http runs
     }
@@ -130,6 +164,63 @@ def test_the_service_never_imports_the_http_layer() -> None:
     for path in _sources("ledger"):
         up = sorted(m for m in _imports(path) if m.split(".")[0] == "api")
         assert not up, f"{path.relative_to(ROOT)} imports {up}"
+
+
+def _under(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def test_nothing_below_the_top_floor_imports_it() -> None:
+    """The shells (engram.cli) see both towers; no module of either tower, nor the harness,
+    client, protocol or verifier, names engram.cli in any spelling."""
+    for pkg in PACKAGES:
+        for path in _sources(pkg):
+            if _under(_module_name(path), "engram.cli"):
+                continue
+            up = sorted(m for m in _imports(path) if _under(m, "engram.cli"))
+            assert not up, f"{path.relative_to(ROOT)} imports the top floor: {up}"
+
+
+def test_the_service_and_the_http_layer_import_no_harness() -> None:
+    for pkg in ("ledger", "api"):
+        for path in _sources(pkg):
+            up = sorted(m for m in _imports(path) if _under(m, "engram.harness"))
+            assert not up, f"{path.relative_to(ROOT)} imports {up}"
+
+
+#: Service modules that still import the client (issue 27, Deliver 2 removes the first; the
+#: other two are the README's old import paths, kept as re-exports). The list may only shrink.
+SERVICE_ON_CLIENT = {"ledger.memory.service", "ledger.client", "ledger.sdk"}
+
+
+def test_the_service_imports_the_client_nowhere_new() -> None:
+    found = {
+        _module_name(path)
+        for pkg in ("ledger", "api")
+        for path in _sources(pkg)
+        if any(_under(m, "engram.client") for m in _imports(path))
+    }
+    assert found <= SERVICE_ON_CLIENT, sorted(found - SERVICE_ON_CLIENT)
+
+
+@pytest.mark.parametrize(
+    ("source", "named"),
+    [
+        ("import importlib\nimportlib.import_module('api.settings')", "api.settings"),
+        ("from importlib import import_module\nimport_module('engram.cli.local')", "engram.cli.local"),
+        ("__import__('ledger.local')", "ledger.local"),
+        ("uvicorn.run('api.main:app_factory', factory=True)", "api.main"),
+        ("X = 'engram.cli.entry:open_embedded'", "engram.cli.entry"),
+    ],
+)
+def test_the_guard_reads_imports_spelled_as_strings(source: str, named: str) -> None:
+    """Regression (issue 27, finding 1): ledger/cli.py reached api.settings and
+    engram/harness/hermes.py reached ledger.local through import_module, unseen."""
+    assert named in _imports_in(source)
+
+
+def test_the_guard_does_not_read_prose_as_imports() -> None:
+    assert _imports_in("X = 'see api.main: the app'\nY = 'ledger'") == set()
 
 
 def test_no_import_cycles() -> None:
@@ -188,3 +279,13 @@ def test_old_import_paths_still_work() -> None:
     assert ledger.sdk.Agent is sdk.Agent and ledger.sdk.InProcess is ledger.inprocess.InProcess
     assert ledger.errors.ConflictError is errors.ConflictError
     assert set(ledger.errors.__all__) == set(errors.__all__)
+
+
+def test_issue27_f1_hermes_is_handed_the_entry_points_opener() -> None:
+    """Regression (issue 27, finding 1): the Hermes provider opened the embedded log through
+    its own ``import_module("ledger.local")``, without the entry point's translation of a
+    missing service into a clear error. It now loads the opener the top floor declares."""
+    from engram.cli.entry import open_embedded
+    from engram.harness.target import embedded_opener
+
+    assert embedded_opener() is open_embedded

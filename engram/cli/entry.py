@@ -3,7 +3,7 @@
 ``engram mcp``, ``engram hook`` and ``engram --version`` take the fast front
 (:mod:`engram.harness.cli`: argparse, the client only; the embedded log is loaded only when
 they act on it), so a hook against an Engram service starts in well under 0.2 s. Everything
-else is the service CLI (:mod:`ledger.cli`), or a clear message when only the client or the
+else is the service CLI (:mod:`engram.cli.app`), or a clear message when only the client or the
 verifier is installed (the ``client`` extra has no database driver, no web server
 and no CLI framework)."""
 
@@ -21,11 +21,16 @@ SERVER_LIBRARIES = frozenset(
 )
 FAST_COMMANDS = ("mcp", "hook", "hermes")
 
+__all__ = ["main", "open_embedded"]
 
-def _open_local(key_file: Path) -> Any:
-    """The embedded log for ``key_file`` (``ledger.local``), or a clear error without it."""
+
+def open_embedded(key_file: Path) -> Any:
+    """The embedded log for ``key_file`` (:mod:`engram.cli.local`), or a clear error without it.
+
+    Handed to the MCP server and the hooks; registered as the ``engram.embedded`` entry point
+    for the Hermes provider, which Hermes loads, not this command."""
     try:
-        from ledger.local import open_local
+        from engram.cli.local import open_local
     except ModuleNotFoundError as e:
         if (e.name or "").split(".")[0] not in SERVER_LIBRARIES:
             raise
@@ -50,13 +55,13 @@ def main() -> None:
     if argv[:1] and argv[0] in FAST_COMMANDS:
         from engram.harness.cli import run
 
-        raise SystemExit(run(argv[0], argv[1:], _open_local))
+        raise SystemExit(run(argv[0], argv[1:], open_embedded))
     if argv[:2] == ["log", "pin"]:  # a client's pin: no service needed
         from engram.harness.cli import run
 
-        raise SystemExit(run("log-pin", argv[2:], _open_local))
+        raise SystemExit(run("log-pin", argv[2:], open_embedded))
     try:
-        from ledger.cli import main as cli_main
+        from engram.cli.app import main as cli_main
     except ModuleNotFoundError as e:
         if (e.name or "").split(".")[0] not in SERVER_LIBRARIES:
             raise
