@@ -29,7 +29,7 @@ from api.settings import ApiSettings
 from engram.protocol.errors import AuthError, ForbiddenError, MalformedError
 from engram.protocol.kinds import kinds_where
 from ledger.log import Ledger, Receipt, Submission
-from ledger.memory.service import MemoryService
+from ledger.memory.service import CloseResult, MemoryService
 from ledger.sharing import allowed_kinds
 from verifier.note import b64decode_strict
 
@@ -108,11 +108,13 @@ def charged(svc: Services, receipts: list[Receipt]) -> list[Receipt]:
 
 def submit_signed(
     svc: Services, ev: SignedEvent, *, agent: str, kinds: Collection[str], session: str | None = None
-) -> tuple[Receipt, dict[str, Any]]:
-    """One agent-signed event for a route that takes ``kinds`` of ``agent``'s (memory)."""
-    receipt, body = svc.memory.submit(submission(svc, ev), agent=agent, kinds=kinds, session=session)
+) -> tuple[Receipt, dict[str, Any], CloseResult | None]:
+    """One agent-signed event for a route that takes ``kinds`` of ``agent``'s, through the
+    memory service's door (the memory rules follow it); for a ``session.closed``, what its
+    close did."""
+    receipt, body, closed = svc.memory.submit(submission(svc, ev), agent=agent, kinds=kinds, session=session)
     charged(svc, [receipt])
-    return receipt, body
+    return receipt, body, closed
 
 
 MinIndex = Annotated[

@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 from engram.protocol.gate import WriteGate
 from engram.protocol.keyfiles import LogKey
 from ledger.config import Settings
+from ledger.inprocess import InProcess
 from ledger.log import AppendRules, Clock, Ledger, system_clock_us
 from ledger.memory.distill import ChatCompletionsDistiller, Distiller, RuleBasedDistiller
 from ledger.memory.embed import Embedder, OpenAIEmbedder, WordLlamaEmbedder
@@ -117,6 +118,11 @@ def memory_service(ledger: Ledger, settings: Settings) -> MemoryService:
 class Services:
     ledger: Ledger
     memory: MemoryService
+
+    def transport(self) -> InProcess:
+        """The in-process transport for agents of this process: their events go in through
+        the memory service's door, as ``POST /v1/events`` takes them."""
+        return InProcess(self.ledger, door=self.memory.accept)
 
 
 def open_services(settings: Settings, *, clock: Clock = system_clock_us) -> Services:

@@ -54,7 +54,8 @@ def submit(batch: EventBatch, svc: ServicesDep, operator: OperatorFlag, known: K
     agents = [_agent_of(e) for e in batch.events]
     per_agent = {a: agents.count(a) for a in set(agents)}  # a batch needs a token per event of each agent
     subs = [submission(svc, e, cost=per_agent[a]) for e, a in zip(batch.events, agents, strict=True)]
-    receipts = charged(svc, svc.ledger.append(subs, operator=operator))
+    # The memory service's door: memory kinds get the memory rules here too (issue 27).
+    receipts = charged(svc, svc.memory.accept(subs, operator=operator))
     proofs: dict[int, ProofFromKnown] = {}
     return Receipts(receipts=[receipt_out(svc, r, known, proofs) for r in receipts])
 
@@ -84,7 +85,7 @@ def register(ev: SignedEvent, svc: ServicesDep, known: KnownSize = None) -> Rece
     """Register an agent: a self-signed ``key.registered`` event (proof of possession
     inside) and the operator token."""
     sub = _one(svc, ev, None, "key.registered")
-    return receipt_out(svc, charged(svc, svc.ledger.append([sub], operator=True))[0], known)
+    return receipt_out(svc, charged(svc, svc.memory.accept([sub], operator=True))[0], known)
 
 
 @router.get("/v1/agents/{agent}", tags=["agents"], responses=problem_responses(404))
@@ -126,13 +127,13 @@ def stream_head(agent: AgentPath, kind: Annotated[str, Path(pattern=KIND)], svc:
 @router.post("/v1/agents/{agent}/keys/rotate", status_code=201, tags=["agents"], responses=_PROBLEMS)
 def rotate(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None) -> ReceiptOut:
     """A ``key.rotated`` event signed by the active key, with the new key's proof of possession."""
-    return receipt_out(svc, charged(svc, svc.ledger.append([_one(svc, ev, agent, "key.rotated")]))[0], known)
+    return receipt_out(svc, charged(svc, svc.memory.accept([_one(svc, ev, agent, "key.rotated")]))[0], known)
 
 
 @router.post("/v1/agents/{agent}/keys/revoke", status_code=201, tags=["agents"], responses=_PROBLEMS)
 def revoke(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None) -> ReceiptOut:
     """A ``key.revoked`` event signed by the agent's active key: it signs nothing more."""
-    return receipt_out(svc, charged(svc, svc.ledger.append([_one(svc, ev, agent, "key.revoked")]))[0], known)
+    return receipt_out(svc, charged(svc, svc.memory.accept([_one(svc, ev, agent, "key.revoked")]))[0], known)
 
 
 @router.post(

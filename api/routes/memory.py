@@ -58,7 +58,7 @@ def open_session(
     agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None
 ) -> SessionOpened:
     """Open a session: a signed ``session.opened`` event. HOT memory is frozen for it."""
-    receipt, body = submit_signed(svc, ev, agent=agent, kinds={"session.opened"})
+    receipt, body, _ = submit_signed(svc, ev, agent=agent, kinds={"session.opened"})
     return SessionOpened(session=str(body["session"]), receipt=receipt_out(svc, receipt, known))
 
 
@@ -100,7 +100,7 @@ def turn(
     agent: AgentPath, session: SessionPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None
 ) -> ReceiptOut:
     """One turn, full fidelity: a signed ``session.turn`` event."""
-    receipt, _ = submit_signed(svc, ev, agent=agent, kinds={"session.turn"}, session=session)
+    receipt, _, _ = submit_signed(svc, ev, agent=agent, kinds={"session.turn"}, session=session)
     return receipt_out(svc, receipt, known)
 
 
@@ -110,8 +110,9 @@ def close_session(
 ) -> CloseOut:
     """Close a session (signed ``session.closed``); the service then distills it and applies
     the session-end rules, signing those decisions with the ledger's policy key."""
-    receipt, _ = submit_signed(svc, ev, agent=agent, kinds={"session.closed"}, session=session)
-    result = svc.memory.after_close(receipt, agent, session)
+    receipt, _, result = submit_signed(svc, ev, agent=agent, kinds={"session.closed"}, session=session)
+    if result is None:  # the door's outcome was not kept (it keeps the latest few thousand)
+        result = svc.memory.after_close(receipt, agent, session)
     return CloseOut(
         closed=receipt_out(svc, result.closed, known),
         distilled=None if result.distilled is None else receipt_out(svc, result.distilled, known),
@@ -124,7 +125,7 @@ def close_session(
 def write_memory(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None) -> WriteOut:
     """A signed ``memory.written``, ``memory.superseded``, ``memory.decay_exempted`` or
     ``memory.erased`` event (an erasure deletes the erased entry's body)."""
-    receipt, _ = submit_signed(svc, ev, agent=agent, kinds=MEMORY_KINDS)
+    receipt, _, _ = submit_signed(svc, ev, agent=agent, kinds=MEMORY_KINDS)
     ref = svc.memory.ref_for(agent, receipt.index) if receipt.kind in _MAKES_ITEM else None
     return WriteOut(receipt=receipt_out(svc, receipt, known), ref=ref)
 
@@ -133,7 +134,7 @@ def write_memory(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: Kno
 def write_record(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None) -> WriteOut:
     """A COLD record, signed: ``pact.outcome``, ``eval.outcome``, ``boundary.event`` or
     ``commitment``."""
-    receipt, _ = submit_signed(svc, ev, agent=agent, kinds=set(RECORD_KINDS))
+    receipt, _, _ = submit_signed(svc, ev, agent=agent, kinds=set(RECORD_KINDS))
     return WriteOut(receipt=receipt_out(svc, receipt, known), ref=svc.memory.ref_for(agent, receipt.index))
 
 

@@ -13,6 +13,8 @@ from engram.cli.common import (
     out,
 )
 from engram.protocol.errors import MalformedError
+from ledger.compose import open_services
+from ledger.config import Settings
 from verifier.note import b64encode
 
 agent_app = typer.Typer(
@@ -91,7 +93,6 @@ def event_append(
 ) -> None:
     """Sign and append one event; prints the receipt (JSON)."""
     from engram.client.sdk import Agent
-    from ledger.inprocess import InProcess
     from verifier.jcs import parse_strict
 
     if server:
@@ -104,8 +105,9 @@ def event_append(
         rec = remote.record(kind, parsed_r)
         out.print_json(json.dumps({**rec, "stream": [remote.agent_id, kind]}))
         return
-    ledger = log_from_env()
-    a = Agent.load(key_file, log_vkey=ledger.vkey, transport=InProcess(ledger))
+    services = open_services(Settings.from_env())  # memory kinds go in through the memory door
+    ledger = services.ledger
+    a = Agent.load(key_file, log_vkey=ledger.vkey, transport=services.transport())
     parsed = parse_strict(body.encode("utf-8"), max_bytes=ledger.max_body_bytes)
     if not isinstance(parsed, dict):
         raise MalformedError("the body must be a JSON object", check="body.type")

@@ -176,7 +176,7 @@ def _agents(d: _Demo) -> tuple[Agent, Agent]:
 
 def _register(d: _Demo) -> None:
     ledger, console = d.ledger, d.console
-    vkey, transport = ledger.vkey, InProcess(ledger)
+    vkey, transport = ledger.vkey, InProcess(ledger, door=d.memory.accept)
     console.rule("[bold]1. Agents register Ed25519 keys (proof of possession, in the log)")
     support = Agent.generate(_unique_agent_id(ledger, "support-bot"), log_vkey=vkey, transport=transport)
     research = Agent.generate(_unique_agent_id(ledger, "research-bot"), log_vkey=vkey, transport=transport)

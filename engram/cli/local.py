@@ -15,7 +15,6 @@ from engram.client.sdk import Agent
 from engram.protocol.errors import NotFoundError
 from ledger.compose import Services, open_services
 from ledger.config import Settings
-from ledger.inprocess import InProcess
 from verifier.note import VerifierKey, b64encode
 from verifier.token import mint
 
@@ -204,5 +203,5 @@ def open_local(key_file: Path, settings: Settings | None = None) -> LocalAgentMe
     if not key_file.is_file():
         raise ConfigError(f"no agent key file at {key_file} (--key-file / ENGRAM_KEY_FILE)")
     services = open_services(settings or Settings.from_env())
-    agent = Agent.load(key_file, log_vkey=services.ledger.vkey, transport=InProcess(services.ledger))
+    agent = Agent.load(key_file, log_vkey=services.ledger.vkey, transport=services.transport())
     return LocalAgentMemory(services, agent)

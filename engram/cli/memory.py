@@ -176,7 +176,7 @@ def memory_exempt(
 ) -> None:
     """Exempt a memory from decay."""
     ledger, mem = memory_from_env()
-    r = mem.exempt(agent_of(ledger, key_file), ref, reason=reason)
+    r = mem.exempt(agent_of(ledger, key_file, mem), ref, reason=reason)
     emit(as_json, {"index": r.index, "ref": ref}, f"{ref} exempt from decay (index {r.index})")
 
 
@@ -199,7 +199,7 @@ def memory_erase(
         )
         return
     ledger, mem = memory_from_env()
-    agent = agent_of(ledger, key_file)
+    agent = agent_of(ledger, key_file, mem)
     plan = mem.erasure_plan(agent.agent_id, index)
     rec = mem.erase(agent, index, reason=reason)
     also = f" and of entries {', '.join(map(str, plan.also))}" if plan.also else ""

@@ -35,7 +35,7 @@ from engram.protocol.errors import (
     MalformedError,
     RejectedEventError,
 )
-from engram.protocol.kinds import validate_body
+from engram.protocol.kinds import kinds_where, validate_body
 from engram.protocol.records import RECORD_KINDS
 from engram.protocol.schemas import CATEGORIES
 from engram.protocol.scopes import GLOBAL, parse_scopes, scope_of
@@ -74,6 +74,14 @@ MAX_QUERY_CHARS = 1000
 MAX_RECALL_LIMIT = 100
 #: Candidates each signal brings per pool (full text, vectors, facets), at least 4 x limit.
 CANDIDATES = 100
+
+
+#: What the projection folds: the kinds whose arrival the memory rules follow.
+FOLDED_KINDS = kinds_where(group="session") | kinds_where(group="memory") | kinds_where(group="record")
+#: Agent-signed changes to HOT: the caps are held after each.
+CAPPED_KINDS = frozenset({"memory.written", "memory.superseded"})
+#: How many rule outcomes the door keeps for the convenience that appended the event.
+_RULED_KEEP = 4096
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,6 +130,10 @@ class MemoryService:
         self._projector = threading.Lock()
         #: held while this process embeds new items; never held with the projector
         self._embedding = threading.Lock()
+        #: log index -> what the door's rules did for that event (a session.closed: its
+        #: CloseResult), for the convenience method that appended it through the door
+        self._ruled: dict[int, CloseResult | None] = {}
+        self._ruled_lock = threading.Lock()
 
     # -- consistency with the log ----------------------------------------------------
 
@@ -201,6 +213,50 @@ class MemoryService:
         """Wait until every use recorded so far is in the log (see ledger.memory.access)."""
         self.access.flush()
 
+    # -- the door ----------------------------------------------------------------------
+
+    def accept(self, subs: Sequence[Submission], *, operator: bool = False) -> list[Receipt]:
+        """The one door for signed events (issue 27, finding 4): append ``subs`` atomically,
+        then apply the memory rules after every write, whichever way the events came
+        (``POST /v1/events``, the memory routes, the in-process transport):
+
+        1. the projection is synced past them when it folds any (read-your-writes);
+        2. after a ``memory.written`` or ``memory.superseded``, the agent's HOT caps hold
+           (what no longer fits moves to WARM: policy-signed decisions);
+        3. after a ``session.closed``, the session is distilled and the session-end rules
+           apply (``compact_on_session_end``)."""
+        receipts = self.ledger.append(subs, operator=operator)
+        self._apply_rules(subs, receipts)
+        return receipts
+
+    def _apply_rules(self, subs: Sequence[Submission], receipts: Sequence[Receipt]) -> None:
+        folded = [r for r in receipts if r.kind in FOLDED_KINDS]
+        if not folded:
+            return
+        self.sync(max(r.index for r in folded) + 1)
+        ruled: dict[int, CloseResult | None] = {}
+        for agent in dict.fromkeys(r.agent for r in receipts if r.kind in CAPPED_KINDS):
+            self.hold_caps(agent)
+        for sub, r in zip(subs, receipts, strict=True):
+            if r.kind == "session.closed":
+                body = parse_strict(sub.body, max_bytes=self.ledger.max_body_bytes)
+                ruled[r.index] = self.after_close(r, r.agent, str(body["session"]))
+            elif r.kind in CAPPED_KINDS:
+                ruled[r.index] = None
+        if ruled:
+            with self._ruled_lock:
+                self._ruled.update(ruled)
+                while len(self._ruled) > _RULED_KEEP:  # outcomes nobody asked for
+                    del self._ruled[next(iter(self._ruled))]
+
+    def _ruled_by_door(self, receipt: Receipt) -> tuple[bool, CloseResult | None]:
+        """Whether the door already applied the rules to ``receipt`` (the agent's transport
+        is this service's door), and the outcome it kept."""
+        with self._ruled_lock:
+            if receipt.index in self._ruled:
+                return True, self._ruled.pop(receipt.index)
+        return False, None
+
     # -- sessions (agent-signed) -----------------------------------------------------
 
     def open_session(self, agent: Agent, *, title: str | None = None, session: str | None = None) -> str:
@@ -226,6 +282,9 @@ class MemoryService:
         closed and undistilled; :meth:`finish_session` (``engram session distill``) resumes.
         """
         closed = agent.append("session.closed", closed_body(session, summary))
+        done, result = self._ruled_by_door(closed)
+        if done and result is not None:
+            return result
         return self.after_close(closed, agent.agent_id, session)
 
     def after_close(self, closed: Receipt, agent_id: str, session: str) -> CloseResult:
@@ -238,10 +297,11 @@ class MemoryService:
 
     def submit(
         self, sub: Submission, *, agent: str, kinds: Collection[str], session: str | None = None
-    ) -> tuple[Receipt, dict[str, Any]]:
+    ) -> tuple[Receipt, dict[str, Any], CloseResult | None]:
         """Append one event an agent signed elsewhere (HTTP), after checking it is ``agent``'s,
-        of one of ``kinds`` and (if given) about ``session``; the projection is synced past
-        it (read-your-writes). Returns the receipt and the body."""
+        of one of ``kinds`` and (if given) about ``session``, through the door
+        (:meth:`accept`). Returns the receipt, the body and, for a ``session.closed``, what
+        its close did."""
         env = parse_envelope(sub.envelope)
         if env.agent != agent:
             raise ForbiddenError(
@@ -255,11 +315,9 @@ class MemoryService:
         body = parse_strict(sub.body, max_bytes=self.ledger.max_body_bytes)
         if not isinstance(body, dict) or (session is not None and body.get("session") != session):
             raise RejectedEventError(f"the event is not about session {session}", check="request.session")
-        receipt = self.ledger.append([sub])[0]
-        self.sync(receipt.index + 1)
-        if env.kind in ("memory.written", "memory.superseded"):
-            self.hold_caps(agent)
-        return receipt, body
+        [receipt] = self.accept([sub])
+        _, result = self._ruled_by_door(receipt)
+        return receipt, body, result
 
     def finish_session(self, agent_id: str, session: str) -> tuple[Receipt | None, int, list[Receipt]]:
         """Distill a closed session (unless done) and apply the session-end rules."""
@@ -418,9 +476,16 @@ class MemoryService:
             decay_exempt=decay_exempt,
         )
         receipt = agent.append("memory.written", body)  # the ledger's preconditions check verbatim copies
-        self.sync(receipt.index + 1)
-        self.hold_caps(agent.agent_id)
+        self._after(agent.agent_id, receipt)
         return receipt
+
+    def _after(self, agent_id: str, receipt: Receipt) -> None:
+        """The rules after an agent's change to HOT, unless the door applied them (the
+        agent's transport was this service's door)."""
+        done, _ = self._ruled_by_door(receipt)
+        if not done:
+            self.sync(receipt.index + 1)
+            self.hold_caps(agent_id)
 
     def hold_caps(self, agent_id: str) -> list[Receipt]:
         """The HOT caps after a change to HOT outside a compaction (a write, a correction):
@@ -443,8 +508,7 @@ class MemoryService:
         receipt = agent.append(
             "memory.superseded", superseded_body(self.gate, ref, content=content, reason=reason)
         )
-        self.sync(receipt.index + 1)
-        self.hold_caps(agent.agent_id)
+        self._after(agent.agent_id, receipt)
         return receipt
 
     def erase(self, agent: Agent, index: int, *, reason: str) -> Receipt:
