@@ -12,15 +12,9 @@ import pytest
 from engram.client.sdk import Agent
 from engram.protocol.bodies import erased_body
 from engram.protocol.errors import RejectedEventError
-from ledger.log import Ledger
 from ledger.memory.service import MemoryService
 from tests.contract.test_log_contract import replay
 from tests.contract.test_memory_projection import pure_replay_digest
-
-
-@pytest.fixture
-def memory(ledger: Ledger) -> MemoryService:
-    return MemoryService(ledger, access_log="sync")
 
 
 def _texts(memory: MemoryService, agent: str) -> list[str]:

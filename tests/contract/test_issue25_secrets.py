@@ -40,11 +40,6 @@ def _no_secret_anywhere(ledger: Ledger, *secrets: str) -> None:
                 assert s.encode() not in body[1], (i, s)
 
 
-@pytest.fixture
-def memory(ledger: Ledger) -> MemoryService:
-    return MemoryService(ledger, access_log="sync")
-
-
 def test_issue25_f1_recall_signs_no_raw_query(
     memory: MemoryService, ledger: Ledger, make_agent: Callable[..., Agent]
 ) -> None:

@@ -37,11 +37,6 @@ from verifier.jcs import parse_strict
 DAY = 86_400_000_000
 
 
-@pytest.fixture
-def memory(ledger: Ledger) -> MemoryService:
-    return MemoryService(ledger)
-
-
 def pure_replay_digest(ledger: Ledger) -> tuple[int, str]:
     """Fold the whole log with evolve over the in-memory state: the reference projection."""
     state = InMemoryState()

@@ -9,7 +9,6 @@ import pytest
 
 from engram.client.sdk import Agent
 from engram.protocol.bodies import DEFAULT_TIER_V2_FROM_US, written_body
-from ledger.log import Ledger
 from ledger.memory.service import MemoryService
 from ledger.memory.tokens import count_tokens
 from tests.conftest import StepClock
@@ -20,11 +19,6 @@ ERROR_LOG = "\n".join(
     f'2026-11-24T08:{m:02d}:44Z ERROR billing.retry req_id=7f3a{m:04x}-42b0 status=503 path="/v2/invoices/{9000 + m}"'
     for m in range(30)
 )
-
-
-@pytest.fixture
-def memory(ledger: Ledger) -> MemoryService:
-    return MemoryService(ledger, access_log="sync")
 
 
 def test_caps_hold_for_blockers_written_outside_a_session(

@@ -9,15 +9,9 @@ from collections.abc import Callable
 import pytest
 
 from engram.client.sdk import Agent
-from ledger.log import Ledger
 from ledger.memory.service import MemoryService
 
 pytestmark = pytest.mark.filterwarnings("ignore")
-
-
-@pytest.fixture
-def memory(ledger: Ledger) -> MemoryService:
-    return MemoryService(ledger)
 
 
 def _warm(memory: MemoryService, agent: Agent, content: str) -> str:

@@ -17,11 +17,6 @@ from ledger.memory import projection as projection_module
 from ledger.memory.service import MemoryService
 
 
-@pytest.fixture
-def memory(ledger: Ledger) -> MemoryService:
-    return MemoryService(ledger, access_log="sync")
-
-
 def _warm(memory: MemoryService, agent: Agent, content: str) -> str:
     return f"{memory.write(agent, category='CONTEXT', content=content, tier='WARM').index}.0"
 

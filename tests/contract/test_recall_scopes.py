@@ -13,15 +13,9 @@ from engram.client.agent_memory import recall_rows
 from engram.client.sdk import Agent
 from engram.protocol.errors import MalformedError, RejectedEventError
 from engram.protocol.scopes import claude_encoded, claude_project_scope, scope_of, scope_tag
-from ledger.log import Ledger
 from ledger.memory.service import MemoryService
 
 pytestmark = pytest.mark.filterwarnings("ignore")
-
-
-@pytest.fixture
-def memory(ledger: Ledger) -> MemoryService:
-    return MemoryService(ledger)
 
 
 def _write(

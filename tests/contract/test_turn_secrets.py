@@ -16,11 +16,6 @@ from ledger.memory.service import MemoryService
 KEY = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
 
 
-@pytest.fixture
-def memory(ledger: Ledger) -> MemoryService:
-    return MemoryService(ledger)
-
-
 def test_secrets_in_turns_are_redacted_before_signing(
     memory: MemoryService, ledger: Ledger, make_agent: Callable[..., Agent]
 ) -> None:
