@@ -28,7 +28,7 @@ import anyio.to_thread
 
 from api.limits import ASGIApp, Receive, Scope, Send
 from engram.protocol.errors import EngramError
-from ledger.tiles import TILE_WIDTH, entry_bundle, hash_tile
+from ledger.tiles import TILE_WIDTH
 
 if TYPE_CHECKING:
     from api.deps import Services
@@ -104,14 +104,11 @@ def _load_tile(svc: Services, key: tuple[int, int, int]) -> bytes | None:
     reach = size if level < 0 else size >> (8 * level)
     if n * TILE_WIDTH + width > reach:
         return None  # beyond the checkpoint: the route answers 404
-    if level < 0:
-        return entry_bundle(svc.ledger.store, n, width)
-    return hash_tile(svc.ledger.store, level, n, width)
+    return svc.ledger.tile(level, n, width)
 
 
 def _cosigned(svc: Services) -> bytes:
-    cp, lines = svc.ledger.store.latest_cosigned()
-    return cp.note + "".join(lines).encode("utf-8")
+    return svc.ledger.latest_cosigned_note()
 
 
 class FastReads:

@@ -634,6 +634,12 @@ def _norm(v: Any) -> Any:
     return int(v) if isinstance(v, bool) else v
 
 
+def audit_ledger(ledger: Any, *, progress: Callable[[int, int], None] | None = None) -> AuditReport:
+    """:func:`audit` of a :class:`~ledger.log.Ledger`: its store, its key and its signer's
+    record (what ``engram audit`` and ``POST /v1/operator/audit`` run)."""
+    return audit(ledger.store, ledger.verifier_key, progress=progress, signed_head=ledger.signed_head)
+
+
 def audit(
     store: SqlStore,
     log_key: VerifierKey,

@@ -30,7 +30,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -932,6 +932,48 @@ class Ledger:
 
     def stream_head(self, agent: str, kind: str) -> StreamHead | None:
         return self.store.stream_head(agent, kind)
+
+    # What the HTTP layer reads of the log, asked of the ledger (issue 27, finding 5: the
+    # routes reached into its store). Each is one read of the store.
+
+    def stream_heads(self, agent: str) -> list[StreamHead]:
+        return self.store.stream_heads(agent)
+
+    def stream_count(self, agent: str, kind: str) -> int:
+        """How many entries of ``kind`` ``agent`` has in the latest checkpoint."""
+        return len(self.store.stream_indices(agent, kind, self.size()))
+
+    def agent_keys(self, agent: str) -> list[KeyRecord]:
+        """An agent's key history (empty: no such agent)."""
+        return self.store.keys_of(agent)
+
+    def active_key_id(self, agent: str) -> str | None:
+        return self.store.active_key_id(agent)
+
+    def leaf(self, index: int) -> bytes | None:
+        return self.store.leaf(index)
+
+    def body(self, index: int) -> tuple[bytes, bytes] | None:
+        """Entry ``index``'s (salt, body), or None where it was erased."""
+        return self.store.body(index)
+
+    def index_of_leaf_hash(self, leaf_hash: bytes) -> int | None:
+        return self.store.index_of_leaf_hash(leaf_hash)
+
+    def leaves_with_hashes(self, start: int, end: int) -> Iterator[tuple[int, bytes, bytes]]:
+        return self.store.leaves_with_hashes(start, end)
+
+    def latest_cosigned_note(self) -> bytes:
+        """The latest checkpoint's note followed by its witness cosignatures (one read)."""
+        cp, lines = self.store.latest_cosigned()
+        return cp.note + "".join(lines).encode("utf-8")
+
+    def tile(self, level: int, n: int, width: int) -> bytes:
+        """A C2SP tlog-tiles tile: the hash tile at ``level`` (0-7) or, at level -1, the
+        entry bundle; ``width`` of its 256 entries."""
+        from ledger.tiles import entry_bundle, hash_tile
+
+        return entry_bundle(self.store, n, width) if level < 0 else hash_tile(self.store, level, n, width)
 
     def root_at(self, size: int) -> bytes:
         self._check_size(size)

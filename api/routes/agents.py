@@ -91,12 +91,12 @@ def register(ev: SignedEvent, svc: ServicesDep, known: KnownSize = None) -> Rece
 @router.get("/v1/agents/{agent}", tags=["agents"], responses=problem_responses(404))
 def agent_info(agent: AgentPath, svc: ServicesDep) -> AgentOut:
     """An agent's public key history and stream heads (both are public: leaves are public)."""
-    keys = svc.ledger.store.keys_of(agent)
+    keys = svc.ledger.agent_keys(agent)
     if not keys:
         raise NotFoundError(f"no agent {agent} in this log", check="agent.unknown")
     return AgentOut(
         agent=agent,
-        active_key=svc.ledger.store.active_key_id(agent),
+        active_key=svc.ledger.active_key_id(agent),
         keys=[
             KeyOut(
                 key_id=k.key_id,
@@ -107,7 +107,7 @@ def agent_info(agent: AgentPath, svc: ServicesDep) -> AgentOut:
             )
             for k in keys
         ],
-        streams=[_head(h) for h in svc.ledger.store.stream_heads(agent)],
+        streams=[_head(h) for h in svc.ledger.stream_heads(agent)],
     )
 
 
@@ -158,7 +158,7 @@ def operator_audit(svc: ServicesDep) -> AuditOut:
     """Operator: ``engram audit`` over HTTP. Re-derives every table from the leaves and names
     each row and column that differs (``clean`` false); read-only. It reads the whole log:
     run it nightly, not per request."""
-    from ledger.audit import audit
+    from ledger.audit import audit_ledger
 
-    report = audit(svc.ledger.store, svc.ledger.verifier_key, signed_head=svc.ledger.signed_head)
+    report = audit_ledger(svc.ledger)
     return AuditOut.model_validate(report.to_json())

@@ -80,7 +80,7 @@ def session_list(access: SelfDep, svc: ServicesDep, min_index: MinIndex = None) 
     """Every session of the agent, in id order (an erasure plan reads their opening and
     closing entries: a title and a summary are erasable). Signed by the agent."""
     svc.memory.sync_through(min_index)
-    return [_session_out(s) for s in svc.memory.projection.sessions(access.agent)]
+    return [_session_out(s) for s in svc.memory.sessions(access.agent)]
 
 
 @router.get("/v1/agents/{agent}/sessions/{session}", responses=_PROBLEMS)
@@ -89,7 +89,7 @@ def session_state(
 ) -> SessionOut:
     """A session's state (the next turn number is ``turns``). Signed by the agent."""
     svc.memory.sync_through(min_index)
-    s = svc.memory.projection.session(access.agent, session)
+    s = svc.memory.session(access.agent, session)
     if s is None:
         raise NotFoundError(f"no session {session} of {agent}", check="memory.session")
     return _session_out(s)
@@ -187,7 +187,7 @@ def tier_view(
     ``tier=RECORD`` lists the session-turn records (what an erasure plan needs).
     ``next`` is the ``after`` of the following page, or null at the end."""
     size = svc.memory.sync_through(min_index)
-    items = svc.memory.projection.items(
+    items = svc.memory.items(
         access.agent,
         tiers=None if tier is None else [tier],
         status=None if status == "all" else status,
@@ -215,12 +215,12 @@ def memory_item(
     """One item with its provenance, the leaf that made it and that leaf's inclusion proof
     in the latest checkpoint."""
     svc.memory.sync_through(min_index)
-    it = svc.memory.projection.item(access.agent, ref)
+    it = svc.memory.item(access.agent, ref)
     if it is None or not access.sees(it.source_kind):
         raise NotFoundError(f"no item {ref} of {agent} visible to this caller", check="memory.item")
-    leaf = svc.ledger.store.leaf(it.index)
+    leaf = svc.ledger.leaf(it.index)
     assert leaf is not None  # an item is made by a logged entry
-    sb = svc.ledger.store.body(it.index)
+    sb = svc.ledger.body(it.index)
     return ItemProofOut(
         item=convert.item(it),
         leaf=convert.b64(leaf),

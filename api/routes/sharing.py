@@ -96,7 +96,7 @@ async def bundle(
         if k == "pact.outcome":
             statements += pact_claim(svc.ledger, agent)["statements"]
         else:
-            n = len(svc.ledger.store.stream_indices(agent, k, svc.ledger.size()))
+            n = svc.ledger.stream_count(agent, k)
             statements.append({"predicate": "count", "agent": agent, "kind": k, "value": n})
     data = await run_in_threadpool(
         create_bundle,

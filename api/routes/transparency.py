@@ -13,7 +13,7 @@ from api.deps import ServicesDep
 from api.problems import problem, problem_responses
 from api.schemas import HEX64, ConsistencyOut, HealthOut, InclusionBatchIn, InclusionBatchOut, InclusionOut
 from engram.protocol.errors import MalformedError, NotFoundError
-from ledger.tiles import TILE_WIDTH, entry_bundle, hash_tile
+from ledger.tiles import TILE_WIDTH
 
 router = APIRouter(responses=problem_responses())
 
@@ -60,7 +60,7 @@ def entries_tile(rest: str, svc: ServicesDep) -> Response:
     n, width = _tile_index(rest)
     if n * TILE_WIDTH + width > svc.ledger.size():
         return problem(404, "not-found", "No such tile", "that tile is beyond the latest checkpoint")
-    data = entry_bundle(svc.ledger.store, n, width)
+    data = svc.ledger.tile(-1, n, width)
     return Response(
         data,
         media_type="application/octet-stream",
@@ -76,7 +76,7 @@ def hash_tile_route(level: int, rest: str, svc: ServicesDep) -> Response:
     n, width = _tile_index(rest)
     if n * TILE_WIDTH + width > svc.ledger.size() >> (8 * level):
         return problem(404, "not-found", "No such tile", "that tile is beyond the latest checkpoint")
-    data = hash_tile(svc.ledger.store, level, n, width)
+    data = svc.ledger.tile(level, n, width)
     return Response(
         data,
         media_type="application/octet-stream",
@@ -95,7 +95,7 @@ def inclusion(
     if (index is None) == (leaf_hash is None):
         raise MalformedError("give exactly one of index and leaf_hash", check="request.query")
     if index is None:
-        found = svc.ledger.store.index_of_leaf_hash(bytes.fromhex(str(leaf_hash)))
+        found = svc.ledger.index_of_leaf_hash(bytes.fromhex(str(leaf_hash)))
         if found is None:
             raise NotFoundError("no leaf has that hash", check="request.leaf_hash")
         index = found
@@ -142,10 +142,9 @@ def entries(
     per request; page with ``start``)."""
     size = svc.ledger.size()
     stop = min(size if end is None else min(end, size), start + MAX_EXPORT)
-    store = svc.ledger.store
 
     def lines() -> Iterator[bytes]:
-        for i, leaf, lh in store.leaves_with_hashes(start, max(start, stop)):
+        for i, leaf, lh in svc.ledger.leaves_with_hashes(start, max(start, stop)):
             yield (json.dumps({"index": i, "leaf": convert.b64(leaf), "leaf_hash": lh.hex()}) + "\n").encode()
 
     return StreamingResponse(lines(), media_type="application/x-ndjson")

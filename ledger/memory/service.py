@@ -59,7 +59,7 @@ from ledger.memory.recall import (
     to_recalled,
 )
 from ledger.memory.report import DistillRow, distill_rows
-from ledger.memory.state import RECORD, Item
+from ledger.memory.state import RECORD, Item, Session
 from ledger.memory.terms import content_terms
 from ledger.memory.vectors import VectorIndex
 from verifier.event import Leaf
@@ -208,6 +208,22 @@ class MemoryService:
                 return self.sync(target)
         self._embed_pending()
         return applied
+
+    # -- queries (what the routes ask; issue 27, finding 5: they read the projection) --
+
+    def sessions(self, agent: str) -> list[Session]:
+        """Every session of ``agent``, in id order."""
+        return self.projection.sessions(agent)
+
+    def session(self, agent: str, session: str) -> Session | None:
+        return self.projection.session(agent, session)
+
+    def items(self, agent: str, **query: Any) -> list[Item]:
+        """``agent``'s items (``Projection.items``: tiers, status, source kinds, a page)."""
+        return self.projection.items(agent, **query)
+
+    def item(self, agent: str, ref: str) -> Item | None:
+        return self.projection.item(agent, ref)
 
     def flush_access(self) -> None:
         """Wait until every use recorded so far is in the log (see ledger.memory.access)."""

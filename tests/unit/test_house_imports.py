@@ -289,3 +289,18 @@ def test_issue27_f1_hermes_is_handed_the_entry_points_opener() -> None:
     from engram.harness.target import embedded_opener
 
     assert embedded_opener() is open_embedded
+
+
+def test_issue27_f5_routes_ask_the_services_not_their_store() -> None:
+    """Regression (issue 27, finding 5): routes reached into ``svc.ledger.store`` (15 sites)
+    and ``svc.memory.projection``; they ask the ledger and the memory service instead."""
+    reaching = []
+    for path in [*_sources("api/routes"), ROOT / "api" / "fastpath.py"]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Attribute)
+                and (node.value.attr, node.attr) in {("ledger", "store"), ("memory", "projection")}
+            ):
+                reaching.append(f"{path.name}:{node.lineno}")
+    assert not reaching, reaching
