@@ -33,3 +33,29 @@ def test_issue26_f8_the_readme_is_one_page() -> None:
     assert len(readme.splitlines()) < 150 and len(readme.split()) < 1500
     for doc in ("tour", "harnesses", "configuration", "privacy", "reliability", "benchmarks", "design"):
         assert f"(docs/{doc}.md)" in readme and (ROOT / "docs" / f"{doc}.md").exists()
+
+
+def test_issue27_f5_the_readme_quick_loops_collect() -> None:
+    """Issue 27, finding 5 (no documented quick loop): each loop the README names selects
+    tests as written, and the wider one leaves out PostgreSQL, slow and interop tests."""
+    import shlex
+    import subprocess
+    import sys
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    loops = re.findall(r"`\.venv/bin/pytest (-n auto [^`]+)`", readme)
+    assert len(loops) == 2, loops
+    for loop in loops:
+        args = [a for a in shlex.split(loop) if a not in ("-n", "auto")]
+        out = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+        collected = [line for line in out.stdout.splitlines() if "::" in line]
+        assert len(collected) > 300, loop
+        if "-m" in args:
+            assert not any("[postgres]" in line for line in collected)
