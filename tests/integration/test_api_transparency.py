@@ -151,3 +151,15 @@ def test_proofs_and_the_auditor_export(
     )
     assert client.get("/v1/proofs/inclusion", params={"index": cp.size + 5}).status_code == 400
     assert client.get("/v1/proofs/inclusion").status_code == 400
+
+
+def test_tiles_are_served_only_at_ascii_addresses(client: TestClient) -> None:
+    """Finding 10: Unicode digits matched the tile path."""
+    assert client.get("/tile/0/000.p/1").status_code == 200
+    assert client.get("/tile/0/\u0660\u0660\u0660.p/1").status_code == 400
+
+
+def test_huge_tile_paths_are_refused_not_crashed(client: TestClient) -> None:
+    """Second review, finding 2: int() of a 4,300+ digit tile index raised a 500."""
+    r = client.get("/tile/entries/" + "x000/" * 1500 + "000")
+    assert r.status_code == 400 and r.headers["content-type"] == "application/problem+json"
