@@ -8,11 +8,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engram.protocol.schemas import REF_JSON_PATTERN, SESSION_JSON_PATTERN
+
 B64 = r"^[A-Za-z0-9+/]*={0,2}$"
 HEX64 = r"^[0-9a-f]{64}$"
 AGENT = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-SESSION = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-REF = r"^(0|[1-9][0-9]{0,15})\.(0|[1-9][0-9]?)$"
+SESSION = SESSION_JSON_PATTERN  # engram.protocol.schemas: one rule for every schema
+REF = REF_JSON_PATTERN
 KIND = r"^[a-z][a-z0-9_.]{0,63}$"
 
 

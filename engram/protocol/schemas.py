@@ -19,7 +19,10 @@ from engram.protocol.errors import RejectedEventError
 __all__ = [
     "CATEGORIES",
     "MAX_CONTENT_CHARS",
+    "MAX_TURN_CHARS",
     "NAME_PATTERN",
+    "REF_JSON_PATTERN",
+    "SESSION_JSON_PATTERN",
     "SESSION_PATTERN",
     "SOURCE_TYPES",
     "TIERS",
@@ -61,6 +64,10 @@ _REF = re.compile(r"(0|[1-9][0-9]{0,15})\.(0|[1-9][0-9]?)")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}")
 NAME_PATTERN = _NAME
 SESSION_PATTERN = _SESSION
+#: The same rules as JSON Schema ``pattern`` strings (anchored: a JSON Schema pattern
+#: searches), for every schema made from them: the HTTP API's and the MCP tools'.
+REF_JSON_PATTERN = f"^{_REF.pattern}$"
+SESSION_JSON_PATTERN = f"^{_SESSION.pattern}$"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 

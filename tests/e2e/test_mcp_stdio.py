@@ -365,3 +365,50 @@ def test_engram_mcp_without_pydantic_says_what_to_install(transport: str, tmp_pa
     )
     assert out.returncode == 2 and out.stdout == ""
     assert "pydantic" in out.stderr and "engram-ledger" in out.stderr
+
+
+@pytest.mark.parametrize("ref", ["007.0100", "01.0", "1.00", "12.100", "99999999999999999.0"])
+def test_issue27_f3_the_tools_take_only_refs_the_protocol_takes(ref: str) -> None:
+    """Regression (issue 27, finding 3): the MCP tools' item-ref pattern was their own, and
+    ``007.0100`` passed it but not the protocol's ``parse_ref``. The tools' patterns are the
+    protocol's now: every such ref is refused by the schema, before the memory is opened."""
+    from engram.protocol.errors import RejectedEventError
+    from engram.protocol.schemas import parse_ref
+
+    with pytest.raises(RejectedEventError):
+        parse_ref(ref)
+    server = StdioServer(_Never())
+    for tool, args in (
+        ("memory_show", {"ref": ref}),
+        ("memory_supersede", {"ref": ref, "content": "x", "reason": "y"}),
+    ):
+        answer = server.handle(_msg(tool, args))
+        assert answer is not None and answer["result"]["isError"] is True
+        assert "validation error" in answer["result"]["content"][0]["text"]
+
+
+def test_issue27_f3_the_tools_schemas_use_the_protocols_rules() -> None:
+    from typing import get_args
+
+    from engram.harness.mcp_tools import Category
+    from engram.protocol.schemas import (
+        CATEGORIES,
+        MAX_CONTENT_CHARS,
+        REF_JSON_PATTERN,
+        SESSION_JSON_PATTERN,
+    )
+
+    assert get_args(Category) == CATEGORIES
+    tools = {t["name"]: t["inputSchema"] for t in StdioServer(_Never()).list_tools()["tools"]}
+    assert tools["memory_show"]["properties"]["ref"]["pattern"] == REF_JSON_PATTERN
+    assert tools["session_turn"]["properties"]["session"]["pattern"] == SESSION_JSON_PATTERN
+    assert tools["memory_write"]["properties"]["content"]["maxLength"] == MAX_CONTENT_CHARS
+
+
+def _msg(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
