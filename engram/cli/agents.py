@@ -103,7 +103,7 @@ def event_append(
             raise MalformedError("the body must be a JSON object", check="body.type")
         remote = connect_remote(server, key_file, log_key=log_key)
         rec = remote.record(kind, parsed_r)
-        out.print_json(json.dumps({**rec, "stream": [remote.agent_id, kind]}))
+        out.print_json(json.dumps({**rec.to_json(), "stream": [remote.agent_id, kind]}))
         return
     services = open_services(Settings.from_env())  # memory kinds go in through the memory door
     ledger = services.ledger

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -19,6 +19,9 @@ from ledger.compose import open_ledger, open_services
 from ledger.config import Settings
 from ledger.log import ConsistencyProof, InclusionProof, Ledger
 from verifier.note import b64encode
+
+if TYPE_CHECKING:
+    from engram.client.agent_memory import AgentMemory
 
 out = Console(highlight=False, soft_wrap=True)
 
@@ -142,7 +145,7 @@ LogKey = Annotated[
 AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
 
-def agent_memory(key_file: Path, server: str | None, log_key: str | None) -> Any:
+def agent_memory(key_file: Path, server: str | None, log_key: str | None) -> AgentMemory:
     """The agent of ``key_file``: on the service at ``server`` (client only), else embedded."""
     if server:
         from engram.client.agent_memory import connect_remote

@@ -9,9 +9,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engram.client.agent_memory import recall_rows, verify_proof
+from engram.client.agent_memory import verify_proof
 from engram.client.http import verify_item_proof
 from engram.client.sdk import Agent
+from engram.protocol.answers import Appended, Closed, Proven, Recalled, Shown, Written
 from engram.protocol.errors import NotFoundError
 from ledger.compose import Services, open_services
 from ledger.config import Settings
@@ -39,17 +40,17 @@ class LocalAgentMemory:
     def open_session(self, *, title: str | None = None, session: str | None = None) -> str:
         return self.mem.open_session(self.agent, title=title, session=session)
 
-    def turn(self, session: str, role: str, content: str) -> dict[str, Any]:
-        return {"index": self.mem.turn(self.agent, session, role, content).index}
+    def turn(self, session: str, role: str, content: str) -> Appended:
+        return Appended(index=self.mem.turn(self.agent, session, role, content).index)
 
-    def close_session(self, session: str, *, summary: str | None = None) -> dict[str, Any]:
+    def close_session(self, session: str, *, summary: str | None = None) -> Closed:
         r = self.mem.close_session(self.agent, session, summary=summary)
-        return {
-            "closed": r.closed.index,
-            "distilled": None if r.distilled is None else r.distilled.index,
-            "entries": r.entries,
-            "decisions": len(r.decisions),
-        }
+        return Closed(
+            closed=r.closed.index,
+            distilled=None if r.distilled is None else r.distilled.index,
+            entries=r.entries,
+            decisions=len(r.decisions),
+        )
 
     def session_turns(self, session: str) -> int | None:
         self.mem.sync()
@@ -58,9 +59,9 @@ class LocalAgentMemory:
 
     # -- writes -------------------------------------------------------------------------
 
-    def _answer(self, index: int) -> dict[str, Any]:
+    def _answer(self, index: int) -> Written:
         ref = self.mem.ref_for(self.agent_id, index)
-        return {"index": index, "ref": ref, "duplicate": ref is not None and ref != f"{index}.0"}
+        return Written(index=index, ref=ref, duplicate=ref is not None and ref != f"{index}.0")
 
     def write(
         self,
@@ -73,7 +74,7 @@ class LocalAgentMemory:
         tier: str | None = None,
         evidence: str | None = None,
         provenance: Sequence[Mapping[str, str]] = (),
-    ) -> dict[str, Any]:
+    ) -> Written:
         r = self.mem.write(
             self.agent,
             category=category,
@@ -87,14 +88,14 @@ class LocalAgentMemory:
         )
         return self._answer(r.index)
 
-    def record(self, kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    def record(self, kind: str, body: Mapping[str, Any]) -> Written:
         return self._answer(self.mem.record(self.agent, kind, body).index)
 
-    def supersede(self, ref: str, *, content: str, reason: str) -> dict[str, Any]:
+    def supersede(self, ref: str, *, content: str, reason: str) -> Written:
         return self._answer(self.mem.supersede(self.agent, ref, content=content, reason=reason).index)
 
-    def erase(self, index: int, *, reason: str) -> dict[str, Any]:
-        return {"index": self.mem.erase(self.agent, index, reason=reason).index}
+    def erase(self, index: int, *, reason: str) -> Appended:
+        return Appended(index=self.mem.erase(self.agent, index, reason=reason).index)
 
     # -- reads --------------------------------------------------------------------------
 
@@ -108,7 +109,7 @@ class LocalAgentMemory:
         budget_tokens: int | None = None,
         session: str | None = None,
         scopes: Sequence[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Recalled:
         res = self.mem.recall(
             self.agent_id,
             query,
@@ -119,13 +120,13 @@ class LocalAgentMemory:
             session=session,
             scopes=scopes,
         )
-        return {
-            "context": res.render(),
-            "hot": recall_rows([dataclasses.asdict(r) for r in res.hot]),
-            "ranked": recall_rows([dataclasses.asdict(r) for r in res.ranked]),
-            "notes": list(res.notes),
-            "as_of_size": res.as_of_size,
-        }
+        return Recalled.of(
+            context=res.render(),
+            hot=[dataclasses.asdict(r) for r in res.hot],
+            ranked=[dataclasses.asdict(r) for r in res.ranked],
+            notes=res.notes,
+            as_of_size=res.as_of_size,
+        )
 
     def items(self, *, tier: str | None = None, status: str = "active") -> list[dict[str, Any]]:
         self.mem.sync()
@@ -134,7 +135,7 @@ class LocalAgentMemory:
         )
         return [dataclasses.asdict(i) for i in items]
 
-    def item(self, ref: str) -> dict[str, Any]:
+    def item(self, ref: str) -> Shown:
         self.mem.sync()
         it = self.mem.projection.item(self.agent_id, ref)
         if it is None:
@@ -158,9 +159,9 @@ class LocalAgentMemory:
         key = VerifierKey.parse(self.ledger.vkey)
         verify_item_proof(out, key, agent=self.agent_id, ref=ref)
         proof = verify_proof(key, index=it.index, leaf=leaf, checkpoint=inc.checkpoint, proof=inc.hashes)
-        return {"item": out["item"], "proof": proof}
+        return Shown(item=dataclasses.asdict(it), proof=proof)
 
-    def prove(self, index: int) -> dict[str, Any]:
+    def prove(self, index: int) -> Proven:
         leaf = self.ledger.store.leaf(index)
         if leaf is None:
             raise NotFoundError(f"the log has no entry {index}", check="proof.index")

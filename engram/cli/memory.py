@@ -64,7 +64,7 @@ def session_turn(
 ) -> None:
     """Record one turn of a session (full fidelity)."""
     r = agent_memory(key_file, server, log_key).turn(session, role, content)
-    emit(as_json, r, f"turn recorded at index {r['index']}")
+    emit(as_json, r.to_json(), f"turn recorded at index {r.index}")
 
 
 @session_app.command("distill")
@@ -101,10 +101,10 @@ def session_close(
 ) -> None:
     """Close a session: distill it into memories and file them in their tiers."""
     res = agent_memory(key_file, server, log_key).close_session(session, summary=summary)
-    text = f"closed at index {res['closed']}"
-    if res["distilled"] is not None:
-        text += f"\ndistilled {res['entries']} memories at index {res['distilled']}; {res['decisions']} tier decisions"
-    emit(as_json, res, text)
+    text = f"closed at index {res.closed}"
+    if res.distilled is not None:
+        text += f"\ndistilled {res.entries} memories at index {res.distilled}; {res.decisions} tier decisions"
+    emit(as_json, res.to_json(), text)
 
 
 @memory_app.command("write")
@@ -145,11 +145,11 @@ def memory_write(
         evidence=evidence,
         provenance=[{"source_type": "log", "source_ref": str(i)} for i in source_log or []],
     )
-    if not r["duplicate"]:
-        text = f"written as ref {r['ref']} at index {r['index']}"
+    if not r.duplicate:
+        text = f"written as ref {r.ref} at index {r.index}"
     else:
-        text = f"written at index {r['index']}: a duplicate, it confirmed ref {r['ref']}"
-    emit(as_json, r, text)
+        text = f"written at index {r.index}: a duplicate, it confirmed ref {r.ref}"
+    emit(as_json, r.to_json(), text)
 
 
 @memory_app.command("supersede")
@@ -164,7 +164,7 @@ def memory_supersede(
 ) -> None:
     """Correct a memory or record (append-only; the way COLD changes)."""
     r = agent_memory(key_file, server, log_key).supersede(ref, content=content, reason=reason)
-    emit(as_json, {**r, "superseded": ref}, f"{ref} superseded by {r['index']}.0")
+    emit(as_json, {**r.to_json(), "superseded": ref}, f"{ref} superseded by {r.index}.0")
 
 
 @memory_app.command("exempt")
@@ -194,8 +194,8 @@ def memory_erase(
         r = agent_memory(key_file, server, log_key).erase(index, reason=reason)
         emit(
             as_json,
-            {"erased": index, **r},
-            f"body of entry {index} erased; the erasure is entry {r['index']}",
+            {"erased": index, **r.to_json()},
+            f"body of entry {index} erased; the erasure is entry {r.index}",
         )
         return
     ledger, mem = memory_from_env()
@@ -272,9 +272,9 @@ def memory_recall(
             raise MalformedError(f"--agent {agent} is not the key file's agent {mem_r.agent_id}")
         got = mem_r.recall(query, **opts)
         if as_json:
-            out.print_json(json.dumps(got))
+            out.print_json(json.dumps(got.to_json()))
         else:
-            sys.stdout.write(got["context"])
+            sys.stdout.write(got.context)
         return
     if agent is None:
         raise MalformedError("give --agent (or --server with --key-file)")

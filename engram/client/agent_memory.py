@@ -6,12 +6,13 @@ embedded database in this process (``ledger.local.LocalAgentMemory``) or an Engr
 over HTTP (:class:`RemoteAgentMemory`, no database driver loaded). Every answer that carries
 a proof has been verified against the log's key before it is returned.
 
-Answers (all JSON-serialisable):
+Answers are the frozen values of :mod:`engram.protocol.answers` (``to_json()`` gives the
+plain JSON the MCP tools and the CLI print):
 
-* ``write``/``record``/``supersede``: ``{"index", "ref", "duplicate"}``
-* ``recall``: ``{"context", "hot", "ranked", "notes", "as_of_size"}`` (rows: :data:`ROW_FIELDS`)
-* ``item``: ``{"item", "proof"}``; ``prove``: ``{"index", "size", "leaf_hash", "root", "proof", "checkpoint"}``
-* ``turn``/``erase``: ``{"index"}``; ``close_session``: ``{"closed", "distilled", "entries", "decisions"}``
+* ``write``/``record``/``supersede``: :class:`Written`; ``turn``/``erase``: :class:`Appended`;
+  ``close_session``: :class:`Closed`
+* ``recall``: :class:`Recalled` (rows: :class:`RecallRow`)
+* ``item``: :class:`Shown`; ``prove``: :class:`Proven`
 """
 
 from __future__ import annotations
@@ -25,30 +26,16 @@ from urllib.parse import urlsplit
 
 from engram.client.http import HttpTransport, RemoteMemory
 from engram.client.sdk import Agent
+from engram.protocol.answers import ROW_FIELDS, Appended, Closed, Proven, Recalled, RecallRow, Shown, Written
 from engram.protocol.entries import parse_entry_lines
 from engram.protocol.errors import ConfigError, NotFoundError, ProofError
 from engram.protocol.recall_block import hot_part
-from engram.protocol.scopes import GLOBAL, scope_of
 from verifier.event import Leaf
 from verifier.merkle import verify_inclusion
 from verifier.note import VerifierKey, b64decode_strict, b64encode, verify_checkpoint
 from verifier.state import default_state_dir
 
 __all__ = ["ROW_FIELDS", "AgentMemory", "RemoteAgentMemory", "connect_remote", "recall_rows", "verify_proof"]
-
-#: The fields of a recall result row, the same from either backend.
-ROW_FIELDS = (
-    "ref",
-    "index",
-    "tier",
-    "category",
-    "content",
-    "tags",
-    "confidence",
-    "score",
-    "status",
-    "session",
-)
 
 
 class AgentMemory(Protocol):
@@ -59,9 +46,9 @@ class AgentMemory(Protocol):
 
     def open_session(self, *, title: str | None = None, session: str | None = None) -> str: ...
 
-    def turn(self, session: str, role: str, content: str) -> dict[str, Any]: ...
+    def turn(self, session: str, role: str, content: str) -> Appended: ...
 
-    def close_session(self, session: str, *, summary: str | None = None) -> dict[str, Any]: ...
+    def close_session(self, session: str, *, summary: str | None = None) -> Closed: ...
 
     def session_turns(self, session: str) -> int | None: ...
 
@@ -76,13 +63,13 @@ class AgentMemory(Protocol):
         tier: str | None = None,
         evidence: str | None = None,
         provenance: Sequence[Mapping[str, str]] = (),
-    ) -> dict[str, Any]: ...
+    ) -> Written: ...
 
-    def record(self, kind: str, body: Mapping[str, Any]) -> dict[str, Any]: ...
+    def record(self, kind: str, body: Mapping[str, Any]) -> Written: ...
 
-    def supersede(self, ref: str, *, content: str, reason: str) -> dict[str, Any]: ...
+    def supersede(self, ref: str, *, content: str, reason: str) -> Written: ...
 
-    def erase(self, index: int, *, reason: str) -> dict[str, Any]: ...
+    def erase(self, index: int, *, reason: str) -> Appended: ...
 
     def recall(
         self,
@@ -94,13 +81,13 @@ class AgentMemory(Protocol):
         budget_tokens: int | None = None,
         session: str | None = None,
         scopes: Sequence[str] | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> Recalled: ...
 
     def items(self, *, tier: str | None = None, status: str = "active") -> list[dict[str, Any]]: ...
 
-    def item(self, ref: str) -> dict[str, Any]: ...
+    def item(self, ref: str) -> Shown: ...
 
-    def prove(self, index: int) -> dict[str, Any]: ...
+    def prove(self, index: int) -> Proven: ...
 
     def mint_token(self, *, audience: str, kinds: Sequence[str], expires: int) -> str: ...
 
@@ -112,20 +99,14 @@ class AgentMemory(Protocol):
 
 
 def recall_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Recall rows cut to :data:`ROW_FIELDS` (missing fields are None), each labelled with its
-    scope (engram.protocol.scopes; session turns are global)."""
-    return [
-        {
-            **{k: r.get(k) for k in ROW_FIELDS},
-            "scope": GLOBAL if r.get("tier") == "RECORD" else scope_of(r.get("tags") or ()),
-        }
-        for r in rows
-    ]
+    """Recall rows as JSON, cut to :data:`ROW_FIELDS` and labelled with their scope (see
+    :meth:`RecallRow.of`)."""
+    return [RecallRow.of(r).to_json() for r in rows]
 
 
 def verify_proof(
     log_key: VerifierKey, *, index: int, leaf: bytes, checkpoint: bytes, proof: Sequence[bytes]
-) -> dict[str, Any]:
+) -> Proven:
     """Check that ``leaf`` is entry ``index`` of a checkpoint the log key signed; returns the
     proof as JSON (base64 hashes) for whoever wants to check it again."""
     cp = verify_checkpoint(checkpoint, log_key)
@@ -133,17 +114,17 @@ def verify_proof(
     if lf.index != index:
         raise ProofError(f"the leaf is entry {lf.index}, not {index}", check="proof.index")
     verify_inclusion(leaf_hash=lf.hash, index=index, size=cp.size, proof=list(proof), root=cp.root)
-    return {
-        "index": index,
-        "size": cp.size,
-        "leaf_hash": lf.hash.hex(),
-        "root": b64encode(cp.root),
-        "proof": [b64encode(h) for h in proof],
-        "checkpoint": checkpoint.decode("utf-8"),
-        "agent": lf.envelope.agent,
-        "kind": lf.envelope.kind,
-        "timestamp_us": lf.timestamp_us,
-    }
+    return Proven(
+        index=index,
+        size=cp.size,
+        leaf_hash=lf.hash.hex(),
+        root=b64encode(cp.root),
+        proof=[b64encode(h) for h in proof],
+        checkpoint=checkpoint.decode("utf-8"),
+        agent=lf.envelope.agent,
+        kind=lf.envelope.kind,
+        timestamp_us=lf.timestamp_us,
+    )
 
 
 class RemoteAgentMemory:
@@ -162,19 +143,18 @@ class RemoteAgentMemory:
     def open_session(self, *, title: str | None = None, session: str | None = None) -> str:
         return self.remote.open_session(title=title, session=session)
 
-    def turn(self, session: str, role: str, content: str) -> dict[str, Any]:
-        return {"index": self.remote.turn(session, role, content).index}
+    def turn(self, session: str, role: str, content: str) -> Appended:
+        return Appended(index=self.remote.turn(session, role, content).index)
 
-    def close_session(self, session: str, *, summary: str | None = None) -> dict[str, Any]:
+    def close_session(self, session: str, *, summary: str | None = None) -> Closed:
         out = self.remote.close_session(session, summary=summary)
         policy = out["policy"]
-        distilled = next((r.index for r in policy if r.kind == "memory.distilled"), None)
-        return {
-            "closed": out["closed"].index,
-            "distilled": distilled,
-            "entries": out["entries"],
-            "decisions": sum(1 for r in policy if r.kind != "memory.distilled"),
-        }
+        return Closed(
+            closed=out["closed"].index,
+            distilled=next((r.index for r in policy if r.kind == "memory.distilled"), None),
+            entries=out["entries"],
+            decisions=sum(1 for r in policy if r.kind != "memory.distilled"),
+        )
 
     def session_turns(self, session: str) -> int | None:
         try:
@@ -195,7 +175,7 @@ class RemoteAgentMemory:
         tier: str | None = None,
         evidence: str | None = None,
         provenance: Sequence[Mapping[str, str]] = (),
-    ) -> dict[str, Any]:
+    ) -> Written:
         receipt, ref = self.remote.write(
             category=category,
             content=content,
@@ -206,22 +186,20 @@ class RemoteAgentMemory:
             evidence=evidence,
             provenance=[dict(p) for p in provenance],
         )
-        return {
-            "index": receipt.index,
-            "ref": ref,
-            "duplicate": ref is not None and ref != f"{receipt.index}.0",
-        }
+        return Written(
+            index=receipt.index, ref=ref, duplicate=ref is not None and ref != f"{receipt.index}.0"
+        )
 
-    def record(self, kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    def record(self, kind: str, body: Mapping[str, Any]) -> Written:
         r = self.remote.record(kind, body)
-        return {"index": r.index, "ref": f"{r.index}.0", "duplicate": False}
+        return Written(index=r.index, ref=f"{r.index}.0", duplicate=False)
 
-    def supersede(self, ref: str, *, content: str, reason: str) -> dict[str, Any]:
+    def supersede(self, ref: str, *, content: str, reason: str) -> Written:
         r = self.remote.supersede(ref, content=content, reason=reason)
-        return {"index": r.index, "ref": f"{r.index}.0", "duplicate": False}
+        return Written(index=r.index, ref=f"{r.index}.0", duplicate=False)
 
-    def erase(self, index: int, *, reason: str) -> dict[str, Any]:
-        return {"index": self.remote.erase(index, reason=reason).index}
+    def erase(self, index: int, *, reason: str) -> Appended:
+        return Appended(index=self.remote.erase(index, reason=reason).index)
 
     # -- reads --------------------------------------------------------------------------
 
@@ -235,7 +213,7 @@ class RemoteAgentMemory:
         budget_tokens: int | None = None,
         session: str | None = None,
         scopes: Sequence[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Recalled:
         out = self.remote.recall(
             query,
             include_cold=include_cold,
@@ -245,18 +223,18 @@ class RemoteAgentMemory:
             session=session,
             scopes=scopes,
         )
-        return {
-            "context": out["context"],
-            "hot": recall_rows(out.get("hot", [])),
-            "ranked": recall_rows(out.get("ranked", [])),
-            "notes": list(out.get("notes", [])),
-            "as_of_size": out.get("as_of_size"),
-        }
+        return Recalled.of(
+            context=out["context"],
+            hot=out.get("hot", []),
+            ranked=out.get("ranked", []),
+            notes=out.get("notes", []),
+            as_of_size=out.get("as_of_size"),
+        )
 
     def items(self, *, tier: str | None = None, status: str = "active") -> list[dict[str, Any]]:
         return self.remote.items(tier=tier, status=status)
 
-    def item(self, ref: str) -> dict[str, Any]:
+    def item(self, ref: str) -> Shown:
         out = self.remote.item(ref)  # verified: leaf, body, inclusion, checkpoint signature
         inc = out["inclusion"]
         proof = verify_proof(
@@ -266,9 +244,9 @@ class RemoteAgentMemory:
             checkpoint=str(inc["checkpoint"]).encode("utf-8"),
             proof=[b64decode_strict(h, check="proof.encoding") for h in inc["proof"]],
         )
-        return {"item": out["item"], "proof": proof}
+        return Shown(item=out["item"], proof=proof)
 
-    def prove(self, index: int) -> dict[str, Any]:
+    def prove(self, index: int) -> Proven:
         t = self.remote.transport
         inc = t.request("GET", "/v1/proofs/inclusion", params={"index": index}).json()
         leaves = parse_entry_lines(
@@ -285,7 +263,7 @@ class RemoteAgentMemory:
             checkpoint=str(inc["checkpoint"]).encode("utf-8"),
             proof=[b64decode_strict(h, check="proof.encoding") for h in inc["proof"]],
         )
-        self.remote.agent.observe(verify_checkpoint(out["checkpoint"].encode(), self.remote.agent.log_key))
+        self.remote.agent.observe(verify_checkpoint(out.checkpoint.encode(), self.remote.agent.log_key))
         return out
 
     def mint_token(self, *, audience: str, kinds: Sequence[str], expires: int) -> str:

@@ -225,7 +225,7 @@ class EngramMemoryProvider(_hermes_base()):  # type: ignore[misc]
         with self._lock:
             out = self.mem.recall(query[:2000], session=self.session, budget_tokens=1800)
         # The system prompt already holds the HOT section (system_prompt_block; issue 26).
-        return without_hot(str(out["context"]))
+        return without_hot(out.context)
 
     def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
         """Nothing to warm: recall reads the projection directly."""
@@ -254,7 +254,7 @@ class EngramMemoryProvider(_hermes_base()):  # type: ignore[misc]
                     out = self.mem.recall(
                         str(args.get("query", ""))[:2000], include_cold=bool(args.get("include_cold", False))
                     )
-                    return json.dumps({"context": out["context"]})
+                    return json.dumps({"context": out.context})
                 if tool_name == "engram_remember":
                     tags = args.get("tags") or []
                     res = self.mem.write(
@@ -263,7 +263,7 @@ class EngramMemoryProvider(_hermes_base()):  # type: ignore[misc]
                         tags=[str(t) for t in tags] if isinstance(tags, list) else [],
                         session=self.session,
                     )
-                    return json.dumps(res)
+                    return json.dumps(res.to_json())
         except EngramError as e:
             return json.dumps({"error": str(e), "check": getattr(e, "check", None)})
         return json.dumps({"error": f"unknown tool {tool_name}"})

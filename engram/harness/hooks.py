@@ -212,7 +212,7 @@ class Hook:
         """Log a turn; its log index (None: nothing was logged)."""
         text = text.strip()
         if text and not text.startswith("<memory-context"):
-            return int(self.mem.turn(self.ensure_open(), role, _clip(text, MAX_TURN_CHARS))["index"])
+            return self.mem.turn(self.ensure_open(), role, _clip(text, MAX_TURN_CHARS)).index
         return None
 
     @property
@@ -241,7 +241,7 @@ class Hook:
         ref = self.state.data.get("snapshot")
         if self._field("source") in ("resume", "compact") and isinstance(ref, str):
             try:
-                snap = str(self.mem.item(ref)["item"]["content"])
+                snap = str(self.mem.item(ref).item["content"])
             except EngramError:
                 snap = ""
             if snap:
@@ -274,9 +274,9 @@ class Hook:
             "open commitments decisions tasks promises next steps", limit=20, scopes=self.scopes
         )
         refs = [
-            str(r["ref"])
-            for r in [*open_items["hot"], *open_items["ranked"]]
-            if r.get("category") == "COMMITMENT" and r.get("tier") != "RECORD" and r.get("ref")
+            r.ref
+            for r in [*open_items.hot, *open_items.ranked]
+            if r.category == "COMMITMENT" and r.tier != "RECORD" and r.ref
         ][:5]
         text = (
             f"Session state of {self.harness} session {self.session_id[:64]} ({why}, after {n} exchanges). "
@@ -293,12 +293,12 @@ class Hook:
         except EngramError as e:
             sys.stderr.write(f"engram hook: session-state snapshot skipped: {e}\n")
             return
-        self.state.save(snapshot=out["ref"])
+        self.state.save(snapshot=out.ref)
 
     def _live_text(self, ref: str) -> str | None:
         """The current text of an item (a turn record or a memory), None if it is gone."""
         try:
-            item = self.mem.item(ref)["item"]
+            item = self.mem.item(ref).item
         except EngramError:
             return None
         if item.get("status") not in (None, "active") or not item.get("content"):
@@ -344,7 +344,7 @@ class Hook:
         if every and n % every == 0:
             self.snapshot(f"every {every} exchanges")
         # SessionStart injected the HOT section; each prompt adds what it recalls (issue 26).
-        return self._context("UserPromptSubmit", without_hot(str(out["context"])))
+        return self._context("UserPromptSubmit", without_hot(out.context))
 
     def stop(self) -> str:
         text = self._field("last_assistant_message")

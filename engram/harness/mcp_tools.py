@@ -25,11 +25,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field
 
 from engram.client.agent_memory import AgentMemory
+from engram.protocol.answers import Written
 from engram.protocol.errors import EngramError, MalformedError
 from engram.protocol.problems import TYPE_BASE, problem_type_for
 from engram.protocol.schemas import MAX_CONTENT_CHARS, MAX_TURN_CHARS, REF_JSON_PATTERN, SESSION_JSON_PATTERN
@@ -47,6 +48,8 @@ __all__ = [
     "problem_json",
     "server_version",
 ]
+
+_T = TypeVar("_T")
 
 #: The server's title in ``initialize`` (its name is the one it is built with).
 TITLE = "Engram memory"
@@ -134,7 +137,7 @@ class _Memory:
         #: the session this server opened last (the HOT resource shows its frozen block)
         self.current_session: str | None = None
 
-    def call(self, fn: Callable[[AgentMemory], Any]) -> Any:
+    def call(self, fn: Callable[[AgentMemory], _T]) -> _T:
         with self._lock:
             try:
                 if self._mem is None:
@@ -240,7 +243,7 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
     ) -> dict[str, Any]:
         all_tags = list(tags)
 
-        def write(m: AgentMemory) -> Any:
+        def write(m: AgentMemory) -> Written:
             tag = scope_tag(scope)  # a bad scope is a tool error naming it
             return m.write(
                 category=category,
@@ -252,8 +255,7 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
                 evidence=evidence,
             )
 
-        out: dict[str, Any] = mem.call(write)
-        return out
+        return mem.call(write).to_json()
 
     @tool(
         description=(
@@ -295,10 +297,10 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
             )
         )
         return {
-            "context": out["context"],
-            "results": [*out["hot"], *out["ranked"]],
-            "notes": out["notes"],
-            "as_of_size": out["as_of_size"],
+            "context": out.context,
+            "results": [r.to_json() for r in (*out.hot, *out.ranked)],
+            "notes": out.notes,
+            "as_of_size": out.as_of_size,
         }
 
     @tool(
@@ -308,8 +310,7 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
         )
     )
     def memory_show(ref: Ref) -> dict[str, Any]:
-        out: dict[str, Any] = mem.call(lambda m: m.item(ref))
-        return out
+        return mem.call(lambda m: m.item(ref)).to_json()
 
     @tool(
         description=(
@@ -333,8 +334,7 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
         role: Annotated[Literal["user", "assistant", "system", "tool"], Field(description="Who spoke")],
         content: Annotated[str, Field(min_length=1, max_length=MAX_TURN, description="The turn's text")],
     ) -> dict[str, Any]:
-        out: dict[str, Any] = mem.call(lambda m: m.turn(session, role, content))
-        return out
+        return mem.call(lambda m: m.turn(session, role, content)).to_json()
 
     @tool(
         description=(
@@ -348,10 +348,10 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
             str | None, Field(max_length=MAX_CONTENT, description="An optional summary")
         ] = None,
     ) -> dict[str, Any]:
-        out: dict[str, Any] = mem.call(lambda m: m.close_session(session, summary=summary))
+        out = mem.call(lambda m: m.close_session(session, summary=summary))
         if mem.current_session == session:
             mem.current_session = None
-        return out
+        return out.to_json()
 
     @tool(
         description=(
@@ -366,8 +366,7 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
         kind: Annotated[RecordKind, Field(description="The record kind")],
         body: Annotated[dict[str, Any], Field(description="The record's fields (see the description)")],
     ) -> dict[str, Any]:
-        out: dict[str, Any] = mem.call(lambda m: m.record(kind, body))
-        return out
+        return mem.call(lambda m: m.record(kind, body)).to_json()
 
     @tool(
         description=(
@@ -382,8 +381,7 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
         ],
         reason: Annotated[str, Field(min_length=1, max_length=2000, description="Why it changed")],
     ) -> dict[str, Any]:
-        out: dict[str, Any] = mem.call(lambda m: m.supersede(ref, content=content, reason=reason))
-        return out
+        return mem.call(lambda m: m.supersede(ref, content=content, reason=reason)).to_json()
 
     @tool(
         description=(
@@ -395,8 +393,7 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
         index: Annotated[int, Field(ge=0, le=2**53, description="The log index whose body to erase")],
         reason: Annotated[str, Field(min_length=1, max_length=2000, description="Why (recorded in the log)")],
     ) -> dict[str, Any]:
-        out: dict[str, Any] = mem.call(lambda m: m.erase(index, reason=reason))
-        return out
+        return mem.call(lambda m: m.erase(index, reason=reason)).to_json()
 
     @tool(
         description=(
@@ -407,8 +404,7 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
     def log_prove(
         index: Annotated[int, Field(ge=0, le=2**53, description="The log index")],
     ) -> dict[str, Any]:
-        out: dict[str, Any] = mem.call(lambda m: m.prove(index))
-        return out
+        return mem.call(lambda m: m.prove(index)).to_json()
 
     @tool(
         description=(

@@ -133,7 +133,7 @@ def import_source(
         return report
     for n, (e, provenance) in enumerate(todo, start=1):
         out = mem.write(category=e.category, content=e.text, tags=e.tags, provenance=provenance)
-        report.written.append({"source": e.locator, "index": out["index"], "ref": out["ref"]})
+        report.written.append({"source": e.locator, "index": out.index, "ref": out.ref})
         if progress is not None:
             progress(n, len(todo))
     return report

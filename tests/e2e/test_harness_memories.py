@@ -21,6 +21,7 @@ import pytest
 from engram.cli.local import LocalAgentMemory, open_local
 from engram.harness.formats import FORMATS, FormatError, parse_frontmatter, read_source
 from engram.harness.transfer import export_memories, exportable, import_source
+from engram.protocol.answers import Written
 from ledger.config import Settings
 
 ENGRAM = str(Path(sys.executable).parent / "engram")
@@ -79,7 +80,7 @@ def test_import_signs_each_entry_with_its_source_and_is_idempotent(
         source_file = src if fmt == "mem0" else src / imp.split(":")[2]
         assert sha == "sha256:" + hashlib.sha256(source_file.read_bytes()).hexdigest()
         shown = mem.item(it["ref"])  # signed by the agent, with its verified inclusion proof
-        assert shown["proof"]["agent"] == "a" and shown["item"]["content"] == it["content"]
+        assert shown.proof.agent == "a" and shown.item["content"] == it["content"]
     again = import_source(mem, fmt, src)
     assert again.written == [] and again.already == EXPECTED[fmt]
     assert (
@@ -225,7 +226,7 @@ def test_an_interrupted_import_is_finished_by_running_it_again(home: tuple[dict[
         def __getattr__(self, name: str) -> Any:
             return getattr(self.inner, name)
 
-        def write(self, **kw: Any) -> dict[str, Any]:
+        def write(self, **kw: Any) -> Written:
             if self.left == 0:
                 raise Crash
             self.left -= 1
@@ -284,7 +285,7 @@ def test_claude_code_project_memory_is_recalled_in_that_project_only(
     mem = _mem(env, tmp / "a.key")
     report = import_source(mem, "claude-code", memdir)
     (item,) = report.written
-    assert any(t.startswith("project-") for t in mem.item(item["ref"])["item"]["tags"])
+    assert any(t.startswith("project-") for t in mem.item(item["ref"]).item["tags"])
     mem.write(category="LEARNING", content="Every service stores its secrets in Vault.")  # global
 
     def prompt(cwd: Path, session: str) -> str:

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from engram.harness.mcp_stdio import MAX_LINE, PROTOCOL_VERSIONS, StdioServer
 from engram.harness.mcp_tools import TOOLS
+from engram.protocol.answers import Written
 from tests.e2e.processes import ENGRAM
 from tests.e2e.test_mcp import _env
 
@@ -234,11 +235,11 @@ class _SlowMemory:
         self.written: list[str] = []
         self.started = threading.Event()
 
-    def write(self, *, content: str, **_: Any) -> dict[str, Any]:
+    def write(self, *, content: str, **_: Any) -> Written:
         self.started.set()
         time.sleep(0.3)
         self.written.append(content)
-        return {"index": len(self.written), "ref": f"{len(self.written)}.0", "duplicate": False}
+        return Written(index=len(self.written), ref=f"{len(self.written)}.0", duplicate=False)
 
 
 def test_a_cancelled_call_that_has_not_started_is_dropped_and_the_rest_finish() -> None:
@@ -268,6 +269,10 @@ def test_a_cancelled_call_that_has_not_started_is_dropped_and_the_rest_finish() 
     assert not t.is_alive()
     answers = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [a["id"] for a in answers] == [4, 1, 3]  # ping first, 2 never answered
+    assert [a["result"].get("structuredContent") for a in answers[1:]] == [
+        {"index": 1, "ref": "1.0", "duplicate": False},
+        {"index": 2, "ref": "2.0", "duplicate": False},
+    ]
     assert mem.written == ["first", "third"]
 
 

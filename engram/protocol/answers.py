@@ -1,0 +1,152 @@
+"""What one agent's memory answers, the same from the embedded log and from a service.
+
+:class:`engram.client.agent_memory.AgentMemory` returns these frozen values (issue 27,
+finding 3: its answers were ``dict[str, Any]``, spelled again by every caller). Each has
+``to_json()``, the plain JSON the MCP tools and the CLI's ``--json`` print (the shapes of
+specs/http-api.md's memory answers).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engram.protocol.scopes import GLOBAL, scope_of
+
+__all__ = ["ROW_FIELDS", "Appended", "Closed", "Proven", "RecallRow", "Recalled", "Shown", "Written"]
+
+
+class _Json:
+    __slots__ = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = dataclasses.asdict(self)  # type: ignore[call-overload]  # a dataclass
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Written(_Json):
+    """A memory, record or correction appended: its entry, and the item it made, or the
+    item it confirmed (``duplicate``: a near-duplicate confirmed an existing memory)."""
+
+    index: int
+    ref: str | None
+    duplicate: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Appended(_Json):
+    """An entry appended that makes no item of its own (a turn, an erasure)."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Closed(_Json):
+    """A session closed: its entry, its distillation's (None: not distilled, or already),
+    the memories it distilled and the policy decisions that followed."""
+
+    closed: int
+    distilled: int | None
+    entries: int
+    decisions: int
+
+
+#: The fields of a recall row, the same from either backend (then its scope).
+ROW_FIELDS = (
+    "ref",
+    "index",
+    "tier",
+    "category",
+    "content",
+    "tags",
+    "confidence",
+    "score",
+    "status",
+    "session",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecallRow(_Json):
+    """One recalled memory or session turn (tier ``RECORD``), labelled with its scope."""
+
+    ref: str | None
+    index: int | None
+    tier: str | None
+    category: str | None
+    content: str | None
+    tags: list[str]
+    confidence: int | None
+    score: float | None
+    status: str | None
+    session: str | None
+    scope: str
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> RecallRow:
+        """A row of either backend's answer (missing fields are None; session turns are
+        global)."""
+        tags = list(row.get("tags") or ())
+        return cls(
+            **{k: row.get(k) for k in ROW_FIELDS if k != "tags"},
+            tags=tags,
+            scope=GLOBAL if row.get("tier") == "RECORD" else scope_of(tags),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Recalled(_Json):
+    """A recall: the ``<memory-context>`` block, its HOT rows and ranked rows, notes, and
+    the log size it answers as of."""
+
+    context: str
+    hot: list[RecallRow]
+    ranked: list[RecallRow]
+    notes: list[str]
+    as_of_size: int | None
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        context: str,
+        hot: Sequence[Mapping[str, Any]],
+        ranked: Sequence[Mapping[str, Any]],
+        notes: Sequence[str],
+        as_of_size: int | None,
+    ) -> Recalled:
+        return cls(
+            context=context,
+            hot=[RecallRow.of(r) for r in hot],
+            ranked=[RecallRow.of(r) for r in ranked],
+            notes=list(notes),
+            as_of_size=as_of_size,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Proven(_Json):
+    """Entry ``index`` is in the checkpoint of ``size`` the log key signed: the verified
+    inclusion proof, base64 hashes, for anyone to check again."""
+
+    index: int
+    size: int
+    leaf_hash: str
+    root: str
+    proof: list[str]
+    checkpoint: str
+    agent: str
+    kind: str
+    timestamp_us: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Shown(_Json):
+    """One item (its JSON row: provenance, tier history) with the verified proof of the
+    entry that made it."""
+
+    item: dict[str, Any]
+    proof: Proven
