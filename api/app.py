@@ -8,7 +8,6 @@ events, memory, sharing and the trust oracle. specs/http-api.md is the contract.
 
 import asyncio
 import logging
-import os
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -36,7 +35,6 @@ from api.routes import agents, memory, sharing, transparency
 from api.settings import ApiSettings
 from engram.protocol.errors import EngramError
 from ledger.compose import open_services
-from ledger.config import Settings, normalize_database_url
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
 from ledger.witnessing import witness_checkpoint
@@ -109,13 +107,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if ledger is None:
-            # Every ledger setting of the process environment applies (ENGRAM_WITNESS_POLICY,
-            # limits ...); home and database come from the API settings.
-            env = dict(os.environ, ENGRAM_HOME=str(settings.home))
-            if settings.database_url:
-                env["ENGRAM_DATABASE_URL"] = normalize_database_url(settings.database_url)
-            opened = open_services(Settings.from_env(env))
+        if ledger is None:  # the service's settings were parsed with the API's, once (api.settings)
+            opened = open_services(settings.service)
             app.state.services = _services(settings, opened.ledger, opened.memory, shared=True, known=known)
         svc: Services = app.state.services
         task = None

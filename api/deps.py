@@ -262,7 +262,7 @@ SelfDep = Annotated[Access, Depends(self_only)]
 
 async def operator_bearer(svc: ServicesDep, authorization: Annotated[str | None, Header()] = None) -> bool:
     """True when the request carries the operator token (constant-time comparison)."""
-    expected = svc.settings.operator_token.get_secret_value()
+    expected = svc.settings.operator_secret
     if not authorization or not authorization.startswith("Bearer ") or not expected:
         return False
     return hmac.compare_digest(authorization[7:].encode(), expected.encode())

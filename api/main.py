@@ -10,4 +10,4 @@ __all__ = ["app_factory"]
 
 def app_factory() -> FastAPI:
     """Build the app from ``ENGRAM_*`` settings (refuses default secrets outside dev mode)."""
-    return create_app(ApiSettings())
+    return create_app(ApiSettings.from_env())

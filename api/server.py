@@ -38,7 +38,7 @@ _HEAD_END = re.compile(rb"\n\r?\n")
 @lru_cache(maxsize=1)
 def _bounds() -> tuple[int, float]:
     """(max head bytes, request timeout) from the settings (validated before serving)."""
-    settings = ApiSettings()
+    settings = ApiSettings.from_env()
     return settings.max_header_bytes, float(settings.request_timeout_s)
 
 

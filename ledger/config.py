@@ -1,5 +1,6 @@
 """Service settings, read from the environment in one place (the HTTP layer's own settings,
-operator token, limits and the witness interval, are :class:`api.settings.ApiSettings`); the
+operator token, limits and the witness interval, are :class:`api.settings.ApiSettings`, parsed
+with these parsers and carrying these settings); the
 composition root (:mod:`ledger.compose`) turns them into a ledger and a memory service.
 tests/unit/test_settings.py pins this table, docs/configuration.md's and the variables read to each other.
 
@@ -40,7 +41,7 @@ from pathlib import Path
 from engram.protocol.errors import ConfigError
 from verifier.event import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_LEAF_BYTES
 
-__all__ = ["Settings", "normalize_database_url"]
+__all__ = ["Settings", "bool_env", "int_env", "normalize_database_url"]
 
 
 def normalize_database_url(url: str) -> str:
@@ -51,7 +52,8 @@ def normalize_database_url(url: str) -> str:
     return url
 
 
-def _int_env(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
+def int_env(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
+    """Variable ``name`` as an integer in [lo, hi] (unset or empty: ``default``)."""
     raw = env.get(name)
     if raw is None or raw == "":
         return default
@@ -64,7 +66,8 @@ def _int_env(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) 
     return value
 
 
-def _bool_env(env: Mapping[str, str], name: str, default: bool) -> bool:
+def bool_env(env: Mapping[str, str], name: str, default: bool) -> bool:
+    """Variable ``name`` as a boolean (1/true/yes/on, 0/false/no/off; unset: ``default``)."""
     raw = env.get(name)
     if raw is None or raw == "":
         return default
@@ -98,7 +101,7 @@ def _embedder_env(env: Mapping[str, str]) -> tuple[str, str | None, str | None, 
     url = env.get("ENGRAM_EMBEDDER_URL") or None
     model = env.get("ENGRAM_EMBEDDER_MODEL") or None
     api_key = env.get("ENGRAM_EMBEDDER_API_KEY") or None
-    dim = _int_env(env, "ENGRAM_EMBEDDER_DIM", 0, 1, 8192) if env.get("ENGRAM_EMBEDDER_DIM") else None
+    dim = int_env(env, "ENGRAM_EMBEDDER_DIM", 0, 1, 8192) if env.get("ENGRAM_EMBEDDER_DIM") else None
     if url is None:
         if model is not None or api_key is not None or dim is not None:
             raise ConfigError(
@@ -167,14 +170,12 @@ class Settings:
             database_url=normalize_database_url(url),
             log_key_file=Path(env.get("ENGRAM_LOG_KEY_FILE") or home / "log.key").expanduser(),
             policy_key_file=Path(env.get("ENGRAM_POLICY_KEY_FILE") or home / "policy.key").expanduser(),
-            max_leaf_bytes=_int_env(env, "ENGRAM_MAX_LEAF_BYTES", DEFAULT_MAX_LEAF_BYTES, 1024, 65_535),
-            max_body_bytes=_int_env(
-                env, "ENGRAM_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, 1, 16 * 1024 * 1024
-            ),
-            hot_max_tokens=_int_env(env, "ENGRAM_HOT_MAX_TOKENS", 2000, 1, 1_000_000),
-            hot_max_items=_int_env(env, "ENGRAM_HOT_MAX_ITEMS", 50, 1, 100_000),
-            inactive_preference_days=_int_env(env, "ENGRAM_INACTIVE_PREFERENCE_DAYS", 7, 1, 36_500),
-            compact_on_session_end=_bool_env(env, "ENGRAM_COMPACT_ON_SESSION_END", True),
+            max_leaf_bytes=int_env(env, "ENGRAM_MAX_LEAF_BYTES", DEFAULT_MAX_LEAF_BYTES, 1024, 65_535),
+            max_body_bytes=int_env(env, "ENGRAM_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, 1, 16 * 1024 * 1024),
+            hot_max_tokens=int_env(env, "ENGRAM_HOT_MAX_TOKENS", 2000, 1, 1_000_000),
+            hot_max_items=int_env(env, "ENGRAM_HOT_MAX_ITEMS", 50, 1, 100_000),
+            inactive_preference_days=int_env(env, "ENGRAM_INACTIVE_PREFERENCE_DAYS", 7, 1, 36_500),
+            compact_on_session_end=bool_env(env, "ENGRAM_COMPACT_ON_SESSION_END", True),
             distiller_url=distiller_url,
             distiller_model=distiller_model,
             distiller_api_key=distiller_api_key,
@@ -186,7 +187,7 @@ class Settings:
             witness_policy=Path(env["ENGRAM_WITNESS_POLICY"]).expanduser()
             if env.get("ENGRAM_WITNESS_POLICY")
             else None,
-            witness_timeout_s=_int_env(env, "ENGRAM_WITNESS_TIMEOUT_S", 5, 1, 120),
+            witness_timeout_s=int_env(env, "ENGRAM_WITNESS_TIMEOUT_S", 5, 1, 120),
             signer_record=Path(env["ENGRAM_SIGNER_RECORD"]).expanduser()
             if env.get("ENGRAM_SIGNER_RECORD")
             else None,

@@ -16,9 +16,7 @@ from typing import Any
 from engram import install_hint
 
 #: Libraries only the service needs (the ``server`` extra).
-SERVER_LIBRARIES = frozenset(
-    {"sqlalchemy", "alembic", "psycopg", "typer", "fastapi", "pydantic_settings", "uvicorn"}
-)
+SERVER_LIBRARIES = frozenset({"sqlalchemy", "alembic", "psycopg", "typer", "fastapi", "uvicorn"})
 FAST_COMMANDS = ("mcp", "hook", "hermes")
 
 __all__ = ["main", "open_embedded"]

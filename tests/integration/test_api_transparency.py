@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fastapi.testclient import TestClient
-from pydantic import ValidationError
 
 from api.app import create_app
 from api.settings import ApiSettings
 from engram.client.sdk import Agent
+from engram.protocol.errors import ConfigError
 from engram.protocol.signer import AgentSigner
 from ledger.log import Ledger
 from ledger.tiles import export_tiles
@@ -38,7 +38,7 @@ def _wire(sub) -> dict:
 def test_settings_refuse_default_secrets() -> None:
     # a repeated character or piece is no secret, however long (issue 13: "aaaa..." passed)
     for token in ("", "changeme", "short", "a" * 40, "op-" + "e2e" * 10, "abcdefghijklmnop" * 3):
-        with pytest.raises(ValidationError, match="OPERATOR_TOKEN"):
+        with pytest.raises(ConfigError, match="OPERATOR_TOKEN"):
             ApiSettings(operator_token=token)
     assert ApiSettings(operator_token="", dev_mode=True).dev_mode
 

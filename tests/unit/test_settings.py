@@ -66,7 +66,7 @@ def _variables_in_code() -> set[str]:
                     and re.fullmatch(r"ENGRAM_[A-Z0-9_]+", node.value)
                 ):
                     found.add(node.value)
-    return found | {"ENGRAM_" + name.upper() for name in ApiSettings.model_fields}
+    return found
 
 
 def test_readme_table_and_code_name_the_same_variables() -> None:
@@ -75,6 +75,69 @@ def test_readme_table_and_code_name_the_same_variables() -> None:
         "documented, never read": documented - read,
         "read, undocumented": read - documented,
     }
+
+
+#: ApiSettings field -> the variable that sets it, and a value different from the default.
+API_FIELDS: dict[str, tuple[str, str]] = {
+    "operator_token": ("ENGRAM_OPERATOR_TOKEN", "Zq3xV8mTn2LpR6wYb1KdHs9FcJ4uAe7G"),
+    "dev_mode": ("ENGRAM_DEV_MODE", "1"),
+    "max_request_bytes": ("ENGRAM_MAX_REQUEST_BYTES", "2048"),
+    "max_header_bytes": ("ENGRAM_MAX_HEADER_BYTES", "8192"),
+    "request_timeout_s": ("ENGRAM_REQUEST_TIMEOUT_S", "3"),
+    "signature_window_s": ("ENGRAM_SIGNATURE_WINDOW_S", "60"),
+    "rate_limit_per_minute": ("ENGRAM_RATE_LIMIT_PER_MINUTE", "7"),
+    "rate_limit_burst": ("ENGRAM_RATE_LIMIT_BURST", "8"),
+    "rate_limit_per_client_per_minute": ("ENGRAM_RATE_LIMIT_PER_CLIENT_PER_MINUTE", "9"),
+    "rate_limit_per_client_burst": ("ENGRAM_RATE_LIMIT_PER_CLIENT_BURST", "10"),
+    "rate_limit_scope": ("ENGRAM_RATE_LIMIT_SCOPE", "process"),
+    "max_active_requests": ("ENGRAM_MAX_ACTIVE_REQUESTS", "5"),
+    "max_active_per_identity": ("ENGRAM_MAX_ACTIVE_PER_IDENTITY", "4"),
+    "witness_interval_s": ("ENGRAM_WITNESS_INTERVAL_S", "0"),
+    "service": ("ENGRAM_HOT_MAX_ITEMS", "3"),
+}
+
+
+def test_issue27_f5_one_parse_sets_every_api_field_and_the_service_settings() -> None:
+    """One settings system: ApiSettings.from_env reads every HTTP variable with the
+    service's parsers and carries the service's settings from the same environment (they
+    were round-tripped through an env dict in the app's lifespan)."""
+    import dataclasses
+
+    assert {f.name for f in dataclasses.fields(ApiSettings)} == set(API_FIELDS)
+    base = {"ENGRAM_DEV_MODE": "1", "ENGRAM_HOME": "/tmp/engram-api-settings"}
+    default = ApiSettings.from_env(base)
+    assert default.service == Settings.from_env(base) and default.home == Path("/tmp/engram-api-settings")
+    for name, (var, value) in API_FIELDS.items():
+        env = {**base, var: value}
+        if var == "ENGRAM_DEV_MODE":
+            env = {
+                "ENGRAM_HOME": base["ENGRAM_HOME"],
+                "ENGRAM_OPERATOR_TOKEN": API_FIELDS["operator_token"][1],
+            }
+            assert ApiSettings.from_env(env).dev_mode is False
+            env[var] = value
+            assert ApiSettings.from_env(env).dev_mode is True
+            continue
+        assert getattr(ApiSettings.from_env(env), name) != getattr(default, name), var
+    assert {v for v, _ in API_FIELDS.values()} <= _readme_variables()
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"ENGRAM_RATE_LIMIT_BURST": "0"}, "ENGRAM_RATE_LIMIT_BURST"),
+        ({"ENGRAM_MAX_REQUEST_BYTES": "lots"}, "ENGRAM_MAX_REQUEST_BYTES"),
+        ({"ENGRAM_RATE_LIMIT_SCOPE": "cluster"}, "ENGRAM_RATE_LIMIT_SCOPE"),
+        ({"ENGRAM_DEV_MODE": "maybe"}, "ENGRAM_DEV_MODE"),
+        ({"ENGRAM_DEV_MODE": "0", "ENGRAM_OPERATOR_TOKEN": "changeme"}, "ENGRAM_OPERATOR_TOKEN"),
+        ({"ENGRAM_HOT_MAX_TOKENS": "-1"}, "ENGRAM_HOT_MAX_TOKENS"),
+    ],
+)
+def test_issue27_f5_a_bad_api_setting_is_a_config_error_naming_it(env: dict[str, str], named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        ApiSettings.from_env({"ENGRAM_DEV_MODE": "1", **env})
+    with pytest.raises(ConfigError):  # built by keyword, the same checks hold
+        ApiSettings(dev_mode=True, rate_limit_burst=0)
 
 
 def test_every_settings_field_is_set_by_its_variable() -> None:
