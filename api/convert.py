@@ -2,7 +2,8 @@
 
 import dataclasses
 
-from api.schemas import InclusionOut, ItemOut, RecalledOut, ReceiptOut
+from api.schemas import InclusionOut, ItemOut, ItemProofOut, RecalledOut, ReceiptOut
+from engram.protocol.answers import ItemProof
 from ledger.log import InclusionProof, Receipt
 from ledger.memory.recall import Recalled
 from ledger.memory.state import Item
@@ -39,6 +40,24 @@ def inclusion(p: InclusionProof) -> InclusionOut:
 def item(i: Item) -> ItemOut:
     fields = dataclasses.asdict(i)
     return ItemOut.model_validate({k: fields[k] for k in ItemOut.model_fields})
+
+
+def item_proof(p: ItemProof) -> ItemProofOut:
+    e = p.entry
+    return ItemProofOut(
+        item=ItemOut.model_validate(p.item.to_json()),
+        leaf=b64(e.leaf),
+        inclusion=InclusionOut(
+            index=e.index,
+            size=e.size,
+            leaf_hash=e.leaf_hash.hex(),
+            root=b64(e.root),
+            proof=[b64(h) for h in e.proof],
+            checkpoint=e.checkpoint.decode("utf-8"),
+        ),
+        salt=None if p.salt is None else b64(p.salt),
+        body=None if p.body is None else b64(p.body),
+    )
 
 
 def recalled(r: Recalled) -> RecalledOut:

@@ -15,7 +15,7 @@ Three ways a request is authorized (specs/http-api.md §2):
 import hmac
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Header, Path, Request
 from starlette.concurrency import run_in_threadpool
@@ -28,8 +28,8 @@ from api.schemas import AGENT, ProofFromKnown, ReceiptOut, SignedEvent
 from api.settings import ApiSettings
 from engram.protocol.errors import AuthError, ForbiddenError, MalformedError
 from engram.protocol.kinds import kinds_where
-from ledger.log import Ledger, Receipt, Submission
-from ledger.memory.service import CloseResult, MemoryService
+from ledger.log import Ledger, Prepared, Receipt, Submission
+from ledger.memory.service import MemoryService, Submitted
 from ledger.sharing import allowed_kinds
 from verifier.note import b64decode_strict
 
@@ -80,23 +80,27 @@ def unb64(text: str, what: str) -> bytes:
     return b64decode_strict(text, check="request.base64")
 
 
-def submission(svc: Services, ev: SignedEvent, cost: float = 1.0) -> Submission:
-    """Decode a signed event, verify its signature, and refuse it (429) if its agent's
-    budget is spent. Nothing is charged here: :func:`charged` charges the agent once the
-    append succeeded, so that forged or replayed events (which fail) never spend another
-    agent's budget. Registrations are charged to the operator."""
+def submission(svc: Services, ev: SignedEvent, cost: float = 1.0, *, operator: bool = False) -> Prepared:
+    """Decode a signed event and prepare it once (``Ledger.prepare``: envelope, signature,
+    body, schema and gate, parsed here and handed down parsed), refusing it (429) as soon
+    as its signature names an agent whose budget is spent, before its body is read. Nothing
+    is charged here: :func:`charged` charges the agent once the append succeeded, so that
+    forged or replayed events (which fail) never spend another agent's budget.
+    Registrations are charged to the operator."""
     sub = Submission(
         envelope=unb64(ev.envelope, "envelope"),
         signature=unb64(ev.signature, "signature"),
         body=unb64(ev.body, "body"),
         salt=unb64(ev.salt, "salt"),
     )
-    agent, public_key, registered = svc.ledger.event_signer_key(sub)
-    if registered:
-        svc.key_limits.check("agent:" + agent, cost)
-        if svc.known is not None:
-            svc.known.learn(agent, public_key)  # fair admission may queue it as this agent now
-    return sub
+
+    def admit(agent: str, public_key: bytes, registered: bool) -> None:
+        if registered:
+            svc.key_limits.check("agent:" + agent, cost)
+            if svc.known is not None:
+                svc.known.learn(agent, public_key)  # fair admission may queue it as this agent now
+
+    return svc.ledger.prepare(sub, operator=operator, admit=admit)
 
 
 def charged(svc: Services, receipts: list[Receipt]) -> list[Receipt]:
@@ -108,13 +112,14 @@ def charged(svc: Services, receipts: list[Receipt]) -> list[Receipt]:
 
 def submit_signed(
     svc: Services, ev: SignedEvent, *, agent: str, kinds: Collection[str], session: str | None = None
-) -> tuple[Receipt, dict[str, Any], CloseResult | None]:
+) -> Submitted:
     """One agent-signed event for a route that takes ``kinds`` of ``agent``'s, through the
-    memory service's door (the memory rules follow it); for a ``session.closed``, what its
-    close did."""
-    receipt, body, closed = svc.memory.submit(submission(svc, ev), agent=agent, kinds=kinds, session=session)
-    charged(svc, [receipt])
-    return receipt, body, closed
+    memory service's door (the memory rules follow it): the receipt, the body, the item it
+    made or confirmed and, for a ``session.closed``, what its close did (the in-process
+    transport, ``ledger.memory.transport``, makes the same call)."""
+    done = svc.memory.submit(submission(svc, ev), agent=agent, kinds=kinds, session=session)
+    charged(svc, [done.receipt])
+    return done
 
 
 MinIndex = Annotated[

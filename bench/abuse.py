@@ -42,7 +42,8 @@ def _burst_proc(url: str, vkey: str, key_pem: bytes, threads: int, ready: Any, s
     """One process of the bursting agent: ``threads`` threads of signed recalls until ``stop``."""
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-    from engram.client.http import HttpTransport, RemoteMemory
+    from engram.client import AgentMemory
+    from engram.client.http import HttpTransport
     from engram.client.sdk import Agent
     from engram.protocol.signer import AgentSigner
 
@@ -54,7 +55,7 @@ def _burst_proc(url: str, vkey: str, key_pem: bytes, threads: int, ready: Any, s
     def work() -> None:
         transport = HttpTransport(url, operator_token=TOKEN)
         signer = AgentSigner("burst", key, origin=vkey.split("+")[0])  # type: ignore[arg-type]
-        memory = RemoteMemory(Agent(signer, log_vkey=vkey, transport=transport, state_dir=None), transport)
+        memory = AgentMemory(Agent(signer, log_vkey=vkey, transport=transport, state_dir=None), transport)
         while not stop.is_set():
             try:
                 memory.recall("what did I promise about the deadline", limit=5)
@@ -154,7 +155,8 @@ def _register_burst(server: Server) -> bytes:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
-    from engram.client.http import HttpTransport, RemoteMemory
+    from engram.client import AgentMemory
+    from engram.client.http import HttpTransport
     from engram.client.sdk import Agent
     from engram.protocol.signer import AgentSigner
 
@@ -167,7 +169,7 @@ def _register_burst(server: Server) -> bytes:
         state_dir=None,
     )
     agent.register()
-    memory = RemoteMemory(agent, transport)
+    memory = AgentMemory(agent, transport)
     for i in range(20):
         memory.write(
             content=f"the deadline for report {i} is Friday; I promised to send it", category="COMMITMENT"

@@ -31,7 +31,8 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_log import pg_database
-from engram.client.http import HttpTransport, RemoteMemory
+from engram.client import AgentMemory
+from engram.client.http import HttpTransport
 from engram.client.sdk import Agent
 
 TOKEN = "E2Y0l8a3vkoRKoUWuZzfwZ0KWPacqDGAg_OQAbLN"
@@ -127,7 +128,7 @@ def _agent_loop(
     url: str, vkey: str, name: str, n: int, lat: list[float], reads: list[float], recalls: list[float]
 ) -> None:
     http = HttpTransport(url, operator_token=TOKEN)
-    mem = RemoteMemory(Agent.generate(name, log_vkey=vkey, transport=http), http)
+    mem = AgentMemory(Agent.generate(name, log_vkey=vkey, transport=http), http)
     mem.agent.register()
     for i in range(n):
         t = time.perf_counter()

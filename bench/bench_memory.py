@@ -25,11 +25,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_log import pg_database
+from engram.client import AgentMemory
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
 from ledger.compose import create_ledger, memory_service
 from ledger.config import Settings
-from ledger.inprocess import InProcess
+from ledger.memory.transport import InProcessMemory
 from ledger.storage.db import make_engine
 
 WORDS = [
@@ -62,13 +63,13 @@ def bench(label: str, url: str, n_writes: int, n_sessions: int, n_recalls: int) 
         policy_key=Ed25519PrivateKey.generate(),
     )
     memory = memory_service(ledger, Settings.from_env())  # the policy and distiller settings apply
-    agent = Agent.generate("bench-agent", log_vkey=ledger.vkey, transport=InProcess(ledger))
+    agent = Agent.generate("bench-agent", log_vkey=ledger.vkey, transport=InProcessMemory(memory))
     agent.register()
+    mem = AgentMemory(agent)  # the agent's side, through the memory service's door
 
     t0 = time.perf_counter()
     for _ in range(n_writes):
-        memory.write(
-            agent,
+        mem.write(
             category=rng.choice(["LEARNING", "FAILURE", "CONTEXT"]),
             content=sentence(rng),
             confidence=rng.randint(0, 100),
@@ -78,10 +79,9 @@ def bench(label: str, url: str, n_writes: int, n_sessions: int, n_recalls: int) 
 
     closes = []
     for _ in range(n_sessions):
-        sid = memory.open_session(agent)
+        sid = mem.open_session()
         for t in range(6):
-            memory.turn(
-                agent,
+            mem.turn(
                 sid,
                 "user" if t % 2 == 0 else "assistant",
                 rng.choice(
@@ -94,7 +94,7 @@ def bench(label: str, url: str, n_writes: int, n_sessions: int, n_recalls: int) 
                 ),
             )
         s = time.perf_counter()
-        memory.close_session(agent, sid)
+        mem.close_session(sid)
         closes.append(time.perf_counter() - s)
     print(f"  {label}: session close (distil + file in tiers), p50 {statistics.median(closes) * 1000:.1f} ms")
 

@@ -44,13 +44,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engram.client import AgentMemory
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
 from ledger.compose import create_ledger, memory_rules, memory_service
 from ledger.config import Settings
-from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
+from ledger.memory.transport import InProcessMemory
 from ledger.storage.db import make_engine
 from ledger.storage.store import SqlStore
 
@@ -367,7 +368,7 @@ _BENCH_LOG_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 _BENCH_POLICY_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
 
 
-def _ledger(tmp: Path, clock: Clock) -> tuple[MemoryService, Callable[[str], Agent]]:
+def _ledger(tmp: Path, clock: Clock) -> tuple[MemoryService, Callable[..., AgentMemory]]:
     engine = make_engine(f"sqlite:///{tmp / 'recall.db'}")
     log_key = LogKey("bench.example/recall", _BENCH_LOG_KEY)
     if (tmp / "recall.db").stat().st_size if (tmp / "recall.db").exists() else 0:
@@ -380,12 +381,14 @@ def _ledger(tmp: Path, clock: Clock) -> tuple[MemoryService, Callable[[str], Age
         ledger = create_ledger(engine, log_key, clock=clock, policy_key=_BENCH_POLICY_KEY)
     memory = memory_service(ledger, Settings.from_env())
 
-    def agent(name: str) -> Agent:
+    def agent(name: str, on: MemoryService = memory) -> AgentMemory:
+        """A registered agent's memory, in through ``on``'s door (the service that distils
+        its sessions)."""
         a = Agent.generate(
-            name, log_vkey=ledger.vkey, transport=InProcess(ledger), clock=clock, state_dir=None
+            name, log_vkey=ledger.vkey, transport=InProcessMemory(on), clock=clock, state_dir=None
         )
         a.register()
-        return a
+        return AgentMemory(a)
 
     return memory, agent
 
@@ -414,10 +417,10 @@ def run(convs: list[Conversation], *, mode: str, tmp: Path) -> None:
         docs[c.agent] = []
         for s, session in enumerate(c.sessions):
             clock.now = max(clock.now, start + c.day_of[s] * DAY_US)
-            sid = memory.open_session(agent, title=f"chat {s}")
+            sid = agent.open_session(title=f"chat {s}")
             for t in session:
-                t.index = memory.turn(
-                    agent, sid, "user" if t.speaker == c.a else "assistant", f"{t.speaker}: {t.text}"
+                t.index = agent.turn(
+                    sid, "user" if t.speaker == c.a else "assistant", f"{t.speaker}: {t.text}"
                 ).index
                 if mode == "end-to-end":
                     docs[c.agent].append((f"{t.speaker}: {t.text}", frozenset({t.index})))
@@ -426,13 +429,13 @@ def run(convs: list[Conversation], *, mode: str, tmp: Path) -> None:
                     text = t.fact.fact if t.fact else f"{t.speaker} said: {t.text}"
                     if t.fact is None and t.text in FILLER:
                         continue  # a perfect distiller keeps facts and observations, not small talk
-                    memory.write(
-                        agent, category="CONTEXT", content=text, tier="WARM",
+                    agent.write(
+                        category="CONTEXT", content=text, tier="WARM",
                         provenance=[{"source_type": "turn", "source_ref": str(t.index)}],
                     )  # fmt: skip
                     docs[c.agent].append((text, frozenset({t.index})))
             else:
-                memory.close_session(agent, sid)
+                agent.close_session(sid)
     if mode == "month-later":
         # A month after the last session, compaction runs: decay archives what was not used.
         clock.now += 35 * DAY_US
@@ -543,11 +546,11 @@ def scale(n: int, *, queries: int, tmp: Path) -> dict[str, dict[str, float]]:
         embedder=memory.vectors.embedder if memory.vectors else None,
     )
     existing = len(memory.projection.items("scale", tiers=["WARM", "COLD"]))
-    agent = make_agent("scale") if not existing else None
+    agent = make_agent("scale", memory) if not existing else None  # closes distilled by ``bulk``
     t0 = time.perf_counter()
     while agent is not None and bulk.made < n:
-        sid = memory.open_session(agent, title=None)
-        memory.close_session(agent, sid)
+        sid = agent.open_session(title=None)
+        agent.close_session(sid)
         clock.now += DAY_US // 24
     load = time.perf_counter() - t0
     t0 = time.perf_counter()

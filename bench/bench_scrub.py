@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engram.client import AgentMemory
 from engram.client.sdk import Agent
 from engram.protocol.bodies import written_body
 from engram.protocol.keyfiles import LogKey
@@ -26,6 +27,7 @@ from ledger.compose import create_ledger
 from ledger.inprocess import InProcess
 from ledger.maintain import scrub_erased
 from ledger.memory.service import MemoryService
+from ledger.memory.transport import InProcessMemory
 from ledger.storage.db import make_engine
 
 
@@ -59,7 +61,8 @@ def main() -> None:
         first = receipts[0].index
         memory.sync()
         wrote = time.monotonic() - t0
-        memory.erase(ada, first, reason="bench")
+        ada.transport = InProcessMemory(memory)  # the erasure goes in through the memory service
+        AgentMemory(ada).erase(first, reason="bench")
         report = scrub_erased(engine)
         print(
             f"{engine.dialect.name}: {a.memories} memories written in {wrote:.1f} s; "

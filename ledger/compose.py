@@ -18,13 +18,13 @@ from sqlalchemy import Engine
 from engram.protocol.gate import WriteGate
 from engram.protocol.keyfiles import LogKey
 from ledger.config import Settings
-from ledger.inprocess import InProcess
 from ledger.log import AppendRules, Clock, Ledger, system_clock_us
 from ledger.memory.distill import ChatCompletionsDistiller, Distiller, RuleBasedDistiller
 from ledger.memory.embed import Embedder, OpenAIEmbedder, WordLlamaEmbedder
 from ledger.memory.policy import PolicyConfig
 from ledger.memory.preconditions import MemoryPreconditions
 from ledger.memory.service import MemoryService
+from ledger.memory.transport import InProcessMemory
 
 __all__ = [
     "Services",
@@ -119,10 +119,11 @@ class Services:
     ledger: Ledger
     memory: MemoryService
 
-    def transport(self) -> InProcess:
+    def transport(self) -> InProcessMemory:
         """The in-process transport for agents of this process: their events go in through
-        the memory service's door, as ``POST /v1/events`` takes them."""
-        return InProcess(self.ledger, door=self.memory.accept)
+        the memory service's door, as the HTTP routes hand them in, and
+        ``engram.client.AgentMemory`` reads through it what the routes serve."""
+        return InProcessMemory(self.memory)
 
 
 def open_services(settings: Settings, *, clock: Clock = system_clock_us) -> Services:

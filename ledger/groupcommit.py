@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from engram.protocol.errors import EngramError
 from engram.protocol.wire import Receipt, Submission
-from ledger.envelopes import parse_envelope
+from ledger.envelopes import Prepared, parse_envelope
 
 __all__ = ["MAX_BATCH", "GroupCommit"]
 
@@ -44,7 +44,7 @@ MAX_BATCH = 256
 
 @dataclass(slots=True)
 class _Waiter:
-    sub: Submission
+    sub: Submission | Prepared
     operator: bool
     system: bool
     stream: tuple[str, str] | None
@@ -54,7 +54,9 @@ class _Waiter:
     event: threading.Event = field(default_factory=threading.Event)
 
 
-def _stream(sub: Submission) -> tuple[str, str] | None:
+def _stream(sub: Submission | Prepared) -> tuple[str, str] | None:
+    if isinstance(sub, Prepared):  # prepared at the edge: parsed already
+        return sub.envelope.agent, sub.envelope.kind
     try:
         env = parse_envelope(sub.envelope)
     except EngramError:
@@ -81,7 +83,7 @@ class GroupCommit:
         self.batches = 0
         self.events = 0
 
-    def append(self, sub: Submission, *, operator: bool = False, system: bool = False) -> Receipt:
+    def append(self, sub: Submission | Prepared, *, operator: bool = False, system: bool = False) -> Receipt:
         if self._owner == threading.get_ident():  # an append made while leading: never wait on ourselves
             (r,) = self._append([sub], operator=operator, system=system)
             return r

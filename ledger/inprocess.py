@@ -1,38 +1,29 @@
-"""The in-process transport: an :class:`~engram.client.Agent` talking to a
-:class:`~ledger.log.Ledger` in the same process (the CLI, the embedded demo, tests).
+"""The in-process transport to a bare log: an :class:`~engram.client.Agent` talking to a
+:class:`~ledger.log.Ledger` in the same process, appending as the log takes events
+(``Ledger.append``; the log's own tests, benchmarks, registering an agent).
 
-With a memory service beside the log, its events go in through the service's door
-(``door=services.memory.accept``, what ``POST /v1/events`` calls), so the memory rules
-follow every write that arrives this way too (issue 27, finding 4); a log alone takes them
-as they are (``Ledger.append``)."""
+With a memory service beside the log, use its transport instead
+(``ledger.memory.transport.InProcessMemory``, ``Services.transport()``): its events go in
+through the service's door, so the memory rules follow every write (issue 27, finding 4)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
 from engram.protocol.wire import Receipt, StreamState, Submission
 from ledger.log import Ledger
 
-__all__ = ["Door", "InProcess"]
-
-
-class Door(Protocol):
-    """Where signed events go in: ``MemoryService.accept`` or ``Ledger.append``."""
-
-    def __call__(self, subs: Sequence[Submission], /, *, operator: bool = False) -> list[Receipt]: ...
+__all__ = ["InProcess"]
 
 
 class InProcess:
-    """Transport that calls a :class:`~ledger.log.Ledger` in the same process, through
-    ``door`` (default: the log's own append)."""
+    """Transport that calls a :class:`~ledger.log.Ledger` in the same process."""
 
-    def __init__(self, ledger: Ledger, *, door: Door | None = None) -> None:
+    def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
-        self._door: Door = door if door is not None else ledger.append
 
     def submit(self, submissions: Sequence[Submission], *, operator: bool = False) -> list[Receipt]:
-        return self._door(submissions, operator=operator)
+        return self.ledger.append(submissions, operator=operator)
 
     def head(self, agent: str, kind: str) -> StreamState | None:
         h = self.ledger.stream_head(agent, kind)

@@ -65,7 +65,7 @@ from engram.protocol.kinds import gated_texts, require_kind, validate_body
 from engram.protocol.signer import AgentSigner
 from engram.protocol.wire import ConsistencyProof, InclusionProof, Receipt, Submission
 from ledger.config import Settings
-from ledger.envelopes import parse_envelope
+from ledger.envelopes import Prepared, parse_envelope
 from ledger.groupcommit import GroupCommit
 from ledger.signed_head import ForkRefusedError, SignedHead, SignedHeadRecord
 from ledger.storage.db import current_revision, head_revision, make_engine, migrate
@@ -98,12 +98,14 @@ from verifier.merkle import (
 from verifier.note import VerifierKey, check_origin, checkpoint_text, sign_note, verify_checkpoint
 
 __all__ = [
+    "Admit",
     "AppendRules",
     "BatchValidator",
     "ConsistencyProof",
     "InclusionProof",
     "Ledger",
     "PolicyEvent",
+    "Prepared",
     "Receipt",
     "Submission",
     "system_clock_us",
@@ -141,13 +143,10 @@ class PolicyEvent:
     expect_head: int | None
 
 
-@dataclass(slots=True)
-class _Prepared:
-    sub: Submission
-    envelope: Envelope
-    body: Mapping[str, Any]
-    #: the public key the signature was verified with before the lock (None: not yet)
-    verified_with: bytes | None = None
+#: What :meth:`Ledger.prepare` calls once the signature verified, before the body is read:
+#: (agent, the key that verified, whether it is a key of the log's registry). Raises to
+#: refuse (rate limits: an agent over budget costs no body parsing).
+Admit = Callable[[str, bytes, bool], None]
 
 
 #: A state-dependent refusal the composition root hands the log (e.g. the memory
@@ -413,7 +412,14 @@ class Ledger:
 
     # -- append -----------------------------------------------------------------------
 
-    def _prepare(self, sub: Submission, *, operator: bool, system: bool) -> _Prepared:
+    def prepare(
+        self, sub: Submission, *, operator: bool = False, system: bool = False, admit: Admit | None = None
+    ) -> Prepared:
+        """Every stateless check of one signed event, in order of cost: the bytes' shapes,
+        the envelope (parsed once), this log's origin, the kind and the caller's authority;
+        then the signature under the key the envelope names (a registration: its own new
+        key), then ``admit`` (rate limits), then the body: its size, its commitment, its
+        schema, the write gate. Raises the first failure; nothing is written."""
         if not all(isinstance(b, bytes) for b in (sub.envelope, sub.signature, sub.body, sub.salt)):
             raise MalformedError("envelope, signature, body and salt must be bytes", check="submission.type")
         if len(sub.signature) != 64:
@@ -433,6 +439,10 @@ class Ledger:
             raise RejectedEventError(
                 "registering an agent key needs operator authorization", check="ledger.registration"
             )
+        verified_with = self._verify_early(sub, envelope)
+        if admit is not None:
+            agent, public_key, registered = self._signer(sub, envelope, verified_with)
+            admit(agent, public_key, registered)
         if len(sub.salt) != SALT_SIZE:
             raise MalformedError(f"salt must be {SALT_SIZE} bytes", check="body.salt")
         if len(sub.body) > self.max_body_bytes:
@@ -443,9 +453,27 @@ class Ledger:
         validate_body(envelope.kind, body)
         self.rules.gate.check_stored(gated_texts(envelope.kind, body))
         self.rules.gate.check_body_secrets(body)
-        return _Prepared(
-            sub=sub, envelope=envelope, body=body, verified_with=self._verify_early(sub, envelope)
+        return Prepared(
+            sub=sub,
+            envelope=envelope,
+            body=body,
+            verified_with=verified_with,
+            operator=operator,
+            system=system,
         )
+
+    def _signer(self, sub: Submission, env: Envelope, verified_with: bytes | None) -> tuple[str, bytes, bool]:
+        """Who signed ``sub``, for ``admit``: the key that verified it before the lock, or a
+        registration's own new key (verified here), else the key is unknown."""
+        if env.kind == "key.registered" and env.new_key is not None:
+            public_key = env.new_key.public_key
+            verify_event_signature(env, sub.signature, public_key, envelope_jcs=sub.envelope)
+            return env.agent, public_key, False
+        if verified_with is None:
+            raise UnknownKeyError(
+                f"no key {env.key_id} of agent {env.agent} in this log", check="key.unknown"
+            )
+        return env.agent, verified_with, True
 
     def _verify_early(self, sub: Submission, env: Envelope) -> bytes | None:
         """Check the signature before the lock, with the key the envelope names (issue 14:
@@ -508,7 +536,7 @@ class Ledger:
 
     def append(
         self,
-        submissions: Sequence[Submission | PolicyEvent],
+        submissions: Sequence[Submission | Prepared | PolicyEvent],
         *,
         operator: bool = False,
         system: bool = False,
@@ -540,13 +568,17 @@ class Ledger:
             ConflictError subclasses: a stream's head moved; carries the current head.
             StorageError: the database failed (nothing acknowledged).
         """
-        if len(submissions) == 1 and isinstance(submissions[0], Submission) and self.group_commit is not None:
+        if (
+            len(submissions) == 1
+            and isinstance(submissions[0], Submission | Prepared)
+            and self.group_commit is not None
+        ):
             return [self.group_commit.append(submissions[0], operator=operator, system=system)]
         return self.append_batch(submissions, operator=operator, system=system)
 
     def append_batch(
         self,
-        submissions: Sequence[Submission | PolicyEvent],
+        submissions: Sequence[Submission | Prepared | PolicyEvent],
         *,
         operator: bool = False,
         system: bool = False,
@@ -572,29 +604,32 @@ class Ledger:
         return self._receipts(batch, note, root)  # 6
 
     def _check_batch(
-        self, submissions: Sequence[Submission | PolicyEvent], *, operator: bool, system: bool
-    ) -> list[_Prepared | PolicyEvent]:
+        self, submissions: Sequence[Submission | Prepared | PolicyEvent], *, operator: bool, system: bool
+    ) -> list[Prepared | PolicyEvent]:
         if not submissions:
             raise MalformedError("a batch holds at least one event", check="submission.empty")
         if len(submissions) > 10_000:
             raise LimitExceededError("a batch holds at most 10000 events", check="submission.batch")
-        pending: list[_Prepared | PolicyEvent] = []
+        pending: list[Prepared | PolicyEvent] = []
         for s in submissions:
             if isinstance(s, PolicyEvent):
                 if self.policy_key is None:
                     raise ConfigError("this ledger has no policy key; policy events are unavailable")
                 validate_body(s.kind, s.body)
                 pending.append(s)
+            elif isinstance(s, Prepared) and (operator or not s.operator) and (system or not s.system):
+                pending.append(s)  # checked at the edge, under no more authority than this call's
             else:
-                pending.append(self._prepare(s, operator=operator, system=system))
+                sub = s.sub if isinstance(s, Prepared) else s
+                pending.append(self.prepare(sub, operator=operator, system=system))
         return pending
 
-    def _validate(self, pending: Sequence[_Prepared | PolicyEvent]) -> None:
-        checked = [(p.envelope, p.body) for p in pending if isinstance(p, _Prepared)]
+    def _validate(self, pending: Sequence[Prepared | PolicyEvent]) -> None:
+        checked = [(p.envelope, p.body) for p in pending if isinstance(p, Prepared)]
         for validator in self.rules.validators:
             validator(self.store, checked)
 
-    def _open_batch(self, tx: WriteTx, pending: Sequence[_Prepared | PolicyEvent]) -> _Batch:
+    def _open_batch(self, tx: WriteTx, pending: Sequence[Prepared | PolicyEvent]) -> _Batch:
         state = tx.lock_state()
         size = state.size
         frontier = self._frontier
@@ -629,7 +664,7 @@ class Ledger:
             self._check_last_entry(tx, size, start_root, state.last_timestamp_us)
         record_seen = self._check_signed_head(tx, size, start_root)
         start_nodes = [((lv, i), h) for lv, i, h in border.nodes]
-        envs = [p.envelope for p in pending if isinstance(p, _Prepared)]
+        envs = [p.envelope for p in pending if isinstance(p, Prepared)]
         key_ids = [e.key_id for e in envs] + [e.new_key.key_id for e in envs if e.new_key is not None]
         key_ids += [self._policy_key_id] if len(envs) < len(pending) else []
         streams = [e.stream for e in envs] + [
@@ -654,9 +689,9 @@ class Ledger:
             record_seen=record_seen,
         )
 
-    def _integrate(self, batch: _Batch, item: _Prepared | PolicyEvent) -> None:
+    def _integrate(self, batch: _Batch, item: Prepared | PolicyEvent) -> None:
         index = batch.size
-        p = item if isinstance(item, _Prepared) else self._sign_policy(item, batch.heads, batch.db_heads)
+        p = item if isinstance(item, Prepared) else self._sign_policy(item, batch.heads, batch.db_heads)
         env = p.envelope
         # Authenticate first: a forged or unauthorized event is refused before any
         # stream state is consulted. (Heads are not secret: the leaves are public.)
@@ -766,7 +801,7 @@ class Ledger:
         ev: PolicyEvent,
         heads: Mapping[tuple[str, str], StreamHead],
         db_heads: Mapping[tuple[str, str], StreamHead],
-    ) -> _Prepared:
+    ) -> Prepared:
         """Sign a policy event under the lock, chained to its stream's current head."""
 
         if self.policy_key is None:  # pragma: no cover - checked before the lock
@@ -790,7 +825,7 @@ class Ledger:
             prev=None if head is None else head.leaf_hash.hex(),
             client_time_us=self.clock(),
         )
-        return self._prepare(sub, operator=False, system=True)
+        return self.prepare(sub, operator=False, system=True)
 
     @staticmethod
     def _check_last_entry(tx: WriteTx, size: int, root: bytes, last_timestamp_us: int) -> None:

@@ -37,7 +37,7 @@ from api.schemas import (
     SignedEvent,
 )
 from engram.protocol.errors import NotFoundError, RejectedEventError
-from ledger.log import Submission
+from ledger.log import Prepared
 from ledger.storage.store import StreamHead
 from verifier.event import Envelope
 
@@ -53,7 +53,10 @@ def submit(batch: EventBatch, svc: ServicesDep, operator: OperatorFlag, known: K
     Registering an agent key needs the operator token."""
     agents = [_agent_of(e) for e in batch.events]
     per_agent = {a: agents.count(a) for a in set(agents)}  # a batch needs a token per event of each agent
-    subs = [submission(svc, e, cost=per_agent[a]) for e, a in zip(batch.events, agents, strict=True)]
+    subs = [
+        submission(svc, e, cost=per_agent[a], operator=operator)
+        for e, a in zip(batch.events, agents, strict=True)
+    ]
     # The memory service's door: memory kinds get the memory rules here too (issue 27).
     receipts = charged(svc, svc.memory.accept(subs, operator=operator))
     proofs: dict[int, ProofFromKnown] = {}
@@ -61,17 +64,20 @@ def submit(batch: EventBatch, svc: ServicesDep, operator: OperatorFlag, known: K
 
 
 def _agent_of(e: SignedEvent) -> str:
+    """The agent an event of a batch names (each agent's budget is checked for all of its
+    events in the batch before any is prepared)."""
     return Envelope.from_bytes(unb64(e.envelope, "envelope")).agent
 
 
-def _one(svc: ServicesDep, ev: SignedEvent, agent: str | None, kind: str) -> Submission:
-    sub = submission(svc, ev)
-    env = Envelope.from_bytes(sub.envelope)
-    if env.kind != kind or (agent is not None and env.agent != agent):
+def _one(
+    svc: ServicesDep, ev: SignedEvent, agent: str | None, kind: str, *, operator: bool = False
+) -> Prepared:
+    p = submission(svc, ev, operator=operator)
+    if p.envelope.kind != kind or (agent is not None and p.envelope.agent != agent):
         raise RejectedEventError(
             f"this route takes a {kind} event{'' if agent is None else ' of ' + agent}", check="request.kind"
         )
-    return sub
+    return p
 
 
 @router.post(
@@ -84,7 +90,7 @@ def _one(svc: ServicesDep, ev: SignedEvent, agent: str | None, kind: str) -> Sub
 def register(ev: SignedEvent, svc: ServicesDep, known: KnownSize = None) -> ReceiptOut:
     """Register an agent: a self-signed ``key.registered`` event (proof of possession
     inside) and the operator token."""
-    sub = _one(svc, ev, None, "key.registered")
+    sub = _one(svc, ev, None, "key.registered", operator=True)
     return receipt_out(svc, charged(svc, svc.memory.accept([sub], operator=True))[0], known)
 
 

@@ -50,7 +50,6 @@ SessionPath = Annotated[str, Path(pattern=SESSION)]
 _PROBLEMS = problem_responses(401, 403, 404, 409, 422)
 #: What an agent submits to its /memories route: the memory kinds it signs itself.
 MEMORY_KINDS = kinds_where(group="memory", signer="agent")
-_MAKES_ITEM = kinds_where(group="memory", items=("body",))
 
 
 @router.post("/v1/agents/{agent}/sessions", status_code=201, responses=_PROBLEMS)
@@ -58,8 +57,8 @@ def open_session(
     agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None
 ) -> SessionOpened:
     """Open a session: a signed ``session.opened`` event. HOT memory is frozen for it."""
-    receipt, body, _ = submit_signed(svc, ev, agent=agent, kinds={"session.opened"})
-    return SessionOpened(session=str(body["session"]), receipt=receipt_out(svc, receipt, known))
+    done = submit_signed(svc, ev, agent=agent, kinds={"session.opened"})
+    return SessionOpened(session=str(done.body["session"]), receipt=receipt_out(svc, done.receipt, known))
 
 
 def _session_out(s: Session) -> SessionOut:
@@ -100,8 +99,8 @@ def turn(
     agent: AgentPath, session: SessionPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None
 ) -> ReceiptOut:
     """One turn, full fidelity: a signed ``session.turn`` event."""
-    receipt, _, _ = submit_signed(svc, ev, agent=agent, kinds={"session.turn"}, session=session)
-    return receipt_out(svc, receipt, known)
+    done = submit_signed(svc, ev, agent=agent, kinds={"session.turn"}, session=session)
+    return receipt_out(svc, done.receipt, known)
 
 
 @router.post("/v1/agents/{agent}/sessions/{session}/close", status_code=201, responses=_PROBLEMS)
@@ -110,9 +109,9 @@ def close_session(
 ) -> CloseOut:
     """Close a session (signed ``session.closed``); the service then distills it and applies
     the session-end rules, signing those decisions with the ledger's policy key."""
-    receipt, _, result = submit_signed(svc, ev, agent=agent, kinds={"session.closed"}, session=session)
-    if result is None:  # the door's outcome was not kept (it keeps the latest few thousand)
-        result = svc.memory.after_close(receipt, agent, session)
+    done = submit_signed(svc, ev, agent=agent, kinds={"session.closed"}, session=session)
+    result = done.close
+    assert result is not None  # the door closes every session.closed it appends
     return CloseOut(
         closed=receipt_out(svc, result.closed, known),
         distilled=None if result.distilled is None else receipt_out(svc, result.distilled, known),
@@ -125,17 +124,16 @@ def close_session(
 def write_memory(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None) -> WriteOut:
     """A signed ``memory.written``, ``memory.superseded``, ``memory.decay_exempted`` or
     ``memory.erased`` event (an erasure deletes the erased entry's body)."""
-    receipt, _, _ = submit_signed(svc, ev, agent=agent, kinds=MEMORY_KINDS)
-    ref = svc.memory.ref_for(agent, receipt.index) if receipt.kind in _MAKES_ITEM else None
-    return WriteOut(receipt=receipt_out(svc, receipt, known), ref=ref)
+    done = submit_signed(svc, ev, agent=agent, kinds=MEMORY_KINDS)
+    return WriteOut(receipt=receipt_out(svc, done.receipt, known), ref=done.ref)
 
 
 @router.post("/v1/agents/{agent}/records", status_code=201, responses=_PROBLEMS)
 def write_record(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None) -> WriteOut:
     """A COLD record, signed: ``pact.outcome``, ``eval.outcome``, ``boundary.event`` or
     ``commitment``."""
-    receipt, _, _ = submit_signed(svc, ev, agent=agent, kinds=set(RECORD_KINDS))
-    return WriteOut(receipt=receipt_out(svc, receipt, known), ref=svc.memory.ref_for(agent, receipt.index))
+    done = submit_signed(svc, ev, agent=agent, kinds=set(RECORD_KINDS))
+    return WriteOut(receipt=receipt_out(svc, done.receipt, known), ref=done.ref)
 
 
 @router.post("/v1/agents/{agent}/recall", responses=_PROBLEMS)
@@ -215,19 +213,7 @@ def memory_item(
     """One item with its provenance, the leaf that made it and that leaf's inclusion proof
     in the latest checkpoint."""
     svc.memory.sync_through(min_index)
-    it = svc.memory.item(access.agent, ref)
-    if it is None or not access.sees(it.source_kind):
-        raise NotFoundError(f"no item {ref} of {agent} visible to this caller", check="memory.item")
-    leaf = svc.ledger.leaf(it.index)
-    assert leaf is not None  # an item is made by a logged entry
-    sb = svc.ledger.body(it.index)
-    return ItemProofOut(
-        item=convert.item(it),
-        leaf=convert.b64(leaf),
-        inclusion=convert.inclusion(svc.ledger.prove_inclusion(it.index)),
-        salt=None if sb is None else convert.b64(sb[0]),
-        body=None if sb is None else convert.b64(sb[1]),
-    )
+    return convert.item_proof(svc.memory.item_proof(access.agent, ref, visible=access.sees))
 
 
 @router.post("/v1/agents/{agent}/compact", responses=_PROBLEMS)

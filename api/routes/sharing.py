@@ -47,7 +47,7 @@ _VERDICTS: WeakKeyDictionary[Ledger, OrderedDict[tuple[str, int], OracleClaimOut
 @router.post("/v1/agents/{agent}/tokens/revoke", status_code=201, tags=["sharing"], responses=_PROBLEMS)
 def revoke_token(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None) -> ReceiptOut:
     """Revoke a share token: a signed ``share.revoked`` event naming its revocation id."""
-    receipt, _, _ = submit_signed(svc, ev, agent=agent, kinds={"share.revoked"})
+    receipt = submit_signed(svc, ev, agent=agent, kinds={"share.revoked"}).receipt
     return receipt_out(svc, receipt, known)
 
 

@@ -96,14 +96,13 @@ def memory_from_env() -> tuple[Ledger, Any]:
     return services.ledger, services.memory
 
 
-def agent_of(ledger: Ledger, key_file: Path, memory: Any = None) -> Any:
-    """The agent of ``key_file`` in process; with ``memory``, its events go in through the
-    memory service's door (the memory rules follow them)."""
+def agent_of(ledger: Ledger, key_file: Path) -> Any:
+    """The agent of ``key_file`` on the bare embedded log (key and token events; memory
+    events go through :func:`agent_memory`)."""
     from engram.client.sdk import Agent
     from ledger.inprocess import InProcess
 
-    door = None if memory is None else memory.accept
-    return Agent.load(key_file, log_vkey=ledger.vkey, transport=InProcess(ledger, door=door))
+    return Agent.load(key_file, log_vkey=ledger.vkey, transport=InProcess(ledger))
 
 
 def require_agent(ledger: Ledger, agent: str) -> None:

@@ -19,7 +19,6 @@ from engram.cli.common import (
     Server,
     SessionId,
     agent_memory,
-    agent_of,
     emit,
     memory_from_env,
     out,
@@ -175,8 +174,7 @@ def memory_exempt(
     as_json: AsJson = False,
 ) -> None:
     """Exempt a memory from decay."""
-    ledger, mem = memory_from_env()
-    r = mem.exempt(agent_of(ledger, key_file, mem), ref, reason=reason)
+    r = agent_memory(key_file, None, None).exempt(ref, reason=reason)
     emit(as_json, {"index": r.index, "ref": ref}, f"{ref} exempt from decay (index {r.index})")
 
 
@@ -190,18 +188,9 @@ def memory_erase(
     as_json: AsJson = False,
 ) -> None:
     """Erase a body and its salt (right to be forgotten); the leaf and all proofs stay valid."""
-    if server:
-        r = agent_memory(key_file, server, log_key).erase(index, reason=reason)
-        emit(
-            as_json,
-            {"erased": index, **r.to_json()},
-            f"body of entry {index} erased; the erasure is entry {r.index}",
-        )
-        return
-    ledger, mem = memory_from_env()
-    agent = agent_of(ledger, key_file, mem)
-    plan = mem.erasure_plan(agent.agent_id, index)
-    rec = mem.erase(agent, index, reason=reason)
+    am = agent_memory(key_file, server, log_key)
+    plan = am.erasure_plan(index)
+    rec = am.erase(index, reason=reason)
     also = f" and of entries {', '.join(map(str, plan.also))}" if plan.also else ""
     what = (
         f"{len(plan.refs)} items"

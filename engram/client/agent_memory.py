@@ -1,17 +1,23 @@
-"""One agent's memory behind one interface, wherever the log is.
+"""One agent's memory, wherever the log is: :class:`AgentMemory`.
 
-:class:`AgentMemory` is what the MCP server, the harness hooks and the CLI's agent-side
-commands call: the same operations with the same plain-JSON answers whether the log is an
-embedded database in this process (``ledger.local.LocalAgentMemory``) or an Engram service
-over HTTP (:class:`RemoteAgentMemory`, no database driver loaded). Every answer that carries
-a proof has been verified against the log's key before it is returned.
+The MCP server, the harness hooks, Hermes, the CLI's agent-side commands and SDK users all
+call this one class (issue 27, finding 2). It holds the agent's key (:class:`Agent` signs
+every event and verifies every receipt), gates what the agent writes, plans erasures and
+verifies every proof it returns against the log key. Where the log is is its
+:class:`MemoryTransport`:
+
+* over HTTP, :class:`engram.client.http.HttpTransport` (the memory routes; no database
+  driver loaded);
+* in process, ``ledger.memory.transport.InProcessMemory`` (``Services.transport()``), which
+  calls what those routes call.
 
 Answers are the frozen values of :mod:`engram.protocol.answers` (``to_json()`` gives the
 plain JSON the MCP tools and the CLI print):
 
-* ``write``/``record``/``supersede``: :class:`Written`; ``turn``/``erase``: :class:`Appended`;
-  ``close_session``: :class:`Closed`
-* ``recall``: :class:`Recalled` (rows: :class:`RecallRow`)
+* ``write``/``record``/``supersede``: :class:`Written`; ``turn``/``erase``/``exempt``:
+  :class:`Appended`; ``close_session``: :class:`Closed`
+* ``recall``: :class:`Recalled` (rows: :class:`RecallRow`); ``items``: :class:`ItemRow`;
+  ``sessions``/``session``: :class:`SessionRow`
 * ``item``: :class:`Shown`; ``prove``: :class:`Proven`
 """
 
@@ -19,60 +25,90 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-from engram.client.http import HttpTransport, RemoteMemory
-from engram.client.sdk import Agent
-from engram.protocol.answers import ROW_FIELDS, Appended, Closed, Proven, Recalled, RecallRow, Shown, Written
-from engram.protocol.entries import parse_entry_lines
-from engram.protocol.errors import ConfigError, NotFoundError, ProofError
-from engram.protocol.recall_block import hot_part
+from engram.client.http import HttpTransport, verify_item_proof, verify_receipt
+from engram.client.sdk import Agent, Transport
+from engram.protocol.answers import (
+    ROW_FIELDS,
+    Appended,
+    Closed,
+    EntryProof,
+    ItemProof,
+    ItemRow,
+    Proven,
+    Recalled,
+    RecallRow,
+    SessionRow,
+    Shown,
+    Written,
+)
+from engram.protocol.bodies import (
+    closed_body,
+    erased_body,
+    exempt_body,
+    opened_body,
+    superseded_body,
+    turn_body,
+    written_body,
+)
+from engram.protocol.erasure import ErasurePlan, plan_erasure
+from engram.protocol.errors import ConfigError, NotFoundError, ProofError, RejectedEventError
+from engram.protocol.gate import WriteGate
+from engram.protocol.kinds import kinds_where
+from engram.protocol.signer import AgentSigner
+from engram.protocol.wire import Receipt
 from verifier.event import Leaf
 from verifier.merkle import verify_inclusion
-from verifier.note import VerifierKey, b64decode_strict, b64encode, verify_checkpoint
+from verifier.note import VerifierKey, b64encode, verify_checkpoint
 from verifier.state import default_state_dir
+from verifier.token import mint, revocation_ids
 
-__all__ = ["ROW_FIELDS", "AgentMemory", "RemoteAgentMemory", "connect_remote", "recall_rows", "verify_proof"]
+__all__ = [
+    "ROW_FIELDS",
+    "AgentMemory",
+    "MemoryTransport",
+    "connect_remote",
+    "recall_rows",
+    "verify_proof",
+]
+
+_RECORDS = kinds_where(group="record")
+_POLICY = kinds_where(signer="policy")
 
 
-class AgentMemory(Protocol):
-    """One agent's memory (see the module docstring for the shape of each answer)."""
+@runtime_checkable
+class MemoryTransport(Transport, Protocol):
+    """Where one agent's memory is: the SDK's :class:`Transport` (submit signed events,
+    stream heads, consistency proofs) plus the log's key and checkpoint, entry proofs and
+    the agent's reads. ``signer`` names (and over HTTP, signs for) the agent reading.
 
-    @property
-    def agent_id(self) -> str: ...
+    A single submitted event's receipt carries the service's :class:`~engram.protocol.wire.Outcome`
+    in ``answer``."""
 
-    def open_session(self, *, title: str | None = None, session: str | None = None) -> str: ...
+    def log_key(self) -> str: ...
 
-    def turn(self, session: str, role: str, content: str) -> Appended: ...
+    def checkpoint(self) -> bytes: ...
 
-    def close_session(self, session: str, *, summary: str | None = None) -> Closed: ...
+    def entry(self, index: int) -> EntryProof: ...
 
-    def session_turns(self, session: str) -> int | None: ...
+    def sessions(self, signer: AgentSigner) -> list[SessionRow]: ...
 
-    def write(
-        self,
-        *,
-        category: str,
-        content: str,
-        tags: Sequence[str] = (),
-        confidence: int = 70,
-        session: str | None = None,
-        tier: str | None = None,
-        evidence: str | None = None,
-        provenance: Sequence[Mapping[str, str]] = (),
-    ) -> Written: ...
+    def session(self, signer: AgentSigner, session: str) -> SessionRow: ...
 
-    def record(self, kind: str, body: Mapping[str, Any]) -> Written: ...
+    def items(
+        self, signer: AgentSigner, *, tier: str | None = None, status: str = "active"
+    ) -> list[ItemRow]: ...
 
-    def supersede(self, ref: str, *, content: str, reason: str) -> Written: ...
-
-    def erase(self, index: int, *, reason: str) -> Appended: ...
+    def item(self, signer: AgentSigner, ref: str) -> ItemProof: ...
 
     def recall(
         self,
+        signer: AgentSigner,
         query: str,
         *,
         include_cold: bool = False,
@@ -83,19 +119,11 @@ class AgentMemory(Protocol):
         scopes: Sequence[str] | None = None,
     ) -> Recalled: ...
 
-    def items(self, *, tier: str | None = None, status: str = "active") -> list[dict[str, Any]]: ...
+    def hot_block(
+        self, signer: AgentSigner, *, session: str | None = None, scopes: Sequence[str] | None = None
+    ) -> str: ...
 
-    def item(self, ref: str) -> Shown: ...
-
-    def prove(self, index: int) -> Proven: ...
-
-    def mint_token(self, *, audience: str, kinds: Sequence[str], expires: int) -> str: ...
-
-    def hot_block(self, session: str | None = None, scopes: Sequence[str] | None = None) -> str: ...
-
-    def log_key(self) -> str: ...
-
-    def checkpoint(self) -> str: ...
+    def compact(self, signer: AgentSigner) -> list[Receipt]: ...
 
 
 def recall_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -127,42 +155,107 @@ def verify_proof(
     )
 
 
-class RemoteAgentMemory:
-    """:class:`AgentMemory` over an Engram service (:class:`RemoteMemory` underneath)."""
+class AgentMemory:
+    """One agent's memory over a :class:`MemoryTransport` (the agent's own transport)."""
 
-    def __init__(self, remote: RemoteMemory, log_vkey: str) -> None:
-        self.remote = remote
-        self._vkey = log_vkey
+    def __init__(
+        self, agent: Agent, transport: MemoryTransport | None = None, *, gate: WriteGate | None = None
+    ) -> None:
+        """``transport``: the agent's transport (given again, it must be the same one: the
+        events the agent signs and the reads go to one log)."""
+        t = agent.transport if transport is None else transport
+        if t is not agent.transport:
+            raise ConfigError("an AgentMemory reads and writes through its agent's transport")
+        if not isinstance(t, MemoryTransport):
+            raise ConfigError(
+                f"{type(t).__name__} reaches a bare log, not a memory service "
+                "(use HttpTransport, or Services.transport() in process)"
+            )
+        self.agent = agent
+        self.transport: MemoryTransport = t
+        self.gate = gate or WriteGate()
+        self._turns: dict[str, int] = {}
 
     @property
     def agent_id(self) -> str:
-        return self.remote.agent_id
+        return self.agent.agent_id
+
+    @property
+    def _me(self) -> AgentSigner:
+        return self.agent.signer
+
+    def _check_policy(self, receipts: Sequence[Receipt]) -> None:
+        """Policy decisions in this agent's streams: included in a log-signed checkpoint
+        that is consistent with every checkpoint this agent saw."""
+        for r in receipts:
+            _, cp = verify_receipt(r, self.agent.log_key, agent=self.agent_id, kinds=_POLICY)
+            self.agent.observe(cp)
 
     # -- sessions -----------------------------------------------------------------------
 
     def open_session(self, *, title: str | None = None, session: str | None = None) -> str:
-        return self.remote.open_session(title=title, session=session)
+        sid = session or f"s-{secrets.token_hex(6)}"
+        self.agent.append("session.opened", opened_body(sid, title))
+        self._turns[sid] = 0
+        return sid
 
-    def turn(self, session: str, role: str, content: str) -> Appended:
-        return Appended(index=self.remote.turn(session, role, content).index)
+    def sessions(self) -> list[SessionRow]:
+        return self.transport.sessions(self._me)
 
-    def close_session(self, session: str, *, summary: str | None = None) -> Closed:
-        out = self.remote.close_session(session, summary=summary)
-        policy = out["policy"]
-        return Closed(
-            closed=out["closed"].index,
-            distilled=next((r.index for r in policy if r.kind == "memory.distilled"), None),
-            entries=out["entries"],
-            decisions=sum(1 for r in policy if r.kind != "memory.distilled"),
-        )
+    def session(self, session: str) -> SessionRow:
+        """The session's state (NotFoundError if the agent has no such session)."""
+        return self.transport.session(self._me, session)
 
     def session_turns(self, session: str) -> int | None:
         try:
-            return int(self.remote.session(session)["turns"])
+            return self.session(session).turns
         except NotFoundError:
             return None
 
+    def turn(self, session: str, role: str, content: str, tool: Mapping[str, Any] | None = None) -> Appended:
+        if session not in self._turns:
+            self._turns[session] = self.session(session).turns
+        receipt = self.agent.append(
+            "session.turn", turn_body(session, self._turns[session], role, content, tool)
+        )
+        self._turns[session] += 1
+        return Appended(index=receipt.index)
+
+    def close_session(self, session: str, *, summary: str | None = None) -> Closed:
+        """Close; the service distills and files the session (policy-signed decisions, each
+        verified against the log key before this returns)."""
+        closed = self.agent.append("session.closed", closed_body(session, summary))
+        self._turns.pop(session, None)
+        out = closed.answer
+        if out is None:
+            return Closed(closed=closed.index, distilled=None, entries=0, decisions=0)
+        policy = [*([] if out.distilled is None else [out.distilled]), *out.decisions]
+        self._check_policy(policy)
+        return Closed(
+            closed=closed.index,
+            distilled=None if out.distilled is None else out.distilled.index,
+            entries=out.entries,
+            decisions=len(out.decisions),
+        )
+
     # -- writes -------------------------------------------------------------------------
+
+    def _written(self, receipt: Receipt) -> Written:
+        out = receipt.answer
+        ref = out.ref if out is not None and out.named else self._ref_for(receipt.index)
+        return Written(
+            index=receipt.index, ref=ref, duplicate=ref is not None and ref != f"{receipt.index}.0"
+        )
+
+    def _ref_for(self, index: int) -> str | None:
+        """The item entry ``index`` made or confirmed, found by reading (a service that did
+        not name it)."""
+        items = self.items(status="all")
+        for it in items:
+            if it.index == index:
+                return it.ref
+        mark = {"source_type": "log", "source_ref": str(index)}
+        return next((it.ref for it in items if mark in it.provenance), None)
 
     def write(
         self,
@@ -175,31 +268,67 @@ class RemoteAgentMemory:
         tier: str | None = None,
         evidence: str | None = None,
         provenance: Sequence[Mapping[str, str]] = (),
+        decay_exempt: bool = False,
     ) -> Written:
-        receipt, ref = self.remote.write(
+        """Gate (refuse threats, redact secrets), sign and append a memory; the item it made,
+        or the one it confirmed (a near-duplicate)."""
+        body = written_body(
+            self.gate,
             category=category,
             content=content,
-            tags=list(tags),
+            tags=tags,
             confidence=confidence,
-            session=session,
-            tier=tier,
             evidence=evidence,
-            provenance=[dict(p) for p in provenance],
+            session=session,
+            provenance=provenance,
+            tier=tier,
+            decay_exempt=decay_exempt,
         )
-        return Written(
-            index=receipt.index, ref=ref, duplicate=ref is not None and ref != f"{receipt.index}.0"
-        )
+        return self._written(self.agent.append("memory.written", body))
 
     def record(self, kind: str, body: Mapping[str, Any]) -> Written:
-        r = self.remote.record(kind, body)
-        return Written(index=r.index, ref=f"{r.index}.0", duplicate=False)
+        """A COLD record: pact outcome, evaluation, boundary event, commitment."""
+        if kind not in _RECORDS:
+            raise RejectedEventError(f"{kind} is not a record kind", check="memory.record")
+        return self._written(self.agent.append(kind, dict(body)))
 
     def supersede(self, ref: str, *, content: str, reason: str) -> Written:
-        r = self.remote.supersede(ref, content=content, reason=reason)
-        return Written(index=r.index, ref=f"{r.index}.0", duplicate=False)
+        """An append-only correction of an item (the way COLD changes)."""
+        body = superseded_body(self.gate, ref, content=content, reason=reason)
+        return self._written(self.agent.append("memory.superseded", body))
+
+    def exempt(self, ref: str, *, reason: str) -> Appended:
+        return Appended(
+            index=self.agent.append("memory.decay_exempted", exempt_body(ref, reason=reason)).index
+        )
 
     def erase(self, index: int, *, reason: str) -> Appended:
-        return Appended(index=self.remote.erase(index, reason=reason).index)
+        """Erase entry ``index`` and what it fed (engram.protocol.erasure, the plan the
+        service checks): one logged ``memory.erased`` deletes the bodies and salts of the
+        entry and its closure and names every item they made. The leaves stay, so every
+        proof stays valid."""
+        plan = self.erasure_plan(index)
+        body = erased_body(
+            index, plan.refs, reason=reason, also=plan.also, sessions=plan.sessions, session=plan.session
+        )
+        return Appended(index=self.agent.append("memory.erased", body).index)
+
+    def erasure_plan(self, index: int) -> ErasurePlan:
+        """What erasing entry ``index`` takes with it (the items it made, the entries it fed,
+        a session's title or summary), planned from the agent's items and sessions; the
+        service checks the same plan when the erasure arrives. Another agent's entry is
+        refused here, named as such (its leaf, verified against the log key)."""
+        owner = self.prove(index).agent
+        if owner != self.agent_id:
+            raise RejectedEventError(f"entry {index} is not one of {self.agent_id}'s", check="memory.erase")
+        items = [*self.items(status="all"), *self.items(tier="RECORD", status="all")]
+        return plan_erasure(index, items, self.sessions())
+
+    def compact(self) -> list[Receipt]:
+        """Apply the time-based rules now; the policy-signed decisions, verified."""
+        receipts = self.transport.compact(self._me)
+        self._check_policy(receipts)
+        return receipts
 
     # -- reads --------------------------------------------------------------------------
 
@@ -214,7 +343,8 @@ class RemoteAgentMemory:
         session: str | None = None,
         scopes: Sequence[str] | None = None,
     ) -> Recalled:
-        out = self.remote.recall(
+        return self.transport.recall(
+            self._me,
             query,
             include_cold=include_cold,
             include_archived=include_archived,
@@ -223,64 +353,55 @@ class RemoteAgentMemory:
             session=session,
             scopes=scopes,
         )
-        return Recalled.of(
-            context=out["context"],
-            hot=out.get("hot", []),
-            ranked=out.get("ranked", []),
-            notes=out.get("notes", []),
-            as_of_size=out.get("as_of_size"),
-        )
 
-    def items(self, *, tier: str | None = None, status: str = "active") -> list[dict[str, Any]]:
-        return self.remote.items(tier=tier, status=status)
+    def items(self, *, tier: str | None = None, status: str = "active") -> list[ItemRow]:
+        return self.transport.items(self._me, tier=tier, status=status)
 
     def item(self, ref: str) -> Shown:
-        out = self.remote.item(ref)  # verified: leaf, body, inclusion, checkpoint signature
-        inc = out["inclusion"]
+        """An item with its provenance; its leaf, body and inclusion proof are verified
+        against a checkpoint signed by the log key before it is returned."""
+        p = self.transport.item(self._me, ref)
+        _, cp = verify_item_proof(p, self.agent.log_key, agent=self.agent_id, ref=ref)
+        self.agent.observe(cp)
+        e = p.entry
         proof = verify_proof(
-            self.remote.agent.log_key,
-            index=int(out["item"]["index"]),
-            leaf=b64decode_strict(out["leaf"], check="proof.encoding"),
-            checkpoint=str(inc["checkpoint"]).encode("utf-8"),
-            proof=[b64decode_strict(h, check="proof.encoding") for h in inc["proof"]],
+            self.agent.log_key, index=e.index, leaf=e.leaf, checkpoint=e.checkpoint, proof=e.proof
         )
-        return Shown(item=out["item"], proof=proof)
+        return Shown(item=p.item, proof=proof)
 
     def prove(self, index: int) -> Proven:
-        t = self.remote.transport
-        inc = t.request("GET", "/v1/proofs/inclusion", params={"index": index}).json()
-        leaves = parse_entry_lines(
-            t.request("GET", "/v1/log/entries", params={"start": index, "end": index + 1}).content,
-            start=index,
-            max_entries=1,
-        )
-        if not leaves:
-            raise NotFoundError(f"the log has no entry {index}", check="proof.index")
+        e = self.transport.entry(index)
         out = verify_proof(
-            self.remote.agent.log_key,
-            index=index,
-            leaf=leaves[0],
-            checkpoint=str(inc["checkpoint"]).encode("utf-8"),
-            proof=[b64decode_strict(h, check="proof.encoding") for h in inc["proof"]],
+            self.agent.log_key, index=index, leaf=e.leaf, checkpoint=e.checkpoint, proof=e.proof
         )
-        self.remote.agent.observe(verify_checkpoint(out.checkpoint.encode(), self.remote.agent.log_key))
+        self.agent.observe(verify_checkpoint(e.checkpoint, self.agent.log_key))
         return out
 
     def mint_token(self, *, audience: str, kinds: Sequence[str], expires: int) -> str:
-        return self.remote.mint_token(audience=audience, kinds=kinds, expires=expires)
+        """A share token signed by the agent's active key (the key never leaves the agent)."""
+        return mint(
+            seed=self._me.private_key.private_bytes_raw(),
+            origin=self._me.origin,
+            agent=self.agent_id,
+            audience=audience,
+            kinds=kinds,
+            expires=expires,
+        )
+
+    def revoke_token(self, token: str) -> Receipt:
+        """Log ``share.revoked`` for the token's root revocation id (attenuations die with it)."""
+        ids = revocation_ids(token, agent_keys=[self._me.public_key])
+        return self.agent.append("share.revoked", {"token_id": ids[0]})
 
     def hot_block(self, session: str | None = None, scopes: Sequence[str] | None = None) -> str:
-        out = self.remote.recall("", session=session, limit=1, scopes=scopes)
-        # The HOT section alone, as the embedded log gives it (issue 26: the service's block
-        # carried one more memory under a "recalled for this query" heading, with no query).
-        return hot_part(str(out["context"]))
+        return self.transport.hot_block(self._me, session=session, scopes=scopes)
 
     def log_key(self) -> str:
-        return self._vkey
+        return str(self.agent.log_key)
 
     def checkpoint(self) -> str:
-        note = self.remote.transport.checkpoint()
-        self.remote.agent.observe(verify_checkpoint(note, self.remote.agent.log_key))
+        note = self.transport.checkpoint()
+        self.agent.observe(verify_checkpoint(note, self.agent.log_key))
         return note.decode("utf-8")
 
 
@@ -350,7 +471,7 @@ def connect_remote(
     log_key: str | None = None,
     lite: bool = True,
     timeout_s: float = 30.0,
-) -> RemoteAgentMemory:
+) -> AgentMemory:
     """The agent of ``key_file`` on the Engram service at ``url``. ``lite`` uses the standard
     library's HTTP client (fast start-up, for hooks and the CLI) instead of httpx."""
     parts = urlsplit(url)
@@ -365,5 +486,4 @@ def connect_remote(
         http = LiteHttp(timeout_s=timeout_s)
     transport = HttpTransport(url, http=http, timeout_s=timeout_s)
     vkey = resolve_log_key(url, log_key, transport)
-    agent = Agent.load(key_file, log_vkey=vkey, transport=transport)
-    return RemoteAgentMemory(RemoteMemory(agent, transport), vkey)
+    return AgentMemory(Agent.load(key_file, log_vkey=vkey, transport=transport))

@@ -26,7 +26,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from engram.client.http import Buyer, HttpTransport, RemoteMemory
+from engram.client.agent_memory import AgentMemory
+from engram.client.http import Buyer, HttpTransport
 from engram.client.scenario import TOPICS, turns
 from engram.client.sdk import Agent
 from engram.protocol.entries import parse_entry_lines
@@ -67,10 +68,10 @@ def run_server_demo(
 
     console.rule("[bold]2. Agents register and work; the service distills each session")
     suffix = secrets.token_hex(3)
-    support = RemoteMemory(
+    support = AgentMemory(
         Agent.generate(f"support-{suffix}", log_vkey=log_vkey, transport=transport), transport
     )
-    other = RemoteMemory(
+    other = AgentMemory(
         Agent.generate(f"research-{suffix}", log_vkey=log_vkey, transport=transport), transport
     )
     for m in (support, other):
@@ -98,7 +99,7 @@ def run_server_demo(
             },
         )
         closed = support.close_session(sid)  # the outcome is recorded inside the session
-        distilled += closed["entries"]
+        distilled += closed.entries
     support.write(
         category="LEARNING",
         content="Refund tickets resolve faster with the order id up front.",
@@ -109,17 +110,17 @@ def run_server_demo(
     )
     console.print(f"{sessions} sessions closed and distilled into {distilled} memories")
     hits = support.recall("refund order id", include_cold=True)
-    console.print(f"recall 'refund order id': {len(hits['hot'])} HOT, {len(hits['ranked'])} ranked")
+    console.print(f"recall 'refund order id': {len(hits.hot)} HOT, {len(hits.ranked)} ranked")
     table = Table("tier", "items")
     for tier in ("HOT", "WARM", "COLD"):
         table.add_row(tier, str(len(support.items(tier=tier))))
     console.print(table)
     cold = support.items(tier="COLD")
     if cold:
-        it = support.item(cold[0]["ref"])
+        it = support.item(cold[0].ref)
         console.print(
-            f"item {it['item']['ref']}: leaf {it['inclusion']['index']} included in checkpoint size "
-            f"{it['inclusion']['size']} (proof verified)"
+            f"item {it.item.ref}: leaf {it.proof.index} included in checkpoint size "
+            f"{it.proof.size} (proof verified)"
         )
 
     console.rule("[bold]3. Private memory stays private")

@@ -5,9 +5,9 @@
   service reports, and accepts a receipt only after verifying the checkpoint signature,
   the leaf, the inclusion proof and consistency with every checkpoint it saw before. Each
   single event goes to the route of its kind (so closing a session also distills it).
-* :class:`RemoteMemory` is an agent's memory over HTTP: sessions, writes, records, recall,
-  tier views, items with verified proofs, share tokens (minted locally: the agent's key
-  never leaves the agent).
+  It is also the memory transport of :class:`engram.client.agent_memory.AgentMemory` over
+  HTTP: signed reads of one agent's sessions, items (with their proofs), recall and the
+  HOT block, each answered as the protocol's frozen values.
 * :class:`Buyer` fetches bundles with a share token, proving possession of the audience
   key, and verifies them offline; it also verifies the trust oracle's signed answers.
 
@@ -27,18 +27,10 @@ from urllib.parse import quote, urlencode
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from engram.client.sdk import DEFAULT_STATE, Agent
-from engram.protocol.bodies import (
-    closed_body,
-    erased_body,
-    exempt_body,
-    opened_body,
-    superseded_body,
-    turn_body,
-    written_body,
-)
+from engram.client.sdk import DEFAULT_STATE
+from engram.protocol.answers import EntryProof, ItemProof, ItemRow, Recalled, SessionRow
 from engram.protocol.claims import parse_task_claim
-from engram.protocol.erasure import plan_erasure
+from engram.protocol.entries import parse_entry_lines
 from engram.protocol.errors import (
     AuthError,
     ConflictError,
@@ -47,18 +39,18 @@ from engram.protocol.errors import (
     NotFoundError,
     ProofError,
     RateLimitedError,
-    RejectedEventError,
     StorageError,
     VerificationError,
     VersionConflictError,
 )
-from engram.protocol.gate import WriteGate
 from engram.protocol.httpsign import audience_for_key, sign_request
-from engram.protocol.kinds import kinds_where, require_kind
+from engram.protocol.kinds import NAMES_ITEM, kinds_where, require_kind
 from engram.protocol.problems import problem_type_named
+from engram.protocol.recall_block import hot_part
 from engram.protocol.records import RECORD_KINDS, record_content
 from engram.protocol.schemas import parse_ref
-from engram.protocol.wire import InclusionProof, Receipt, StreamState, Submission
+from engram.protocol.signer import AgentSigner
+from engram.protocol.wire import InclusionProof, Outcome, Receipt, StreamState, Submission
 from verifier.bundle import VerifiedBundle, verify_bundle
 from verifier.event import Envelope, Leaf, verify_body
 from verifier.merkle import verify_inclusion
@@ -73,15 +65,13 @@ from verifier.note import (
 )
 from verifier.oracle import AGENT_HEADER, CLAIM_HEADER, OracleStatement, verify_oracle_statement
 from verifier.state import CheckpointStore, default_state_dir, require_extends
-from verifier.token import mint, revocation_ids
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["ROUTES", "Buyer", "HttpTransport", "RemoteMemory", "verify_item_proof", "verify_receipt"]
+__all__ = ["ROUTES", "Buyer", "HttpTransport", "item_proof_of", "verify_item_proof", "verify_receipt"]
 
 _RECORDS = kinds_where(group="record")
-_POLICY = kinds_where(signer="policy")
 _TEXT_KINDS = kinds_where(items=("body", "entries"))  # the item's content is the body's
 
 #: Where a single event is submitted (specs/http-api.md): one small function per registered
@@ -351,7 +341,7 @@ class HttpTransport:
 
     # -- Transport ---------------------------------------------------------------------
 
-    def _remember(self, raw: Mapping[str, Any], answer: Mapping[str, Any] | None = None) -> Receipt:
+    def _remember(self, raw: Mapping[str, Any], answer: Outcome | None = None) -> Receipt:
         r = dataclasses.replace(_receipt(raw), answer=answer)
         c = raw.get("consistency")
         if isinstance(c, dict) and isinstance(c.get("old_size"), int):
@@ -380,8 +370,17 @@ class HttpTransport:
             return [self._remember(r) for r in resp.json()["receipts"]]
         out = self.request("POST", route, body=_wire(sub), headers=headers).json()
         if kind == "session.closed":
-            return [self._remember(out["closed"], answer=out)]
-        return [self._remember(out.get("receipt", out), answer=out if "ref" in out else None)]
+            outcome = Outcome(
+                distilled=None if out.get("distilled") is None else _receipt(out["distilled"]),
+                entries=int(out.get("entries", 0)),
+                decisions=tuple(_receipt(r) for r in out.get("decisions", [])),
+            )
+            return [self._remember(out["closed"], answer=outcome)]
+        if "ref" not in out:  # key and token routes answer the receipt alone
+            return [self._remember(out.get("receipt", out), answer=Outcome())]
+        ref = out["ref"]
+        outcome = Outcome(named=kind in NAMES_ITEM, ref=ref if isinstance(ref, str) else None)
+        return [self._remember(out["receipt"], answer=outcome)]
 
     def head(self, agent: str, kind: str) -> StreamState | None:
         try:
@@ -401,143 +400,77 @@ class HttpTransport:
     def checkpoint(self) -> bytes:
         return self.request("GET", "/checkpoint").content
 
+    # -- one agent's memory (signed requests; the memory transport of AgentMemory) ------
 
-class RemoteMemory:
-    """One agent's memory over HTTP. Writes are signed by the agent (via :class:`Agent`,
-    which verifies every receipt); reads are signed requests."""
-
-    def __init__(self, agent: Agent, transport: HttpTransport, *, gate: WriteGate | None = None) -> None:
-        self.agent = agent
-        self.transport = transport
-        self.gate = gate or WriteGate()
-        self._turns: dict[str, int] = {}
-
-    @property
-    def agent_id(self) -> str:
-        return self.agent.agent_id
-
-    def _signed(self, method: str, path: str, **kw: Any) -> HttpResponse:
-        if self.transport.last_index is not None:
-            # Read-your-writes without waiting for the latest checkpoint: the server answers
-            # once its memory projection holds this client's last acknowledged write.
-            kw["headers"] = {"engram-min-index": str(self.transport.last_index), **(kw.get("headers") or {})}
-        return self.transport.request(
-            method,
-            path,
-            signer=("agent:" + self.agent_id, self.agent.signer.private_key),
-            origin=self.agent.signer.origin,
-            **kw,
+    def signed(self, signer: AgentSigner, method: str, path: str, **kw: Any) -> HttpResponse:
+        """A request signed by the agent. Read-your-writes without waiting for the latest
+        checkpoint: it names this client's last acknowledged write, and the server answers
+        once its memory projection holds it."""
+        if self.last_index is not None:
+            kw["headers"] = {"engram-min-index": str(self.last_index), **(kw.get("headers") or {})}
+        return self.request(
+            method, path, signer=("agent:" + signer.agent, signer.private_key), origin=signer.origin, **kw
         )
 
-    @property
-    def _base(self) -> str:
-        return f"/v1/agents/{quote(self.agent_id, safe='')}"
+    def log_key(self) -> str:
+        return self.request("GET", "/v1/log/key").text.strip()
 
-    # -- sessions ------------------------------------------------------------------------
+    def entry(self, index: int) -> EntryProof:
+        inc = self.request("GET", "/v1/proofs/inclusion", params={"index": index}).json()
+        leaves = parse_entry_lines(
+            self.request("GET", "/v1/log/entries", params={"start": index, "end": index + 1}).content,
+            start=index,
+            max_entries=1,
+        )
+        if not leaves or inc.get("checkpoint") is None:
+            raise NotFoundError(f"the log has no entry {index}", check="proof.index")
+        return EntryProof(
+            index=index,
+            leaf=leaves[0],
+            leaf_hash=bytes.fromhex(inc["leaf_hash"]),
+            size=int(inc["size"]),
+            root=_unb64(inc["root"]),
+            proof=tuple(_unb64(h) for h in inc["proof"]),
+            checkpoint=str(inc["checkpoint"]).encode("utf-8"),
+        )
 
-    def open_session(self, *, title: str | None = None, session: str | None = None) -> str:
-        import secrets
-
-        sid = session or f"s-{secrets.token_hex(6)}"
-        self.agent.append("session.opened", opened_body(sid, title))
-        self._turns[sid] = 0
-        return sid
-
-    def sessions(self) -> list[dict[str, Any]]:
+    def sessions(self, signer: AgentSigner) -> list[SessionRow]:
         """Every session of the agent (``GET /v1/agents/{agent}/sessions``)."""
-        out: list[dict[str, Any]] = self._signed("GET", f"{self._base}/sessions").json()
-        return out
+        return [SessionRow.of(s) for s in self.signed(signer, "GET", f"{_base(signer)}/sessions").json()]
 
-    def session(self, session: str) -> dict[str, Any]:
-        out: dict[str, Any] = self._signed("GET", f"{self._base}/sessions/{quote(session, safe='')}").json()
-        return out
+    def session(self, signer: AgentSigner, session: str) -> SessionRow:
+        path = f"{_base(signer)}/sessions/{quote(session, safe='')}"
+        return SessionRow.of(self.signed(signer, "GET", path).json())
 
-    def turn(self, session: str, role: str, content: str, tool: Mapping[str, Any] | None = None) -> Receipt:
-        if session not in self._turns:
-            self._turns[session] = int(self.session(session)["turns"])
-        receipt = self.agent.append(
-            "session.turn", turn_body(session, self._turns[session], role, content, tool)
-        )
-        self._turns[session] += 1
-        return receipt
+    def items(self, signer: AgentSigner, *, tier: str | None = None, status: str = "active") -> list[ItemRow]:
+        """Every item of the tier (all pages)."""
+        out: list[ItemRow] = []
+        after: str | None = None
+        while True:
+            params = {"status": status, "limit": 1000} | ({"tier": tier} if tier else {})
+            if after:
+                params["after"] = after
+            page = self.signed(signer, "GET", f"{_base(signer)}/memory", params=params).json()
+            out += [ItemRow.of(it) for it in page["items"]]
+            after = _next_page(page, after)
+            if after is None:
+                return out
 
-    def close_session(self, session: str, *, summary: str | None = None) -> dict[str, Any]:
-        """Close; the service distills and files the session. Returns the close's receipt and
-        the policy decisions (each receipt verified against the log key)."""
-        closed = self.agent.append("session.closed", closed_body(session, summary))
-        extra = closed.answer or {}
-        self._turns.pop(session, None)
-        others = [_receipt(r) for r in ([extra["distilled"]] if extra.get("distilled") else [])]
-        others += [_receipt(r) for r in extra.get("decisions", [])]
-        self._check_policy(others)
-        return {"closed": closed, "entries": int(extra.get("entries", 0)), "policy": others}
-
-    def _check_policy(self, receipts: Sequence[Receipt]) -> None:
-        """Policy decisions in this agent's streams: included in a log-signed checkpoint
-        that is consistent with every checkpoint this agent saw."""
-        for r in receipts:
-            _, cp = verify_receipt(r, self.agent.log_key, agent=self.agent_id, kinds=_POLICY)
-            self.agent.observe(cp)
-
-    # -- memories and records -----------------------------------------------------------
-
-    def write(self, **kw: Any) -> tuple[Receipt, str | None]:
-        """Gate, sign and append a memory (arguments of :func:`written_body`); returns the
-        receipt and the item it made or confirmed."""
-        receipt = self.agent.append("memory.written", written_body(self.gate, **kw))
-        answer = receipt.answer
-        if answer is not None and "ref" in answer:  # the service named the item (None: no item)
-            ref = answer["ref"]
-            return receipt, ref if isinstance(ref, str) else None
-        return receipt, self.ref_for(receipt.index)
-
-    def ref_for(self, index: int) -> str | None:
-        for it in self.items(status="all"):
-            if it["index"] == index:
-                return str(it["ref"])
-        for it in self.items(status="all"):
-            if {"source_type": "log", "source_ref": str(index)} in it["provenance"]:
-                return str(it["ref"])
-        return None
-
-    def supersede(self, ref: str, *, content: str, reason: str) -> Receipt:
-        return self.agent.append(
-            "memory.superseded", superseded_body(self.gate, ref, content=content, reason=reason)
-        )
-
-    def exempt(self, ref: str, *, reason: str) -> Receipt:
-        return self.agent.append("memory.decay_exempted", exempt_body(ref, reason=reason))
-
-    def erase(self, index: int, *, reason: str) -> Receipt:
-        """Erase entry ``index`` and what it fed (the same plan the service computes:
-        engram.protocol.erasure), from the agent's items and session-turn records."""
-        items = [*self.items(status="all"), *self.items(tier="RECORD", status="all")]
-        plan = plan_erasure(
-            index, [_ItemView.of(it) for it in items], [_SessionView.of(s) for s in self.sessions()]
-        )
-        body = erased_body(
-            index, plan.refs, reason=reason, also=plan.also, sessions=plan.sessions, session=plan.session
-        )
-        return self.agent.append("memory.erased", body)
-
-    def record(self, kind: str, body: Mapping[str, Any]) -> Receipt:
-        if kind not in _RECORDS:
-            raise RejectedEventError(f"{kind} is not a record kind", check="memory.record")
-        return self.agent.append(kind, dict(body))
-
-    # -- reads ---------------------------------------------------------------------------
+    def item(self, signer: AgentSigner, ref: str) -> ItemProof:
+        return item_proof_of(self.signed(signer, "GET", f"{_base(signer)}/memory/{ref}").json())
 
     def recall(
         self,
+        signer: AgentSigner,
         query: str,
         *,
         include_cold: bool = False,
         include_archived: bool = False,
+        limit: int = 10,
         budget_tokens: int | None = None,
         session: str | None = None,
-        limit: int = 10,
         scopes: Sequence[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Recalled:
         body: dict[str, Any] = {"query": query, "include_cold": include_cold, "limit": limit}
         if scopes is not None:
             body["scopes"] = list(scopes)
@@ -547,95 +480,59 @@ class RemoteMemory:
             body["budget_tokens"] = budget_tokens
         if session is not None:
             body["session"] = session
-        out: dict[str, Any] = self._signed("POST", f"{self._base}/recall", body=body).json()
-        return out
-
-    def items(self, *, tier: str | None = None, status: str = "active") -> list[dict[str, Any]]:
-        """Every item of the tier (all pages)."""
-        out: list[dict[str, Any]] = []
-        after: str | None = None
-        while True:
-            params = {"status": status, "limit": 1000} | ({"tier": tier} if tier else {})
-            if after:
-                params["after"] = after
-            page = self._signed("GET", f"{self._base}/memory", params=params).json()
-            out += page["items"]
-            after = _next_page(page, after)
-            if after is None:
-                return out
-
-    def item(self, ref: str) -> dict[str, Any]:
-        """An item with its provenance; its leaf and inclusion proof are verified against a
-        checkpoint signed by the log key before it is returned."""
-        out: dict[str, Any] = self._signed("GET", f"{self._base}/memory/{ref}").json()
-        _, cp = verify_item_proof(out, self.agent.log_key, agent=self.agent_id, ref=ref)
-        self.agent.observe(cp)
-        return out
-
-    def compact(self) -> list[Receipt]:
-        out = self._signed("POST", f"{self._base}/compact").json()
-        receipts = [_receipt(r) for r in out["decisions"]]
-        self._check_policy(receipts)
-        return receipts
-
-    # -- share tokens (minted locally) ------------------------------------------------------
-
-    def mint_token(self, *, audience: str, kinds: Sequence[str], expires: int) -> str:
-        """A share token signed by the agent's active key (the key never leaves the agent)."""
-        seed = self.agent.signer.private_key.private_bytes_raw()
-        return mint(
-            seed=seed,
-            origin=self.agent.signer.origin,
-            agent=self.agent_id,
-            audience=audience,
-            kinds=kinds,
-            expires=expires,
+        out = self.signed(signer, "POST", f"{_base(signer)}/recall", body=body).json()
+        return Recalled.of(
+            context=str(out["context"]),
+            hot=out.get("hot", []),
+            ranked=out.get("ranked", []),
+            notes=out.get("notes", []),
+            as_of_size=out.get("as_of_size"),
         )
 
-    def revoke_token(self, token: str) -> Receipt:
-        """Log ``share.revoked`` for the token's root revocation id (attenuations die with it)."""
-        ids = revocation_ids(token, agent_keys=[self.agent.signer.public_key])
-        return self.agent.append("share.revoked", {"token_id": ids[0]})
+    def hot_block(
+        self, signer: AgentSigner, *, session: str | None = None, scopes: Sequence[str] | None = None
+    ) -> str:
+        # The HOT section alone, as the embedded log gives it (issue 26: the service's block
+        # carried one more memory under a "recalled for this query" heading, with no query).
+        return hot_part(self.recall(signer, "", session=session, limit=1, scopes=scopes).context)
+
+    def compact(self, signer: AgentSigner) -> list[Receipt]:
+        out = self.signed(signer, "POST", f"{_base(signer)}/compact").json()
+        return [_receipt(r) for r in out["decisions"]]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _SessionView:
-    """The fields of an HTTP session the erasure plan reads."""
-
-    session: str
-    opened_index: int
-    closed_index: int | None
-
-    @classmethod
-    def of(cls, s: Mapping[str, Any]) -> _SessionView:
-        return cls(session=s["session"], opened_index=s["opened_index"], closed_index=s["closed_index"])
+def _base(signer: AgentSigner) -> str:
+    return f"/v1/agents/{quote(signer.agent, safe='')}"
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _ItemView:
-    """The fields of an HTTP item the erasure plan reads."""
+def item_proof_of(out: Mapping[str, Any]) -> ItemProof:
+    """An item answer's JSON (``GET /v1/agents/{agent}/memory/{ref}``) as the protocol's
+    value; nothing in it is verified yet (:func:`verify_item_proof`). An answer of the
+    wrong shape is a :class:`ProofError` (``item.answer``)."""
+    try:
+        return _item_proof_of(out)
+    except (KeyError, TypeError, ValueError, AttributeError, MalformedError) as e:
+        raise ProofError(f"the item answer is malformed: {e}", check="item.answer") from None
 
-    ref: str
-    index: int
-    status: str
-    source_kind: str
-    provenance: list[dict[str, str]]
-    session: str | None
-    superseded_by: str | None
-    supersedes: str | None
 
-    @classmethod
-    def of(cls, it: Mapping[str, Any]) -> _ItemView:
-        return cls(
-            ref=it["ref"],
-            index=it["index"],
-            status=it["status"],
-            source_kind=it["source_kind"],
-            provenance=list(it.get("provenance") or []),
-            session=it.get("session"),
-            superseded_by=it.get("superseded_by"),
-            supersedes=it.get("supersedes"),
-        )
+def _item_proof_of(out: Mapping[str, Any]) -> ItemProof:
+    item, inc = out["item"], out["inclusion"]
+    if inc.get("checkpoint") is None:
+        raise ProofError("the item comes without a signed checkpoint", check="item.ref")
+    return ItemProof(
+        item=ItemRow.of(item),
+        entry=EntryProof(
+            index=int(item["index"]),
+            leaf=_unb64(out["leaf"]),
+            leaf_hash=bytes.fromhex(inc["leaf_hash"]),
+            size=int(inc["size"]),
+            root=_unb64(inc["root"]),
+            proof=tuple(_unb64(h) for h in inc["proof"]),
+            checkpoint=str(inc["checkpoint"]).encode("utf-8"),
+        ),
+        salt=None if out.get("salt") is None else _unb64(out["salt"]),
+        body=None if out.get("body") is None else _unb64(out["body"]),
+    )
 
 
 def _next_page(page: Mapping[str, Any], after: str | None) -> str | None:
@@ -651,45 +548,42 @@ def _next_page(page: Mapping[str, Any], after: str | None) -> str | None:
 
 
 def verify_item_proof(
-    out: Mapping[str, Any], log_key: VerifierKey, *, agent: str, ref: str
+    out: ItemProof | Mapping[str, Any], log_key: VerifierKey, *, agent: str, ref: str
 ) -> tuple[Leaf, VerifiedCheckpoint]:
-    """The item ``ref`` of ``agent``: its leaf is ``agent``'s entry of the item's kind at the
-    ref's index, included in a checkpoint the log key signed; when the body is returned, it
-    matches the leaf's commitment and the item's content is the body's."""
-    item = out["item"]
-    inc = out["inclusion"]
-    if item["ref"] != ref or inc.get("checkpoint") is None:
+    """The item ``ref`` of ``agent`` (an :class:`ItemProof`, or the JSON the service
+    answers): its leaf is ``agent``'s entry of the item's kind at the ref's index, included
+    in a checkpoint the log key signed; when the body is returned, it matches the leaf's
+    commitment and the item's content is the body's."""
+    p = out if isinstance(out, ItemProof) else item_proof_of(out)
+    item, entry = p.item, p.entry
+    if item.ref != ref:
         raise ProofError("the answer is not the item asked for, with a signed checkpoint", check="item.ref")
     index, pos = parse_ref(ref)
-    cp = verify_checkpoint(str(inc["checkpoint"]).encode("utf-8"), log_key)
-    leaf = Leaf.from_bytes(_unb64(out["leaf"]), origin=cp.origin)
+    cp = verify_checkpoint(entry.checkpoint, log_key)
+    leaf = Leaf.from_bytes(entry.leaf, origin=cp.origin)
     env = leaf.envelope
-    if leaf.index != index or item["index"] != index or int(inc["size"]) != cp.size:
+    if leaf.index != index or item.index != index or entry.index != index or entry.size != cp.size:
         raise ProofError("the item's leaf or proof names another entry", check="item.index")
     if env.agent != agent:
         raise ProofError(f"the item's leaf is {env.agent}'s, not {agent}'s", check="item.leaf")
     verify_inclusion(
-        leaf_hash=leaf.hash,
-        index=leaf.index,
-        size=cp.size,
-        proof=[_unb64(h) for h in inc["proof"]],
-        root=cp.root,
+        leaf_hash=leaf.hash, index=leaf.index, size=cp.size, proof=list(entry.proof), root=cp.root
     )
-    if item["status"] == "erased":
+    if item.status == "erased":
         # a tombstone claims nothing: empty, no body, over an entry that made items
         if (
-            item["source_kind"] != "memory.erased"
-            or item["content"] != ""
-            or out.get("body") is not None
+            item.source_kind != "memory.erased"
+            or item.content != ""
+            or p.body is not None
             or env.kind not in _TEXT_KINDS | _RECORDS
         ):
             raise ProofError("an erased item is an empty tombstone without a body", check="item.erased")
         return leaf, cp
-    if env.kind != item["source_kind"]:
-        raise ProofError(f"the item's leaf is a {env.kind}, not a {item['source_kind']}", check="item.leaf")
-    if out.get("body") is None or out.get("salt") is None:
+    if env.kind != item.source_kind:
+        raise ProofError(f"the item's leaf is a {env.kind}, not a {item.source_kind}", check="item.leaf")
+    if p.body is None or p.salt is None:
         raise ProofError("the item comes without the body that makes it", check="item.body")
-    body = verify_body(env, _unb64(out["salt"]), _unb64(out["body"]))
+    body = verify_body(env, p.salt, p.body)
     source: Mapping[str, Any] = body
     if env.kind == "memory.distilled":
         entries = body.get("entries")
@@ -703,8 +597,8 @@ def verify_item_proof(
     if env.kind in _RECORDS:
         content, category = record_content(env.kind, body), RECORD_KINDS[env.kind]
     else:
-        content, category = source.get("content"), source.get("category", item["category"])
-    if content != item["content"] or category != item["category"]:
+        content, category = source.get("content"), source.get("category", item.category)
+    if content != item.content or category != item.category:
         raise ProofError("the item's content is not what the agent signed", check="item.content")
     return leaf, cp
 

@@ -241,7 +241,7 @@ class Hook:
         ref = self.state.data.get("snapshot")
         if self._field("source") in ("resume", "compact") and isinstance(ref, str):
             try:
-                snap = str(self.mem.item(ref).item["content"])
+                snap = self.mem.item(ref).item.content
             except EngramError:
                 snap = ""
             if snap:
@@ -301,9 +301,9 @@ class Hook:
             item = self.mem.item(ref).item
         except EngramError:
             return None
-        if item.get("status") not in (None, "active") or not item.get("content"):
+        if item.status != "active" or not item.content:
             return None
-        return " ".join(str(item["content"]).split())
+        return " ".join(item.content.split())
 
     def _resume_block(self, snap: str) -> str:
         """The snapshot with its references resolved against the log as it is now."""

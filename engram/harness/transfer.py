@@ -23,6 +23,7 @@ from typing import Any
 
 from engram.client.agent_memory import AgentMemory
 from engram.harness.formats import CLAUDE_META, Entry, read_source, write_export
+from engram.protocol.answers import ItemRow
 from engram.protocol.bodies import written_body
 from engram.protocol.errors import EngramError
 from engram.protocol.gate import WriteGate
@@ -67,7 +68,7 @@ def _import_ref(e: Entry) -> str:
 def _already_imported(mem: AgentMemory) -> set[str]:
     seen: set[str] = set()
     for it in mem.items(status="all"):
-        for p in it.get("provenance") or []:
+        for p in it.provenance:
             ref = p.get("source_ref", "")
             if p.get("source_type") == "external" and ref.startswith("import:"):
                 seen.add(ref)
@@ -139,18 +140,15 @@ def import_source(
     return report
 
 
-def exportable(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def exportable(items: Sequence[ItemRow]) -> list[ItemRow]:
+    """The active memories of the exported tiers (not records, not session turns)."""
     return [
-        it
-        for it in items
-        if it.get("status") == "active"
-        and it.get("tier") in _TIERS
-        and it.get("source_kind") in _MEMORY_KINDS
+        it for it in items if it.status == "active" and it.tier in _TIERS and it.source_kind in _MEMORY_KINDS
     ]
 
 
 def export_memories(mem: AgentMemory, fmt: str, out: Path) -> tuple[list[Path], int, int]:
     """Write the agent's active memories as ``fmt``; returns (files, memories, left out)."""
     items = exportable(mem.items(status="active"))
-    files, left_out = write_export(fmt, items, out, agent=mem.agent_id)
+    files, left_out = write_export(fmt, [it.to_json() for it in items], out, agent=mem.agent_id)
     return files, len(items), left_out

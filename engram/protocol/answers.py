@@ -13,9 +13,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engram.protocol.errors import MalformedError
 from engram.protocol.scopes import GLOBAL, scope_of
 
-__all__ = ["ROW_FIELDS", "Appended", "Closed", "Proven", "RecallRow", "Recalled", "Shown", "Written"]
+__all__ = [
+    "ROW_FIELDS",
+    "Appended",
+    "Closed",
+    "EntryProof",
+    "ItemProof",
+    "ItemRow",
+    "Proven",
+    "RecallRow",
+    "Recalled",
+    "SessionRow",
+    "Shown",
+    "Written",
+]
 
 
 class _Json:
@@ -144,9 +158,97 @@ class Proven(_Json):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Shown(_Json):
-    """One item (its JSON row: provenance, tier history) with the verified proof of the
-    entry that made it."""
+class ItemRow(_Json):
+    """One memory item as an agent reads it (``GET /v1/agents/{agent}/memory``'s rows):
+    where it came from (``index``, ``source_kind``, ``provenance``), where it lives
+    (``tier``, ``status``, ``tier_history``) and what it says."""
 
-    item: dict[str, Any]
+    ref: str
+    index: int
+    source_kind: str
+    tier: str
+    status: str
+    category: str
+    content: str
+    tags: list[str]
+    confidence: int
+    confirmations: int
+    access_count: int
+    last_access_us: int | None
+    created_us: int
+    decay_exempt: bool
+    provenance: list[dict[str, str]]
+    tier_history: list[dict[str, Any]]
+    session: str | None
+    superseded_by: str | None
+    supersedes: str | None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> ItemRow:
+        """The row's fields out of a larger mapping (a service's JSON, a projection item);
+        a missing field is an error, not a default."""
+        try:
+            return cls(**{f: row[f] for f in _ITEM_FIELDS})
+        except KeyError as e:
+            raise MalformedError(f"an item row lacks {e.args[0]!r}", check="item.row") from None
+
+
+_ITEM_FIELDS = tuple(f.name for f in dataclasses.fields(ItemRow))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionRow(_Json):
+    """A session as its agent reads it: the next turn is number ``turns``."""
+
+    agent: str
+    session: str
+    status: str
+    title: str | None
+    opened_index: int
+    closed_index: int | None
+    turns: int
+    distilled: bool
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> SessionRow:
+        try:
+            return cls(**{f: row[f] for f in _SESSION_FIELDS})
+        except KeyError as e:
+            raise MalformedError(f"a session row lacks {e.args[0]!r}", check="session.row") from None
+
+
+_SESSION_FIELDS = tuple(f.name for f in dataclasses.fields(SessionRow))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntryProof:
+    """What a log serves to prove entry ``index``: its leaf and the inclusion proof in the
+    signed checkpoint of ``size`` (unverified: :func:`engram.client.agent_memory.verify_proof`)."""
+
+    index: int
+    leaf: bytes
+    leaf_hash: bytes
+    size: int
+    root: bytes
+    proof: tuple[bytes, ...]
+    checkpoint: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ItemProof:
+    """An item with what proves it (``GET /v1/agents/{agent}/memory/{ref}``): the leaf that
+    made it, its inclusion proof, and the entry's salt and body (None once erased);
+    unverified (:func:`engram.client.http.verify_item_proof`)."""
+
+    item: ItemRow
+    entry: EntryProof
+    salt: bytes | None
+    body: bytes | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Shown(_Json):
+    """One item (provenance, tier history) with the verified proof of the entry that made it."""
+
+    item: ItemRow
     proof: Proven

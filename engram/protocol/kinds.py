@@ -284,3 +284,7 @@ def gated_texts(kind: str, body: Mapping[str, Any]) -> list[str]:
 
 #: Kinds with text the write gate checks.
 GATED_KINDS = frozenset(s.name for s in _SPECS if s.gated is not _no_texts)
+
+#: Kinds whose memory answer names the item the entry made or confirmed (a memory, a
+#: correction, a record): ``Outcome.ref`` over HTTP and in process.
+NAMES_ITEM = kinds_where(group="memory", items=("body",)) | kinds_where(group="record")

@@ -41,6 +41,9 @@ def without_hot(block: str) -> str:
 
 
 def hot_part(block: str) -> str:
-    """``block`` with its HOT section only (what a session starts with)."""
-    head, hot, _rest, tail = _split(block)
-    return "\n".join([*head, *hot, *tail]) + "\n"
+    """``block`` with its HOT section only, closed (what a session starts with). The notes
+    and the log size are left out: inside a session these bytes do not change, so a prompt
+    that starts with them keeps its cache (issue 27: the embedded log's block ended
+    unclosed after HOT, the service's with the size line, which moves with every write)."""
+    head, hot, _rest, _tail = _split(block)
+    return "\n".join([*head, *hot, "</memory-context>"]) + "\n"

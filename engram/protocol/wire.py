@@ -7,11 +7,9 @@ used (specs/leaf.md, specs/http-api.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-__all__ = ["ConsistencyProof", "InclusionProof", "Receipt", "StreamState", "Submission"]
+__all__ = ["ConsistencyProof", "InclusionProof", "Outcome", "Receipt", "StreamState", "Submission"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,10 +56,27 @@ class Receipt:
     version: int
     checkpoint: bytes
     proof: InclusionProof
-    #: What the service answered along with this receipt, unverified (HTTP routes: the item
-    #: ``ref`` a memory or record write made, a session close's ``distilled`` and ``decisions``
-    #: receipts); None in process. Whoever uses it verifies it first.
-    answer: Mapping[str, Any] | None = field(default=None, compare=False)
+    #: What the memory service did with this event beside appending it (the item a write
+    #: made, what a close distilled), unverified; None from a bare log or the generic
+    #: ``POST /v1/events``. Whoever uses it verifies it first.
+    answer: Outcome | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """What the memory service answered for one agent-signed event, the same over HTTP (the
+    memory routes' answers) and in process (``MemoryService.submit``).
+
+    ``named``: the event's kind makes or confirms an item, and ``ref`` is that item (None:
+    the write was refused as an item, e.g. a near-duplicate of an erased memory). A
+    ``session.closed`` carries its distillation's receipt, the memories it distilled and
+    the policy decisions that followed (policy-signed receipts, unverified)."""
+
+    named: bool = False
+    ref: str | None = None
+    distilled: Receipt | None = None
+    entries: int = 0
+    decisions: tuple[Receipt, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,37 +10,27 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import secrets
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from engram.client.sdk import Agent
-from engram.protocol.bodies import (
-    closed_body,
-    erased_body,
-    exempt_body,
-    opened_body,
-    superseded_body,
-    turn_body,
-    written_body,
-)
+from engram.protocol.answers import EntryProof, ItemProof, ItemRow
 from engram.protocol.erasure import ErasurePlan, plan_erasure
 from engram.protocol.errors import (
     ConflictError,
     EngramError,
     ForbiddenError,
     MalformedError,
+    NotFoundError,
     RejectedEventError,
 )
 from engram.protocol.kinds import kinds_where, validate_body
-from engram.protocol.records import RECORD_KINDS
 from engram.protocol.schemas import CATEGORIES
 from engram.protocol.scopes import GLOBAL, parse_scopes, scope_of
-from ledger.envelopes import parse_envelope
-from ledger.log import Ledger, PolicyEvent, Receipt, Submission
+from engram.protocol.wire import Outcome
+from ledger.log import Ledger, PolicyEvent, Prepared, Receipt, Submission
 from ledger.memory.access import AccessLog, Use, query_key
 from ledger.memory.distill import Distiller, RuleBasedDistiller, Turn, distill_stats, run_distiller
 from ledger.memory.embed import Embedder
@@ -65,7 +55,7 @@ from ledger.memory.vectors import VectorIndex
 from verifier.event import Leaf
 from verifier.jcs import canonical_bytes, parse_strict
 
-__all__ = ["CloseResult", "MemoryService"]
+__all__ = ["CloseResult", "MemoryService", "Submitted"]
 
 _log = logging.getLogger("engram.memory")
 
@@ -80,8 +70,8 @@ CANDIDATES = 100
 FOLDED_KINDS = kinds_where(group="session") | kinds_where(group="memory") | kinds_where(group="record")
 #: Agent-signed changes to HOT: the caps are held after each.
 CAPPED_KINDS = frozenset({"memory.written", "memory.superseded"})
-#: How many rule outcomes the door keeps for the convenience that appended the event.
-_RULED_KEEP = 4096
+#: The kinds whose answer names the item the entry made or confirmed (a memory, a record).
+NAMES_ITEM = kinds_where(group="memory", items=("body",)) | kinds_where(group="record")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,8 +82,34 @@ class CloseResult:
     decisions: list[Receipt] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Submitted:
+    """What :meth:`MemoryService.submit` did with one agent-signed event: its receipt and
+    parsed body, the item it made or confirmed (kinds of :data:`NAMES_ITEM`), and what a
+    ``session.closed`` closed."""
+
+    receipt: Receipt
+    body: dict[str, Any]
+    ref: str | None = None
+    close: CloseResult | None = None
+
+    def outcome(self) -> Outcome:
+        """The answer beside the receipt, as the memory routes give it over HTTP."""
+        c = self.close
+        return Outcome(
+            named=self.receipt.kind in NAMES_ITEM,
+            ref=self.ref,
+            distilled=None if c is None else c.distilled,
+            entries=0 if c is None else c.entries,
+            decisions=() if c is None else tuple(c.decisions),
+        )
+
+
 class MemoryService:
-    """Memory operations over one ledger. Agents sign their own events (``Agent``)."""
+    """Memory operations over one ledger: one door for agent-signed events (:meth:`accept`,
+    :meth:`submit`), queries, and the policy operations it signs itself. Agents sign their
+    events elsewhere (``engram.client.AgentMemory`` over HTTP or in process); the service
+    never holds an agent's key."""
 
     def __init__(
         self,
@@ -130,10 +146,6 @@ class MemoryService:
         self._projector = threading.Lock()
         #: held while this process embeds new items; never held with the projector
         self._embedding = threading.Lock()
-        #: log index -> what the door's rules did for that event (a session.closed: its
-        #: CloseResult), for the convenience method that appended it through the door
-        self._ruled: dict[int, CloseResult | None] = {}
-        self._ruled_lock = threading.Lock()
 
     # -- consistency with the log ----------------------------------------------------
 
@@ -225,13 +237,40 @@ class MemoryService:
     def item(self, agent: str, ref: str) -> Item | None:
         return self.projection.item(agent, ref)
 
+    def item_proof(self, agent: str, ref: str, *, visible: Callable[[str], bool] | None = None) -> ItemProof:
+        """``agent``'s item ``ref`` with the leaf that made it, that leaf's inclusion proof in
+        the latest checkpoint and the entry's salt and body (None once erased); NotFound when
+        there is no such item or ``visible`` refuses its source kind (a share token's)."""
+        it = self.projection.item(agent, ref)
+        if it is None or (visible is not None and not visible(it.source_kind)):
+            raise NotFoundError(f"no item {ref} of {agent} visible to this caller", check="memory.item")
+        leaf = self.ledger.leaf(it.index)
+        assert leaf is not None  # an item is made by a logged entry
+        inc = self.ledger.prove_inclusion(it.index)
+        assert inc.checkpoint is not None  # the latest checkpoint is always published
+        sb = self.ledger.body(it.index)
+        return ItemProof(
+            item=ItemRow.of(asdict(it)),
+            entry=EntryProof(
+                index=it.index,
+                leaf=leaf,
+                leaf_hash=inc.leaf_hash,
+                size=inc.size,
+                root=inc.root,
+                proof=inc.hashes,
+                checkpoint=inc.checkpoint,
+            ),
+            salt=None if sb is None else sb[0],
+            body=None if sb is None else sb[1],
+        )
+
     def flush_access(self) -> None:
         """Wait until every use recorded so far is in the log (see ledger.memory.access)."""
         self.access.flush()
 
     # -- the door ----------------------------------------------------------------------
 
-    def accept(self, subs: Sequence[Submission], *, operator: bool = False) -> list[Receipt]:
+    def accept(self, subs: Sequence[Submission | Prepared], *, operator: bool = False) -> list[Receipt]:
         """The one door for signed events (issue 27, finding 4): append ``subs`` atomically,
         then apply the memory rules after every write, whichever way the events came
         (``POST /v1/events``, the memory routes, the in-process transport):
@@ -241,67 +280,29 @@ class MemoryService:
            (what no longer fits moves to WARM: policy-signed decisions);
         3. after a ``session.closed``, the session is distilled and the session-end rules
            apply (``compact_on_session_end``)."""
-        receipts = self.ledger.append(subs, operator=operator)
-        self._apply_rules(subs, receipts)
+        receipts, _ = self._accept(subs, operator=operator)
         return receipts
 
-    def _apply_rules(self, subs: Sequence[Submission], receipts: Sequence[Receipt]) -> None:
+    def _accept(
+        self, subs: Sequence[Submission | Prepared], *, operator: bool = False
+    ) -> tuple[list[Receipt], dict[int, CloseResult]]:
+        """:meth:`accept`, also returning what each ``session.closed`` closed (by index).
+        Each event is prepared once (``Ledger.prepare``) unless the edge did it already."""
+        prepared = [s if isinstance(s, Prepared) else self.ledger.prepare(s, operator=operator) for s in subs]
+        receipts = self.ledger.append(prepared, operator=operator)
+        closes: dict[int, CloseResult] = {}
         folded = [r for r in receipts if r.kind in FOLDED_KINDS]
         if not folded:
-            return
+            return receipts, closes
         self.sync(max(r.index for r in folded) + 1)
-        ruled: dict[int, CloseResult | None] = {}
         for agent in dict.fromkeys(r.agent for r in receipts if r.kind in CAPPED_KINDS):
             self.hold_caps(agent)
-        for sub, r in zip(subs, receipts, strict=True):
+        for p, r in zip(prepared, receipts, strict=True):
             if r.kind == "session.closed":
-                body = parse_strict(sub.body, max_bytes=self.ledger.max_body_bytes)
-                ruled[r.index] = self.after_close(r, r.agent, str(body["session"]))
-            elif r.kind in CAPPED_KINDS:
-                ruled[r.index] = None
-        if ruled:
-            with self._ruled_lock:
-                self._ruled.update(ruled)
-                while len(self._ruled) > _RULED_KEEP:  # outcomes nobody asked for
-                    del self._ruled[next(iter(self._ruled))]
+                closes[r.index] = self.after_close(r, r.agent, str(p.body["session"]))
+        return receipts, closes
 
-    def _ruled_by_door(self, receipt: Receipt) -> tuple[bool, CloseResult | None]:
-        """Whether the door already applied the rules to ``receipt`` (the agent's transport
-        is this service's door), and the outcome it kept."""
-        with self._ruled_lock:
-            if receipt.index in self._ruled:
-                return True, self._ruled.pop(receipt.index)
-        return False, None
-
-    # -- sessions (agent-signed) -----------------------------------------------------
-
-    def open_session(self, agent: Agent, *, title: str | None = None, session: str | None = None) -> str:
-        sid = session or f"s-{secrets.token_hex(6)}"
-        receipt = agent.append("session.opened", opened_body(sid, title))
-        self.sync(receipt.index + 1)
-        return sid
-
-    def turn(
-        self, agent: Agent, session: str, role: str, content: str, tool: Mapping[str, Any] | None = None
-    ) -> Receipt:
-        s = self.projection.session(agent.agent_id, session)
-        receipt = agent.append(
-            "session.turn", turn_body(session, 0 if s is None else s.turns, role, content, tool)
-        )
-        self.sync(receipt.index + 1)
-        return receipt
-
-    def close_session(self, agent: Agent, session: str, *, summary: str | None = None) -> CloseResult:
-        """Close the session, then (``compact_on_session_end``) distill and compact it.
-
-        If distillation fails after the close (the distiller is down), the session stays
-        closed and undistilled; :meth:`finish_session` (``engram session distill``) resumes.
-        """
-        closed = agent.append("session.closed", closed_body(session, summary))
-        done, result = self._ruled_by_door(closed)
-        if done and result is not None:
-            return result
-        return self.after_close(closed, agent.agent_id, session)
+    # -- sessions ----------------------------------------------------------------------
 
     def after_close(self, closed: Receipt, agent_id: str, session: str) -> CloseResult:
         """What follows an appended ``session.closed``: distill and compact (per config)."""
@@ -312,13 +313,21 @@ class MemoryService:
         return CloseResult(closed=closed, distilled=distilled, entries=entries, decisions=decisions)
 
     def submit(
-        self, sub: Submission, *, agent: str, kinds: Collection[str], session: str | None = None
-    ) -> tuple[Receipt, dict[str, Any], CloseResult | None]:
-        """Append one event an agent signed elsewhere (HTTP), after checking it is ``agent``'s,
-        of one of ``kinds`` and (if given) about ``session``, through the door
-        (:meth:`accept`). Returns the receipt, the body and, for a ``session.closed``, what
-        its close did."""
-        env = parse_envelope(sub.envelope)
+        self,
+        sub: Submission | Prepared,
+        *,
+        agent: str,
+        kinds: Collection[str],
+        session: str | None = None,
+        operator: bool = False,
+    ) -> Submitted:
+        """Append one event an agent signed (over HTTP, or in process: the same call), after
+        checking it is ``agent``'s, of one of ``kinds`` and (if given) about ``session``,
+        through the door (:meth:`accept`). ``sub`` may come prepared by the edge (parsed
+        once there). Returns the receipt, the body, the item it made or confirmed and, for a
+        ``session.closed``, what its close did."""
+        p = sub if isinstance(sub, Prepared) else self.ledger.prepare(sub, operator=operator)
+        env = p.envelope
         if env.agent != agent:
             raise ForbiddenError(
                 f"this event is signed for agent {env.agent}, not {agent}", check="auth.agent"
@@ -328,12 +337,12 @@ class MemoryService:
                 f"a {env.kind} event does not belong here (expected {', '.join(sorted(kinds))})",
                 check="request.kind",
             )
-        body = parse_strict(sub.body, max_bytes=self.ledger.max_body_bytes)
-        if not isinstance(body, dict) or (session is not None and body.get("session") != session):
+        body = dict(p.body)
+        if session is not None and body.get("session") != session:
             raise RejectedEventError(f"the event is not about session {session}", check="request.session")
-        [receipt] = self.accept([sub])
-        _, result = self._ruled_by_door(receipt)
-        return receipt, body, result
+        [receipt], closes = self._accept([p], operator=operator)
+        ref = self.ref_for(agent, receipt.index) if receipt.kind in NAMES_ITEM else None
+        return Submitted(receipt=receipt, body=body, ref=ref, close=closes.get(receipt.index))
 
     def finish_session(self, agent_id: str, session: str) -> tuple[Receipt | None, int, list[Receipt]]:
         """Distill a closed session (unless done) and apply the session-end rules."""
@@ -462,46 +471,7 @@ class MemoryService:
             rows += distill_rows(a, self.ledger.stream_bodies(a, "memory.distilled"))
         return rows
 
-    # -- memories (agent-signed) -----------------------------------------------------
-
-    def write(
-        self,
-        agent: Agent,
-        *,
-        category: str,
-        content: str,
-        tags: Sequence[str] = (),
-        confidence: int = 70,
-        evidence: str | None = None,
-        session: str | None = None,
-        provenance: Sequence[Mapping[str, str]] = (),
-        tier: str | None = None,
-        decay_exempt: bool = False,
-    ) -> Receipt:
-        """Gate (refuse threats, redact secrets), validate, sign and append a memory."""
-        body = written_body(
-            self.gate,
-            category=category,
-            content=content,
-            tags=tags,
-            confidence=confidence,
-            evidence=evidence,
-            session=session,
-            provenance=provenance,
-            tier=tier,
-            decay_exempt=decay_exempt,
-        )
-        receipt = agent.append("memory.written", body)  # the ledger's preconditions check verbatim copies
-        self._after(agent.agent_id, receipt)
-        return receipt
-
-    def _after(self, agent_id: str, receipt: Receipt) -> None:
-        """The rules after an agent's change to HOT, unless the door applied them (the
-        agent's transport was this service's door)."""
-        done, _ = self._ruled_by_door(receipt)
-        if not done:
-            self.sync(receipt.index + 1)
-            self.hold_caps(agent_id)
+    # -- memories ----------------------------------------------------------------------
 
     def hold_caps(self, agent_id: str) -> list[Receipt]:
         """The HOT caps after a change to HOT outside a compaction (a write, a correction):
@@ -519,32 +489,6 @@ class MemoryService:
                 return it.ref
         return None
 
-    def supersede(self, agent: Agent, ref: str, *, content: str, reason: str) -> Receipt:
-        """An append-only correction of an item (the way COLD changes)."""
-        receipt = agent.append(
-            "memory.superseded", superseded_body(self.gate, ref, content=content, reason=reason)
-        )
-        self._after(agent.agent_id, receipt)
-        return receipt
-
-    def erase(self, agent: Agent, index: int, *, reason: str) -> Receipt:
-        """Erase entry ``index`` and what it fed (engram.protocol.erasure): one logged
-        ``memory.erased`` deletes the bodies and salts of the entry and of the entries in its
-        closure (duplicates, corrections, the distillation a memory came from, the memories a
-        turn fed) in the same transaction, and names every item they made.
-
-        The leaves stay, so every proof and stream chain stays valid; bundles mark the
-        entries erased, the projection holds tombstones and is recomputed for the agent as if
-        the bodies had never been there (rebuild gives the same), and an erased distillation's
-        session is never distilled again. Only the agent's own entries."""
-        plan = self.erasure_plan(agent.agent_id, index)
-        body = erased_body(
-            index, plan.refs, reason=reason, also=plan.also, sessions=plan.sessions, session=plan.session
-        )
-        receipt = agent.append("memory.erased", body)  # deletes the bodies
-        self.sync(receipt.index + 1)
-        return receipt
-
     def erasure_plan(self, agent_id: str, index: int) -> ErasurePlan:
         """What erasing ``agent_id``'s entry ``index`` takes with it (see :meth:`erase`)."""
         leaf_bytes = self.ledger.store.leaf(index)
@@ -556,19 +500,6 @@ class MemoryService:
             *self.projection.items(agent_id, tiers=[RECORD], status=None),
         ]
         return plan_erasure(index, items, self.projection.sessions(agent_id))
-
-    def exempt(self, agent: Agent, ref: str, *, reason: str) -> Receipt:
-        receipt = agent.append("memory.decay_exempted", exempt_body(ref, reason=reason))
-        self.sync(receipt.index + 1)
-        return receipt
-
-    def record(self, agent: Agent, kind: str, body: Mapping[str, Any]) -> Receipt:
-        """A COLD record: pact outcome, evaluation, boundary event, commitment."""
-        if kind not in RECORD_KINDS:
-            raise RejectedEventError(f"{kind} is not a record kind", check="memory.record")
-        receipt = agent.append(kind, dict(body))
-        self.sync(receipt.index + 1)
-        return receipt
 
     # -- policy ----------------------------------------------------------------------
 

@@ -3,10 +3,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
+from engram.client.agent_memory import AgentMemory
+from engram.client.sdk import Agent
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
+from ledger.memory.transport import InProcessMemory
+
+#: The type of the ``memory_of`` fixture.
+MemoryOf = Callable[[Agent], AgentMemory]
 
 
 @pytest.fixture
@@ -14,3 +22,22 @@ def memory(ledger: Ledger) -> MemoryService:
     """The memory service over the test's ledger, recording each recall's use before it
     returns (``access_log="sync"``: what a test reads next already counts it)."""
     return MemoryService(ledger, access_log="sync")
+
+
+@pytest.fixture
+def memory_of(memory: MemoryService) -> MemoryOf:
+    """``memory_of(agent)``: the agent's :class:`AgentMemory` through the in-process
+    transport of the test's memory service (what the HTTP routes call). The agent is
+    rebound to that transport (made by ``make_agent`` on the bare log, it keeps its key,
+    clock and verified checkpoints); one AgentMemory per agent."""
+    transport = InProcessMemory(memory)
+    made: dict[int, AgentMemory] = {}
+
+    def of(agent: Agent) -> AgentMemory:
+        am = made.get(id(agent))
+        if am is None:
+            agent.transport = transport
+            am = made[id(agent)] = AgentMemory(agent)
+        return am
+
+    return of

@@ -17,10 +17,12 @@ import pytest
 from sqlalchemy import Engine, LargeBinary, String, Text, text
 from sqlalchemy.exc import DBAPIError
 
+from engram.client.agent_memory import AgentMemory
 from engram.client.sdk import Agent
 from ledger.audit import audit
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
+from ledger.memory.transport import InProcessMemory
 from ledger.storage.schema import metadata
 
 #: table -> ORDER BY picking the row to change (the newest: no unique key collides)
@@ -74,17 +76,21 @@ def _changed(value: Any, column: Any, step: int) -> Any:
 
 def _log(ledger: Ledger, make_agent: Callable[..., Agent]) -> MemoryService:
     memory = MemoryService(ledger)
+    transport = InProcessMemory(memory)
     alice = make_agent("alice")
-    memory.write(alice, category="LEARNING", content="the heron nests by the river")
-    memory.write(alice, category="COMMITMENT", content="ship the audit by friday", tags=["task"])
-    memory.record(alice, "pact.outcome", {"pact": "p1", "result": "fulfilled", "quality": 90})
-    session = memory.open_session(alice, title="planning")
-    memory.turn(alice, session, role="user", content="what is left for friday?")
-    memory.close_session(alice, session)
+    alice.transport = transport
+    mem = AgentMemory(alice)
+    mem.write(category="LEARNING", content="the heron nests by the river")
+    mem.write(category="COMMITMENT", content="ship the audit by friday", tags=["task"])
+    mem.record("pact.outcome", {"pact": "p1", "result": "fulfilled", "quality": 90})
+    session = mem.open_session(title="planning")
+    mem.turn(session, role="user", content="what is left for friday?")
+    mem.close_session(session)
     alice.rotate()
-    memory.write(alice, category="LEARNING", content="kingfishers dive for minnows")
+    mem.write(category="LEARNING", content="kingfishers dive for minnows")
     bob = make_agent("bob")
-    memory.write(bob, category="LEARNING", content="bob knows something")
+    bob.transport = transport
+    AgentMemory(bob).write(category="LEARNING", content="bob knows something")
     bob.revoke("lost laptop")
     memory.digest()  # the projection has caught up
     return memory

@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engram.client.agent_memory import AgentMemory
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
 from ledger.bundle import create_bundle, pact_claim
@@ -20,6 +21,7 @@ from ledger.compose import create_ledger
 from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
+from ledger.memory.transport import InProcessMemory
 from ledger.storage.db import make_engine
 from tests.conftest import StepClock
 from verifier.bundle import heads_text, verify_bundle
@@ -34,16 +36,16 @@ QUALITIES = [94, 81, 99, 40, 88, 97]
 def world(ledger: Ledger, make_agent: Callable[..., Agent]) -> tuple[Ledger, MemoryService, Agent]:
     memory = MemoryService(ledger)
     alice, bob = make_agent("alice"), make_agent("bob")
+    alice.transport = bob.transport = InProcessMemory(memory)  # the tests use alice on it too
     for i, q in enumerate(QUALITIES):
-        memory.record(
-            alice,
+        AgentMemory(alice).record(
             "pact.outcome",
             {"pact": f"p-{i}", "result": "violated" if q < 50 else "fulfilled", "quality": q},
         )
-        memory.record(bob, "pact.outcome", {"pact": f"b-{i}", "result": "fulfilled", "quality": 10})
+        AgentMemory(bob).record("pact.outcome", {"pact": f"b-{i}", "result": "fulfilled", "quality": 10})
         if i == 2:
             alice.rotate()  # the verifier must follow the key history
-    memory.record(alice, "commitment", {"promise": "reply within a day"})
+    AgentMemory(alice).record("commitment", {"promise": "reply within a day"})
     return ledger, memory, alice
 
 
@@ -136,10 +138,10 @@ def test_stale_and_forked_checkpoints_fail_against_a_trusted_one(
     backend: str,
     request: pytest.FixtureRequest,
 ) -> None:
-    ledger, memory, alice = world
+    ledger, _, alice = world
     old = ledger.latest_checkpoint()
     stale = create_bundle(ledger, pact_claim(ledger, "alice"))
-    memory.record(alice, "pact.outcome", {"pact": "p-new", "result": "fulfilled", "quality": 90})
+    AgentMemory(alice).record("pact.outcome", {"pact": "p-new", "result": "fulfilled", "quality": 90})
     newer = ledger.latest_checkpoint()
     fresh = create_bundle(ledger, pact_claim(ledger, "alice"), trusted_size=old.size)
     assert _verify(ledger, fresh, trusted_checkpoint=old.note)
@@ -167,7 +169,7 @@ def test_stale_and_forked_checkpoints_fail_against_a_trusted_one(
 def test_erased_bodies_are_reported_and_block_only_claims_that_need_them(world: tuple) -> None:
     ledger, memory, alice = world
     first = ledger.store.stream_indices("alice", "pact.outcome", ledger.size())[0]
-    memory.erase(alice, first, reason="customer asked")
+    AgentMemory(alice).erase(first, reason="customer asked")
     assert ledger.store.body(first) is None
     count_only = {
         "statements": [{"predicate": "count", "agent": "alice", "kind": "pact.outcome", "value": 6}]
@@ -267,8 +269,8 @@ def test_a_token_scoped_bundle_verifies_for_its_audience_only(world: tuple) -> N
 
 
 def test_the_builder_discloses_nothing_a_token_does_not_allow(world: tuple) -> None:
-    ledger, memory, alice = world
-    memory.record(alice, "eval.outcome", {"eval": "e-1", "result": "pass", "score": 70})
+    ledger, _, alice = world
+    AgentMemory(alice).record("eval.outcome", {"eval": "e-1", "result": "pass", "score": 70})
     eval_claim = {
         "statements": [{"predicate": "count", "agent": "alice", "kind": "eval.outcome", "value": 1}]
     }
@@ -284,8 +286,8 @@ def test_the_builder_discloses_nothing_a_token_does_not_allow(world: tuple) -> N
 
 
 def test_a_body_outside_the_tokens_scope_fails(world: tuple) -> None:
-    ledger, memory, alice = world
-    memory.record(alice, "eval.outcome", {"eval": "e-1", "result": "pass", "score": 70})
+    ledger, _, alice = world
+    AgentMemory(alice).record("eval.outcome", {"eval": "e-1", "result": "pass", "score": 70})
     claim = {
         "statements": [
             {
@@ -308,8 +310,8 @@ def test_a_body_outside_the_tokens_scope_fails(world: tuple) -> None:
 def test_a_widened_token_fails(world: tuple) -> None:
     import biscuit_auth as b
 
-    ledger, memory, alice = world
-    memory.record(alice, "eval.outcome", {"eval": "e-1", "result": "pass", "score": 70})
+    ledger, _, alice = world
+    AgentMemory(alice).record("eval.outcome", {"eval": "e-1", "result": "pass", "score": 70})
     parsed = b.Biscuit.from_base64(
         _mint(ledger, alice, ["pact.outcome"]),
         b.PublicKey.from_bytes(_keys(ledger, "alice")[-1], b.Algorithm.Ed25519),

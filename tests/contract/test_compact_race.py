@@ -23,7 +23,7 @@ from ledger.memory.service import MemoryService
 from ledger.storage.db import make_engine
 from ledger.storage.store import SqlStore
 from tests.conftest import StepClock
-from tests.contract.test_memory_projection import pure_replay_digest
+from tests.contract.test_memory_projection import memory_for, pure_replay_digest
 from verifier.event import Leaf
 
 RACERS = 3
@@ -69,10 +69,10 @@ def test_three_compactions_at_once_land_each_decision_once(
     policy_key: Ed25519PrivateKey,
 ) -> None:
     config = PolicyConfig(compact_on_session_end=False)
-    ada = make_agent("ada")
     first = MemoryService(ledger, config=config)
+    ada = memory_for(first, make_agent("ada"))
     for i in range(6):
-        first.write(ada, category="LEARNING", content=f"Lesson {i}: the staging database resets nightly.")
+        ada.write(category="LEARNING", content=f"Lesson {i}: the staging database resets nightly.")
     clock.now += 400 * DAY_US  # every WARM memory is past its retention window
     engines = [make_engine(db_url) for _ in range(RACERS)]  # each racer its own pool, as a worker
     try:

@@ -10,6 +10,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from engram.client.agent_memory import AgentMemory
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
 from ledger.compose import memory_rules
@@ -17,6 +18,7 @@ from ledger.log import Ledger
 from ledger.memory.distill import RuleBasedDistiller, Turn
 from ledger.memory.policy import PolicyConfig
 from ledger.memory.service import MemoryService
+from ledger.memory.transport import InProcessMemory
 from ledger.storage.db import make_engine
 from ledger.storage.store import SqlStore
 from tests.conftest import StepClock
@@ -58,12 +60,14 @@ def test_two_distillations_of_one_session_at_once_append_one(
     retry re-appended the same body, so two `engram session distill` at once distilled twice
     (and the second copy's memories "confirmed" the first's)."""
     config = PolicyConfig(compact_on_session_end=False)  # closing does not distil: the racers do
-    ada = make_agent("ada")
     first = MemoryService(ledger, config=config)
-    sid = first.open_session(ada)
-    first.turn(ada, sid, "user", "Jo: I adopted a greyhound called Pepper last week.")
-    first.turn(ada, sid, "assistant", "Ben: We decided to move the launch to June.")
-    first.close_session(ada, sid)
+    agent = make_agent("ada")
+    agent.transport = InProcessMemory(first)
+    ada = AgentMemory(agent)
+    sid = ada.open_session()
+    ada.turn(sid, "user", "Jo: I adopted a greyhound called Pepper last week.")
+    ada.turn(sid, "assistant", "Ben: We decided to move the launch to June.")
+    ada.close_session(sid)
     other_engine = make_engine(db_url)  # a second worker: its own connection pool
     try:
         other = Ledger(

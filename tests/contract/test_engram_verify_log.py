@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from engram.client.agent_memory import AgentMemory
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
 from ledger.compose import create_ledger
 from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
+from ledger.memory.transport import InProcessMemory
 from ledger.storage.db import make_engine
 from ledger.tiles import export_tiles, tile_path
 from tests.conftest import StepClock
@@ -25,11 +27,13 @@ from verifier.note import VerifierKey, format_verifier_key
 
 def _grow(memory: MemoryService, make_agent: Callable[..., Agent], n: int = 300) -> None:
     alice, bob = make_agent("alice"), make_agent("bob")
+    alice.transport = bob.transport = InProcessMemory(memory)
+    alice_mem, bob_mem = AgentMemory(alice), AgentMemory(bob)
     for i in range(n):
-        memory.record(alice if i % 2 else bob, "commitment", {"promise": f"promise {i}"})
-    sid = memory.open_session(alice)
-    memory.turn(alice, sid, "user", "I prefer short answers. We decided to ship Monday.")
-    memory.close_session(alice, sid)
+        (alice_mem if i % 2 else bob_mem).record("commitment", {"promise": f"promise {i}"})
+    sid = alice_mem.open_session()
+    alice_mem.turn(sid, "user", "I prefer short answers. We decided to ship Monday.")
+    alice_mem.close_session(sid)
     alice.rotate()
     alice.append("commitment", {"promise": "after rotation"})
     memory.ledger.force_revoke("bob", "lost laptop")

@@ -13,6 +13,7 @@ from engram.client.sdk import Agent
 from engram.protocol.bodies import erased_body
 from engram.protocol.errors import RejectedEventError
 from ledger.memory.service import MemoryService
+from tests.contract.conftest import MemoryOf
 from tests.contract.test_log_contract import replay
 from tests.contract.test_memory_projection import pure_replay_digest
 
@@ -29,19 +30,19 @@ def _same_after_rebuild(memory: MemoryService) -> None:
 
 
 def test_erasing_a_memory_also_erases_the_duplicate_that_confirmed_it(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
     """Regression (hypothesis found it): write X, write X again (a confirmation), erase the
     first. The duplicate's body still held the text, so a rebuild brought it back as a new
     item that the incremental projection did not have."""
-    ada = make_agent("ada")
-    first = memory.write(ada, category="LEARNING", content="Customer prefers email")
-    dup = memory.write(ada, category="LEARNING", content="customer prefers email!")
-    other = memory.write(ada, category="LEARNING", content="Deploys freeze on Fridays")
+    ada = memory_of(make_agent("ada"))
+    first = ada.write(category="LEARNING", content="Customer prefers email")
+    dup = ada.write(category="LEARNING", content="customer prefers email!")
+    other = ada.write(category="LEARNING", content="Deploys freeze on Fridays")
     assert memory.projection.item("ada", f"{first.index}.0").confirmations == 2
     plan = memory.erasure_plan("ada", first.index)
     assert plan.also == (dup.index,) and plan.refs == (f"{first.index}.0",)
-    memory.erase(ada, first.index, reason="asked to forget")
+    ada.erase(first.index, reason="asked to forget")
     assert memory.ledger.store.body(first.index) is None and memory.ledger.store.body(dup.index) is None
     assert memory.ledger.store.body(other.index) is not None
     assert _texts(memory, "ada") == ["Deploys freeze on Fridays"]
@@ -51,30 +52,30 @@ def test_erasing_a_memory_also_erases_the_duplicate_that_confirmed_it(
 
 
 def test_erasing_the_duplicate_entry_erases_the_memory_it_confirmed(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
     """A confirming entry made no item of its own; erasing it erases what it said."""
-    ada = make_agent("ada")
-    first = memory.write(ada, category="LEARNING", content="Odile lives in Porto")
-    dup = memory.write(ada, category="LEARNING", content="Odile lives in Porto")
-    memory.erase(ada, dup.index, reason="asked to forget")
+    ada = memory_of(make_agent("ada"))
+    first = ada.write(category="LEARNING", content="Odile lives in Porto")
+    dup = ada.write(category="LEARNING", content="Odile lives in Porto")
+    ada.erase(dup.index, reason="asked to forget")
     assert memory.ledger.store.body(first.index) is None and memory.ledger.store.body(dup.index) is None
     assert _texts(memory, "ada") == []
     _same_after_rebuild(memory)
 
 
 def test_an_erased_distillation_is_never_distilled_again(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
     """Regression: after erasing a memory.distilled entry, rebuild forgot the session was
     distilled and `engram session distill` brought the erased text back under a new ref."""
-    ada = make_agent("ada")
-    sid = memory.open_session(ada)
-    memory.turn(ada, sid, "user", "Jo: I moved to Lisbon with my partner Ana in March.")
-    closed = memory.close_session(ada, sid)
+    ada = memory_of(make_agent("ada"))
+    sid = ada.open_session()
+    ada.turn(sid, "user", "Jo: I moved to Lisbon with my partner Ana in March.")
+    closed = ada.close_session(sid)
     assert closed.entries == 1
-    memory.erase(ada, closed.distilled.index, reason="asked to forget")
-    assert memory.ledger.store.body(closed.distilled.index) is None
+    ada.erase(closed.distilled, reason="asked to forget")
+    assert memory.ledger.store.body(closed.distilled) is None
     _same_after_rebuild(memory)
     assert memory.projection.session("ada", sid).distilled
     distilled, entries, _ = memory.finish_session("ada", sid)
@@ -85,18 +86,18 @@ def test_an_erased_distillation_is_never_distilled_again(
 
 
 def test_a_turn_is_erasable_and_takes_the_memories_distilled_from_it(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
-    ada = make_agent("ada")
-    sid = memory.open_session(ada)
-    keep = memory.turn(ada, sid, "user", "Jo: I started pottery lessons at the community center.")
-    secret = memory.turn(ada, sid, "user", "Jo: My home address is 12 Rua Augusta in Lisbon.")
-    closed = memory.close_session(ada, sid)
+    ada = memory_of(make_agent("ada"))
+    sid = ada.open_session()
+    keep = ada.turn(sid, "user", "Jo: I started pottery lessons at the community center.")
+    secret = ada.turn(sid, "user", "Jo: My home address is 12 Rua Augusta in Lisbon.")
+    closed = ada.close_session(sid)
     assert closed.entries == 2
     plan = memory.erasure_plan("ada", secret.index)
-    assert plan.also == (closed.distilled.index,) and plan.sessions == (sid,)
-    memory.erase(ada, secret.index, reason="pasted by mistake")
-    for gone in (secret.index, closed.distilled.index):
+    assert plan.also == (closed.distilled,) and plan.sessions == (sid,)
+    ada.erase(secret.index, reason="pasted by mistake")
+    for gone in (secret.index, closed.distilled):
         assert memory.ledger.store.body(gone) is None
     assert memory.ledger.store.body(keep.index) is not None  # the other turn is still a record
     recalled = memory.recall("ada", "Rua Augusta address Lisbon", record_access=False).ranked
@@ -110,29 +111,33 @@ def test_a_turn_is_erasable_and_takes_the_memories_distilled_from_it(
 
 
 def test_erasing_a_memory_erases_its_corrections(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
-    ada = make_agent("ada")
-    w = memory.write(ada, category="CONTEXT", content="Samir's phone number is 555 0101", tier="WARM")
-    s = memory.supersede(ada, f"{w.index}.0", content="Samir's phone number is 555 0199", reason="new number")
-    memory.erase(ada, w.index, reason="asked to forget")
+    ada = memory_of(make_agent("ada"))
+    w = ada.write(category="CONTEXT", content="Samir's phone number is 555 0101", tier="WARM")
+    s = ada.supersede(f"{w.index}.0", content="Samir's phone number is 555 0199", reason="new number")
+    ada.erase(w.index, reason="asked to forget")
     assert memory.ledger.store.body(s.index) is None
     assert _texts(memory, "ada") == []
     _same_after_rebuild(memory)
 
 
 def test_an_erasure_never_reaches_another_agents_entry(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
-    ada, bob = make_agent("ada"), make_agent("bob")
-    mine = memory.write(ada, category="CONTEXT", content="Ada's note", tier="WARM")
-    theirs = memory.write(bob, category="CONTEXT", content="Bob's private note", tier="WARM")
-    with pytest.raises(RejectedEventError) as e:
-        memory.erase(ada, theirs.index, reason="x")
-    assert e.value.check == "memory.erase"
+    ada, bob = memory_of(make_agent("ada")), memory_of(make_agent("bob"))
+    mine = ada.write(category="CONTEXT", content="Ada's note", tier="WARM")
+    theirs = bob.write(category="CONTEXT", content="Bob's private note", tier="WARM")
     size = memory.ledger.size()
+    with pytest.raises(RejectedEventError) as e:
+        ada.erase(theirs.index, reason="x")  # the client reads the entry's (verified) leaf first
+    assert e.value.check == "memory.erase" and "not one of ada's" in str(e.value)
+    with pytest.raises(RejectedEventError) as e:
+        memory.erasure_plan("ada", theirs.index)  # the plan the service checks
+    assert e.value.check == "memory.erase"
+    assert memory.ledger.size() == size
     forged = erased_body(mine.index, [f"{mine.index}.0"], reason="x", also=[theirs.index])
     with pytest.raises(RejectedEventError) as e:
-        ada.append("memory.erased", forged)
+        ada.agent.append("memory.erased", forged)
     assert e.value.check == "memory.erase"
     assert memory.ledger.size() == size and memory.ledger.store.body(theirs.index) is not None

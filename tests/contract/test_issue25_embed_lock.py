@@ -13,6 +13,7 @@ import numpy as np
 from engram.client.sdk import Agent
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
+from tests.contract.test_memory_projection import memory_for
 
 
 class SlowEmbedder:
@@ -37,18 +38,17 @@ def test_issue25_f7_embedding_runs_outside_the_projector_lock(
 ) -> None:
     slow = SlowEmbedder()
     memory = MemoryService(ledger, embedder=slow, access_log="off")
-    ada = make_agent("ada")
+    ada = memory_for(memory, make_agent("ada"))
     writer = threading.Thread(
-        target=memory.write,
-        args=(ada,),
+        target=ada.write,
         kwargs={"category": "LEARNING", "content": "Staging restarts nightly"},
     )
     writer.start()
     try:
         assert slow.entered.wait(10)  # the writer is inside the embedder now
-        bob = make_agent("bob")
+        bob = memory_for(memory, make_agent("bob"))
         t0 = time.monotonic()
-        memory.write(bob, category="LEARNING", content="Deploys happen on Tuesdays")
+        bob.write(category="LEARNING", content="Deploys happen on Tuesdays")
         result = memory.recall("bob", "deploys", record_access=False)
         waited = time.monotonic() - t0
         assert waited < 5, waited  # not behind the embedder (it holds on for 10 s)

@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from engram.client.agent_memory import AgentMemory
 from engram.client.sdk import Agent
 from ledger.log import Ledger
 from ledger.maintain import scrub_erased
 from ledger.memory.service import MemoryService
+from ledger.memory.transport import InProcessMemory
 
 WORD = "zebracorn7f3aq"
 
@@ -67,15 +69,17 @@ def test_issue25_f3_no_erased_byte_in_the_database_files(
     if backend == "postgres" and os.geteuid() != 0:
         pytest.skip("reading PostgreSQL's data directory needs the server's user or root")
     memory = MemoryService(ledger, access_log="off")
-    ada = make_agent("ada")
-    sid = memory.open_session(ada, title="calls")
-    t = memory.turn(ada, sid, "user", f"Call me on the {WORD} line after six, the number is 555 0101.")
-    memory.turn(ada, sid, "assistant", "Noted, I will call after six.")
-    memory.close_session(ada, sid)  # distilled: a memory cites the turn
-    memory.write(ada, category="LEARNING", content="Staging restarts nightly")  # other text stays
+    agent = make_agent("ada")
+    agent.transport = InProcessMemory(memory)
+    ada = AgentMemory(agent)
+    sid = ada.open_session(title="calls")
+    t = ada.turn(sid, "user", f"Call me on the {WORD} line after six, the number is 555 0101.")
+    ada.turn(sid, "assistant", "Noted, I will call after six.")
+    ada.close_session(sid)  # distilled: a memory cites the turn
+    ada.write(category="LEARNING", content="Staging restarts nightly")  # other text stays
     memory.recall("ada", f"which line? {WORD}", record_access=False)
     assert WORD.encode() in _raw(ledger, backend, tmp_path)  # the test can fail
-    memory.erase(ada, t.index, reason="pasted by mistake")
+    ada.erase(t.index, reason="pasted by mistake")
     with ledger.store.engine.connect() as conn:  # no live row holds it
         live = conn.execute(text("SELECT ref FROM mem_items WHERE content LIKE :w"), {"w": f"%{WORD}%"}).all()
     assert live == []

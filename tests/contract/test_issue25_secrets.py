@@ -17,6 +17,7 @@ from engram.protocol.gate import GateRejection
 from ledger.log import Ledger
 from ledger.memory.access import query_digest, query_key
 from ledger.memory.service import MemoryService
+from tests.contract.conftest import MemoryOf
 from verifier.event import Leaf
 
 GITHUB = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
@@ -41,12 +42,12 @@ def _no_secret_anywhere(ledger: Ledger, *secrets: str) -> None:
 
 
 def test_issue25_f1_recall_signs_no_raw_query(
-    memory: MemoryService, ledger: Ledger, make_agent: Callable[..., Agent]
+    memory: MemoryService, ledger: Ledger, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
-    ada = make_agent("ada")
-    sid = memory.open_session(ada, title="deploys")
-    memory.turn(ada, sid, "user", PROMPT)  # what the hook logs before it recalls
-    memory.write(ada, category="LEARNING", content="The pelican-orchid build needs the staging cache")
+    ada = memory_of(make_agent("ada"))
+    sid = ada.open_session(title="deploys")
+    ada.turn(sid, "user", PROMPT)  # what the hook logs before it recalls
+    ada.write(category="LEARNING", content="The pelican-orchid build needs the staging cache")
     memory.access.flush()
     size = ledger.size()
     result = memory.recall("ada", PROMPT, session=sid)
@@ -72,20 +73,19 @@ def test_issue25_f1_query_digest_is_keyed_and_normalised(ledger: Ledger) -> None
 
 
 def test_issue25_f2_undeclared_fields_are_redacted_before_signing(
-    memory: MemoryService, ledger: Ledger, make_agent: Callable[..., Agent]
+    memory: MemoryService, ledger: Ledger, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
-    ada = make_agent("ada")
-    sid = memory.open_session(ada)
+    ada = memory_of(make_agent("ada"))
+    sid = ada.open_session()
     env = f"DB_PASSWORD=hunter2-prod\nSTRIPE_SECRET_KEY=sk_live_{'a1B2c3D4e5F6g7H8i9J0k1L2'}\n"
-    memory.turn(
-        ada,
+    ada.turn(
         sid,
         "tool",
         "read the env file",
         tool={"name": "Bash", "arguments": {"command": "cat .env"}, "result": env},
     )
-    t = memory.turn(ada, sid, "user", "my token is fine")
-    memory.erase(ada, t.index, reason=f"pasted {GITHUB} by mistake")
+    t = ada.turn(sid, "user", "my token is fine")
+    ada.erase(t.index, reason=f"pasted {GITHUB} by mistake")
     _no_secret_anywhere(ledger, "hunter2-prod", "sk_live_a1B2", GITHUB)
     bodies = [(leaf.envelope.kind, body) for leaf, body in _entries(ledger)]
     (erased,) = [b for k, b in bodies if k == "memory.erased"]
@@ -95,10 +95,13 @@ def test_issue25_f2_undeclared_fields_are_redacted_before_signing(
 
 
 def test_issue25_f2_a_signed_body_with_a_secret_in_any_field_is_refused(
-    memory: MemoryService, ledger: Ledger, make_agent: Callable[..., Agent], monkeypatch: pytest.MonkeyPatch
+    ledger: Ledger,
+    make_agent: Callable[..., Agent],
+    memory_of: MemoryOf,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     ada = make_agent("ada")
-    sid = memory.open_session(ada)
+    sid = memory_of(ada).open_session()
     size = ledger.size()
     monkeypatch.setattr(
         "engram.protocol.signer.redact_body", lambda body: body

@@ -14,12 +14,14 @@ from sqlalchemy import text
 
 from api.app import create_app
 from api.settings import ApiSettings
-from engram.client.http import HttpTransport, RemoteMemory
+from engram.client.agent_memory import AgentMemory
+from engram.client.http import HttpTransport
 from engram.client.sdk import Agent
 from engram.protocol.errors import RejectedEventError
 from ledger.audit import audit
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
+from ledger.memory.transport import InProcessMemory
 
 TITLE = "Project quokkafern9 escalation"
 SUMMARY = "Agreed the quokkafern9 refund of 420 EUR"
@@ -38,19 +40,21 @@ def test_issue25_f3_session_title_and_summary_are_erasable(
     ledger: Ledger, make_agent: Callable[..., Agent]
 ) -> None:
     memory = MemoryService(ledger, access_log="off")
-    ada = make_agent("ada")
-    sid = memory.open_session(ada, title=TITLE)
-    memory.turn(ada, sid, "user", "Please check the refund for the customer.")
-    memory.turn(ada, sid, "assistant", "I checked it and will follow up tomorrow.")
-    memory.close_session(ada, sid, summary=SUMMARY)
+    agent = make_agent("ada")
+    agent.transport = InProcessMemory(memory)
+    ada = AgentMemory(agent)
+    sid = ada.open_session(title=TITLE)
+    ada.turn(sid, "user", "Please check the refund for the customer.")
+    ada.turn(sid, "assistant", "I checked it and will follow up tomorrow.")
+    ada.close_session(sid, summary=SUMMARY)
     s = memory.projection.session("ada", sid)
     assert s is not None and s.title == TITLE and s.closed_index is not None
     assert len(_bodies_holding(ledger, "quokkafern9")) == 2  # the test can fail
 
     plan = memory.erasure_plan("ada", s.opened_index)
     assert plan.session == sid and plan.refs == () and plan.also == ()
-    memory.erase(ada, s.opened_index, reason="the title named the customer")
-    memory.erase(ada, s.closed_index, reason="so did the summary")
+    ada.erase(s.opened_index, reason="the title named the customer")
+    ada.erase(s.closed_index, reason="so did the summary")
 
     assert _bodies_holding(ledger, "quokkafern9") == []
     after = memory.projection.session("ada", sid)
@@ -67,7 +71,7 @@ def test_issue25_f3_session_title_and_summary_are_erasable(
     assert audit(ledger.store, ledger.verifier_key).clean
     # Once is enough: the body is gone.
     with pytest.raises(RejectedEventError) as e:
-        memory.erase(ada, s.opened_index, reason="again")
+        ada.erase(s.opened_index, reason="again")
     assert e.value.check == "memory.missing_item"
 
 
@@ -76,12 +80,15 @@ def test_issue25_f3_a_session_erasure_must_name_the_entry_session(
 ) -> None:
     memory = MemoryService(ledger, access_log="off")
     ada = make_agent("ada")
-    sid = memory.open_session(ada, title="first")
-    other = memory.open_session(ada, title="second")
+    ada.transport = InProcessMemory(memory)
+    mem = AgentMemory(ada)
+    sid = mem.open_session(title="first")
+    other = mem.open_session(title="second")
     s = memory.projection.session("ada", sid)
-    w = memory.write(ada, category="LEARNING", content="Staging restarts nightly")
+    w = mem.write(category="LEARNING", content="Staging restarts nightly")
     assert s is not None
-    size = ledger.size
+    bob = make_agent("bob")  # registered before the count: its registration is an entry
+    size = ledger.size()
     # Another session's id: what a replay would fold the body-less entry as.
     with pytest.raises(RejectedEventError) as e:
         ada.append("memory.erased", {"index": s.opened_index, "session": other, "reason": "x"})
@@ -91,7 +98,6 @@ def test_issue25_f3_a_session_erasure_must_name_the_entry_session(
         ada.append("memory.erased", {"index": w.index, "session": sid, "reason": "x"})
     assert e.value.check == "memory.erase"
     # Another agent's session entry.
-    bob = make_agent("bob")
     with pytest.raises(RejectedEventError) as e:
         bob.append("memory.erased", {"index": s.opened_index, "session": sid, "reason": "x"})
     assert e.value.check == "memory.erase"
@@ -102,7 +108,7 @@ def test_issue25_f3_a_session_erasure_must_name_the_entry_session(
             {"index": s.opened_index, "session": sid, "refs": [f"{w.index}.0"], "reason": "x"},
         )
     assert e.value.check == "body.memory.erased.refs"
-    assert ledger.size == size  # nothing written
+    assert ledger.size() == size  # nothing written
 
 
 def test_issue25_f3_session_title_erased_over_http(ledger: Ledger) -> None:
@@ -111,11 +117,11 @@ def test_issue25_f3_session_title_erased_over_http(ledger: Ledger) -> None:
     transport = HttpTransport("http://testserver", operator_token=token, http=client)
     agent = Agent.generate("ada", log_vkey=ledger.vkey, transport=transport)
     agent.register()
-    mem = RemoteMemory(agent, transport)
+    mem = AgentMemory(agent, transport)
     sid = mem.open_session(title=TITLE)
     mem.turn(sid, "user", "Please check the refund for the customer.")
     opened = mem.sessions()[0]
-    assert opened["session"] == sid and opened["title"] == TITLE
-    mem.erase(opened["opened_index"], reason="the title named the customer")
-    assert mem.session(sid)["title"] is None and mem.session(sid)["turns"] == 1
+    assert opened.session == sid and opened.title == TITLE
+    mem.erase(opened.opened_index, reason="the title named the customer")
+    assert mem.session(sid).title is None and mem.session(sid).turns == 1
     assert _bodies_holding(ledger, "quokkafern9") == []

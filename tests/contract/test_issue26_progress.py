@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from engram.cli.local import LocalAgentMemory
+from engram.cli.local import memory_of as local_memory
+from engram.client.agent_memory import AgentMemory
 from engram.client.sdk import Agent
 from engram.harness.transfer import import_source
 from ledger.compose import Services
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
+from ledger.memory.transport import InProcessMemory
 
 
 def test_issue26_rebuild_reports_progress_to_the_end(
@@ -19,8 +21,10 @@ def test_issue26_rebuild_reports_progress_to_the_end(
 ) -> None:
     memory = MemoryService(ledger, access_log="off")
     ada = make_agent("ada")
+    ada.transport = InProcessMemory(memory)
+    mem = AgentMemory(ada)
     for n in range(30):
-        memory.write(ada, category="LEARNING", content=f"Fact number {n} about the staging cluster")
+        mem.write(category="LEARNING", content=f"Fact number {n} about the staging cluster")
     seen: list[tuple[int, int]] = []
     size, _ = MemoryService(ledger, access_log="off").rebuild(progress=lambda d, t: seen.append((d, t)))
     assert seen and all(0 <= d <= t for d, t in seen)
@@ -36,7 +40,7 @@ def test_issue26_import_reports_each_write(
     (src / "MEMORY.md").write_text(
         "Deploys go out on Tuesdays\n§\nStaging restarts nightly\n", encoding="utf-8"
     )
-    mem = LocalAgentMemory(
+    mem = local_memory(
         Services(ledger=ledger, memory=MemoryService(ledger, access_log="off")), make_agent("ada")
     )
     ticks: list[tuple[int, int]] = []

@@ -24,6 +24,7 @@ from sqlalchemy import Engine
 
 from api.app import create_app
 from api.settings import ApiSettings
+from engram.client.agent_memory import AgentMemory
 from engram.client.http import HttpTransport, _wire
 from engram.client.sdk import Agent, Transport
 from engram.protocol.bodies import (
@@ -35,6 +36,7 @@ from engram.protocol.bodies import (
     turn_body,
     written_body,
 )
+from engram.protocol.errors import ConfigError
 from engram.protocol.keyfiles import LogKey
 from engram.protocol.signer import AgentSigner
 from engram.protocol.wire import Receipt, Submission
@@ -43,6 +45,7 @@ from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory.policy import PolicyConfig
 from ledger.memory.service import MemoryService
+from ledger.memory.transport import InProcessMemory
 from ledger.storage.db import make_engine
 from tests.conftest import ORIGIN, PgServer, StepClock
 
@@ -194,3 +197,99 @@ def test_issue27_f4_every_memory_kind_through_every_door_yields_one_projection(
     assert views["routes"] == reference
     assert views["events"] == reference
     assert views["bare log"] != reference  # the control: without the door, no rules
+
+
+#: What differs between two logs of the same events: the server timestamps in the leaves and
+#: so every hash over them (both sides verified each proof before answering).
+_CLOCKED = {
+    "created_us",
+    "last_access_us",
+    "tier_history",
+    "as_of_size",
+    "timestamp_us",
+    "checkpoint",
+    "leaf_hash",
+    "root",
+    "proof",
+}
+
+
+def _plain(value: Any) -> Any:
+    """An answer as JSON without what each transport's clocks and checkpoints make differ."""
+    if hasattr(value, "to_json"):
+        value = value.to_json()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if k not in _CLOCKED}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _answers(mem: AgentMemory) -> list[Any]:
+    """One agent's day through every AgentMemory operation; every answer, in order."""
+    out: list[Any] = []
+    mem.agent.register()
+    sid = mem.open_session(title="Sprint planning", session="s-1")
+    out.append(sid)
+    out.append(mem.turn(sid, "user", "We ship on Fridays; the cache key went stale."))
+    out.append(mem.turn(sid, "assistant", "Noted. I will rotate the cache key before Friday."))
+    out.append(mem.session(sid))
+    writes = [
+        mem.write(category="PREFERENCE", content=f"The user prefers {d} in the morning.", tier="HOT")
+        for d in ("tea", "coffee", "cocoa", "mate", "water")
+    ]
+    out += writes
+    out.append(mem.write(category="PREFERENCE", content="the user prefers WATER in the morning.", tier="HOT"))
+    first = writes[0].ref
+    assert first is not None
+    out.append(mem.supersede(first, content="The user prefers green tea in the morning.", reason="said so"))
+    out.append(mem.exempt(f"{writes[1].index}.0", reason="a standing preference"))
+    out.append(mem.record("pact.outcome", {"pact": "p-1", "result": "fulfilled", "quality": 92}))
+    out.append(mem.close_session(sid, summary="Planned the Friday release."))
+    out.append(mem.sessions())
+    out.append(mem.erasure_plan(writes[2].index))
+    out.append(mem.erase(writes[2].index, reason="asked to forget"))
+    out.append(mem.items(status="all"))
+    out.append(mem.items(tier="RECORD", status="all"))
+    out.append(mem.item(f"{writes[3].index}.0"))
+    out.append(mem.recall("morning drink", include_cold=True))
+    out.append(mem.hot_block(None))
+    out.append(mem.prove(writes[4].index))
+    out.append(mem.session_turns("s-none"))
+    return [_plain(a if not hasattr(a, "refs") else {"refs": a.refs, "also": a.also}) for a in out]
+
+
+def test_issue27_f2_one_agent_memory_answers_the_same_over_both_transports(
+    fresh: Callable[[], Ledger],
+) -> None:
+    """``AgentMemory`` over the in-process transport and over HTTP (the memory routes) gives
+    equal answers to the same day, on two logs with the same keys (issue 27, finding 2: five
+    faces answered differently; the item ref pattern already disagreed)."""
+    answers: dict[str, list[Any]] = {}
+    for door in ("in-process", "http"):
+        ledger = fresh()
+        memory = _memory(ledger)
+        if door == "http":
+            client = TestClient(
+                create_app(ApiSettings(operator_token=OPERATOR), ledger=ledger, memory_service=memory)
+            )
+            transport: Transport = HttpTransport("http://testserver", operator_token=OPERATOR, http=client)
+        else:
+            transport = InProcessMemory(memory)
+        answers[door] = _answers(AgentMemory(_agent(ledger, transport)))
+    local, remote = answers["in-process"], answers["http"]
+    assert len(local) == len(remote)
+    for n, (a, b) in enumerate(zip(local, remote, strict=True)):
+        assert a == b, f"answer {n} differs"
+    closed = local[13]
+    assert closed["distilled"] is not None and closed["decisions"] >= 1  # the rules acted
+    assert local[9]["duplicate"] is True  # the near-duplicate confirmed the first
+    assert local[21].endswith("</memory-context>\n")  # the HOT block is closed either way
+
+
+def test_issue27_f2_agent_memory_refuses_a_bare_log(fresh: Callable[[], Ledger]) -> None:
+    """A bare log's transport takes events without the memory rules: AgentMemory refuses it
+    instead of writing memories nobody files."""
+    ledger = fresh()
+    with pytest.raises(ConfigError, match="bare log"):
+        AgentMemory(_agent(ledger, InProcess(ledger)))

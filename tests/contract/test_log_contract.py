@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
+from engram.client.agent_memory import AgentMemory
 from engram.client.sdk import Agent
 from engram.protocol.errors import (
     CanonicalFormError,
@@ -51,6 +52,7 @@ from ledger.compose import create_ledger, memory_rules
 from ledger.inprocess import InProcess
 from ledger.log import Ledger, Receipt, Submission
 from ledger.memory.service import MemoryService
+from ledger.memory.transport import InProcessMemory
 from ledger.storage.db import alembic_config, make_engine
 from ledger.storage.store import SqlStore
 from ledger.tiles import TILE_WIDTH, export_tiles, tile_path, tiles_for_size
@@ -920,7 +922,8 @@ def test_postgres_service_role_can_append_but_not_rewrite(
         agent.register()
         agent.append("commitment", {"promise": "by the service role"})
         memory = MemoryService(app)
-        memory.write(agent, category="LEARNING", content="written through the service role")
+        agent.transport = InProcessMemory(memory)
+        AgentMemory(agent).write(category="LEARNING", content="written through the service role")
         assert memory.rebuild() == memory.digest()
         for sql in (
             "ALTER TABLE leaves DISABLE TRIGGER leaves_append_only",

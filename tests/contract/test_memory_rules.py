@@ -12,6 +12,7 @@ from engram.protocol.bodies import DEFAULT_TIER_V2_FROM_US, written_body
 from ledger.memory.service import MemoryService
 from ledger.memory.tokens import count_tokens
 from tests.conftest import StepClock
+from tests.contract.conftest import MemoryOf
 from tests.contract.test_memory_projection import pure_replay_digest
 
 DAY = 86_400_000_000
@@ -22,13 +23,13 @@ ERROR_LOG = "\n".join(
 
 
 def test_caps_hold_for_blockers_written_outside_a_session(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
     """Regression: 55 blockers written outside a session stayed HOT (caps held only at
     session end) and recall injected the oldest 50, never the newest."""
-    ada = make_agent("ada")
+    ada = memory_of(make_agent("ada"))
     refs = [
-        f"{memory.write(ada, category='CONTEXT', content=f'Blocked on ticket OPS-{n}', tags=['blocker'], tier='HOT').index}.0"
+        f"{ada.write(category='CONTEXT', content=f'Blocked on ticket OPS-{n}', tags=['blocker'], tier='HOT').index}.0"
         for n in range(55)
     ]
     hot = [i.ref for i in memory.projection.items("ada", tiers=["HOT"])]
@@ -40,22 +41,22 @@ def test_caps_hold_for_blockers_written_outside_a_session(
 
 
 def test_the_caps_count_real_tokens_of_the_rendered_block(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
     """Regression: an error log and five preference paragraphs left 2,103 real tokens in HOT
     under a 2,000 cap (the estimate said 1,395, and the block's own lines were not counted)."""
-    ada = make_agent("ada")
-    sid = memory.open_session(ada)
-    memory.write(ada, category="FAILURE", content=ERROR_LOG, tags=["blocker"], tier="HOT", session=sid)
-    memory.write(ada, category="FAILURE", content=ERROR_LOG[::-1], tags=["blocker"], tier="HOT", session=sid)
+    ada = memory_of(make_agent("ada"))
+    sid = ada.open_session()
+    ada.write(category="FAILURE", content=ERROR_LOG, tags=["blocker"], tier="HOT", session=sid)
+    ada.write(category="FAILURE", content=ERROR_LOG[::-1], tags=["blocker"], tier="HOT", session=sid)
     for n in range(5):
         paragraph = (
             f"Preference {n}: answers in British English, code in fenced blocks with the language named, "
             "timestamps in ISO 8601 UTC (2026-11-24T08:26:44Z), ids quoted verbatim, no emoji, "
             "tables for comparisons, and the shortest answer that is complete. " * 2
         )
-        memory.write(ada, category="PREFERENCE", content=paragraph, tier="HOT", session=sid)
-    memory.close_session(ada, sid)
+        ada.write(category="PREFERENCE", content=paragraph, tier="HOT", session=sid)
+    ada.close_session(sid)
     block = (
         memory.recall("ada", "", record_access=False).render_hot()
         + "(as of log size 1000)\n</memory-context>\n"
@@ -65,25 +66,21 @@ def test_the_caps_count_real_tokens_of_the_rendered_block(
 
 
 def test_decisions_written_between_sessions_reach_cold_at_any_compaction(
-    memory: MemoryService, make_agent: Callable[..., Agent], clock: StepClock
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf, clock: StepClock
 ) -> None:
     """Regression: compaction filed only the closing session's memories, so a decision
     written between sessions stayed WARM and decay archived it 45 days later."""
-    ada = make_agent("ada")
-    decision = (
-        f"{memory.write(ada, category='CONTEXT', content='We ship v2 on 3 March', tags=['decision']).index}.0"
-    )
-    plain = (
-        f"{memory.write(ada, category='LEARNING', content='Staging restarts nightly', tier='HOT').index}.0"
-    )
+    ada = memory_of(make_agent("ada"))
+    decision = f"{ada.write(category='CONTEXT', content='We ship v2 on 3 March', tags=['decision']).index}.0"
+    plain = f"{ada.write(category='LEARNING', content='Staging restarts nightly', tier='HOT').index}.0"
     assert memory.projection.item("ada", decision).tier == "WARM"
-    sid = memory.open_session(ada)  # another session ends: every eligible memory is filed
-    memory.turn(ada, sid, "user", "Thanks!")
-    memory.close_session(ada, sid)
+    sid = ada.open_session()  # another session ends: every eligible memory is filed
+    ada.turn(sid, "user", "Thanks!")
+    ada.close_session(sid)
     assert memory.projection.item("ada", decision).tier == "COLD"
     assert memory.projection.item("ada", plain).tier == "WARM"  # other HOT memories go to WARM
-    task = f"{memory.write(ada, category='CONTEXT', content='Rotate the API keys', tags=['task']).index}.0"
-    blocker = f"{memory.write(ada, category='CONTEXT', content='Waiting on legal review', tags=['blocker']).index}.0"
+    task = f"{ada.write(category='CONTEXT', content='Rotate the API keys', tags=['task']).index}.0"
+    blocker = f"{ada.write(category='CONTEXT', content='Waiting on legal review', tags=['blocker']).index}.0"
     clock.now += 45 * DAY
     memory.compact("ada")  # on demand: the same filing rules
     assert memory.projection.item("ada", task).tier == "COLD"
@@ -103,6 +100,7 @@ def test_decisions_written_between_sessions_reach_cold_at_any_compaction(
 def test_one_default_tier_for_a_memory_written_without_one(
     memory: MemoryService,
     make_agent: Callable[..., Agent],
+    memory_of: MemoryOf,
     clock: StepClock,
     category: str,
     tags: list[str],
@@ -114,7 +112,7 @@ def test_one_default_tier_for_a_memory_written_without_one(
     events v2 the log applies the clients' rule; entries before it replay as they were."""
     clock.now = max(clock.now, DEFAULT_TIER_V2_FROM_US)
     ada = make_agent("ada")
-    sid = memory.open_session(ada) if in_session else None
+    sid = memory_of(ada).open_session() if in_session else None
     body = {"category": category, "content": "Odile runs the Lisbon office", "tags": tags, "confidence": 70}
     if sid:
         body["session"] = sid

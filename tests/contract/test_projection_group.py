@@ -10,16 +10,18 @@ from collections.abc import Callable
 
 from sqlalchemy import event
 
+from engram.client.agent_memory import AgentMemory
 from engram.client.sdk import Agent
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
+from tests.contract.test_memory_projection import memory_for
 
 
 def test_concurrent_writes_share_projection_transactions_and_read_their_writes(
     ledger: Ledger, make_agent: Callable[..., Agent]
 ) -> None:
     memory = MemoryService(ledger)
-    agents = [make_agent(f"writer-{i}") for i in range(8)]
+    agents = [memory_for(memory, make_agent(f"writer-{i}")) for i in range(8)]
     per_agent = 5
     cursor_moves: list[str] = []
 
@@ -30,11 +32,11 @@ def test_concurrent_writes_share_projection_transactions_and_read_their_writes(
     event.listen(ledger.store.engine, "before_cursor_execute", count)
     errors: list[BaseException] = []
 
-    def work(agent: Agent, n: int, phase: str) -> None:
+    def work(agent: AgentMemory, n: int, phase: str) -> None:
         try:
             for i in range(n):
-                receipt = memory.write(
-                    agent, category="LEARNING", content=f"{agent.agent_id} learned {phase} fact number {i}"
+                receipt = agent.write(
+                    category="LEARNING", content=f"{agent.agent_id} learned {phase} fact number {i}"
                 )
                 # Read-your-writes: the item is in the projection when the write returns.
                 assert memory.projection.item(agent.agent_id, f"{receipt.index}.0") is not None

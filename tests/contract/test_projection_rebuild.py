@@ -9,11 +9,13 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import text
 
+from engram.client.agent_memory import AgentMemory
 from engram.client.sdk import Agent
 from engram.protocol.errors import LogIntegrityError
 from ledger.log import Ledger
 from ledger.memory.projection import Projection
 from ledger.memory.service import MemoryService
+from tests.contract.test_memory_projection import memory_for
 
 
 def _deferred(memory: MemoryService) -> int:
@@ -21,19 +23,19 @@ def _deferred(memory: MemoryService) -> int:
         return int(conn.exec_driver_sql("SELECT fts_deferred FROM mem_cursor WHERE id = 1").scalar_one())
 
 
-def _fill(memory: MemoryService, agent: Agent) -> None:
+def _fill(agent: AgentMemory) -> None:
     for i in range(30):
-        memory.write(agent, category="LEARNING", content=f"the heron nests by river {i}")
-    memory.write(agent, category="LEARNING", content="the heron nests by river 3")  # a duplicate
-    memory.write(agent, category="LEARNING", content="kingfishers dive for minnows")
+        agent.write(category="LEARNING", content=f"the heron nests by river {i}")
+    agent.write(category="LEARNING", content="the heron nests by river 3")  # a duplicate
+    agent.write(category="LEARNING", content="kingfishers dive for minnows")
 
 
 def test_rebuild_matches_the_incremental_projection_and_search(
     ledger: Ledger, make_agent: Callable[..., Agent]
 ) -> None:
     memory = MemoryService(ledger)
-    agent = make_agent("rebuilt")
-    _fill(memory, agent)
+    agent = memory_for(memory, make_agent("rebuilt"))
+    _fill(agent)
     before = memory.digest()
     hits = memory.projection.fulltext(agent.agent_id, "kingfishers minnows", ["HOT", "WARM", "COLD"])
     assert len(hits) == 1
@@ -48,8 +50,8 @@ def test_a_rebuild_interrupted_after_the_reset_indexes_full_text_on_the_next_cat
     ledger: Ledger, make_agent: Callable[..., Agent], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     memory = MemoryService(ledger)
-    agent = make_agent("interrupted")
-    _fill(memory, agent)
+    agent = memory_for(memory, make_agent("interrupted"))
+    _fill(agent)
     before = memory.digest()
 
     def crash(self: Projection, upto: int | None = None) -> int:
@@ -78,8 +80,8 @@ def test_a_body_changed_in_the_table_is_named_not_projected(
     """Issue 15, Deliver 5: the projector checks each body against the commitment its entry
     signed and names the entry, instead of folding the changed text into recall."""
     memory = MemoryService(ledger)
-    agent = make_agent("changed")
-    receipt = memory.write(agent, category="LEARNING", content="the original text")
+    agent = memory_for(memory, make_agent("changed"))
+    receipt = agent.write(category="LEARNING", content="the original text")
     before = memory.digest()
     with ledger.store.engine.begin() as conn:  # bodies are erasable: the service role may UPDATE them
         body = conn.execute(text("SELECT body FROM bodies WHERE idx = :i"), {"i": receipt.index}).scalar_one()

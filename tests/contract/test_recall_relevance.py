@@ -8,51 +8,57 @@ from collections.abc import Callable
 
 import pytest
 
+from engram.client.agent_memory import AgentMemory
 from engram.client.sdk import Agent
 from ledger.memory.service import MemoryService
+from tests.contract.conftest import MemoryOf
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 
-def _warm(memory: MemoryService, agent: Agent, content: str) -> str:
-    r = memory.write(agent, category="LEARNING", content=content, tier="WARM")
+def _warm(agent: AgentMemory, content: str) -> str:
+    r = agent.write(category="LEARNING", content=content, tier="WARM")
     return f"{r.index}.0"
 
 
 def test_old_best_match_beats_newer_weak_matches(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
     """Regression: time decay was one of three equal fusion inputs, so the newest weak match
     beat the oldest best match (0.2% recall for evidence in the first third)."""
-    ada = make_agent("ada")
-    best = _warm(memory, ada, "Sam had a check-up and the doctor said his weight is a health risk")
+    ada = memory_of(make_agent("ada"))
+    best = _warm(ada, "Sam had a check-up and the doctor said his weight is a health risk")
     for i in range(40):
-        _warm(memory, ada, f"Caroline went hiking in the mountains, trip {i}")
-    _warm(memory, ada, "Sam mentioned his weight once")  # the newest, a weaker match
+        _warm(ada, f"Caroline went hiking in the mountains, trip {i}")
+    _warm(ada, "Sam mentioned his weight once")  # the newest, a weaker match
     res = memory.recall(
         "ada", "What did the doctor say about Sam's weight at the check-up?", record_access=False
     )
     assert res.ranked[0].ref == best
 
 
-def test_stop_words_neither_match_nor_filter(memory: MemoryService, make_agent: Callable[..., Agent]) -> None:
+def test_stop_words_neither_match_nor_filter(
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
+) -> None:
     """Regression: the full-text query ORed every word ("what", "did", "the"), so most items
     matched and recency decided among them."""
-    ada = make_agent("ada")
-    _warm(memory, ada, "The meeting is on Tuesday and what did we decide")
-    target = _warm(memory, ada, "Caroline adopted a greyhound named Biscuit")
+    ada = memory_of(make_agent("ada"))
+    _warm(ada, "The meeting is on Tuesday and what did we decide")
+    target = _warm(ada, "Caroline adopted a greyhound named Biscuit")
     res = memory.recall("ada", "what did the greyhound do", record_access=False)
     assert [r.ref for r in res.ranked] == [target]
     assert memory.recall("ada", "what did the", record_access=False).ranked == ()
 
 
-def test_recalling_an_item_never_moves_it_up(memory: MemoryService, make_agent: Callable[..., Agent]) -> None:
+def test_recalling_an_item_never_moves_it_up(
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
+) -> None:
     """Regression: access logging fed the ranking, so recently recalled items crowded the front."""
-    ada = make_agent("ada")
-    strong = _warm(memory, ada, "Melanie painted a sunrise over the lake last summer")
-    weak = _warm(memory, ada, "Melanie likes the lake")
+    ada = memory_of(make_agent("ada"))
+    strong = _warm(ada, "Melanie painted a sunrise over the lake last summer")
+    weak = _warm(ada, "Melanie likes the lake")
     for i in range(5):
-        _warm(memory, ada, f"Caroline went hiking in the mountains, trip {i}")
+        _warm(ada, f"Caroline went hiking in the mountains, trip {i}")
     for _ in range(5):  # many uses of the weaker one
         memory.recall("ada", "likes", record_access=True)
     res = memory.recall("ada", "Melanie painted a sunrise lake", record_access=False)
@@ -60,11 +66,11 @@ def test_recalling_an_item_never_moves_it_up(memory: MemoryService, make_agent: 
 
 
 def test_recency_counts_when_the_query_asks_for_it(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
-    ada = make_agent("ada")
-    old = _warm(memory, ada, "Jon works as a baker in Lyon")
-    new = _warm(memory, ada, "Jon works as a pilot now")
+    ada = memory_of(make_agent("ada"))
+    old = _warm(ada, "Jon works as a baker in Lyon")
+    new = _warm(ada, "Jon works as a pilot now")
     assert memory.recall("ada", "Where does Jon work as a baker?", record_access=False).ranked[0].ref == old
     assert (
         memory.recall("ada", "What is Jon's latest job? Jon works", record_access=False).ranked[0].ref == new

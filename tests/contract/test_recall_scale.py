@@ -9,26 +9,33 @@ from collections.abc import Callable
 
 import pytest
 
+from engram.client.agent_memory import AgentMemory
 from engram.client.sdk import Agent
 from engram.protocol.bodies import written_body
 from engram.protocol.errors import RejectedEventError
+from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory import projection as projection_module
 from ledger.memory.service import MemoryService
+from tests.contract.conftest import MemoryOf
+from tests.contract.test_memory_projection import memory_for
 
 
-def _warm(memory: MemoryService, agent: Agent, content: str) -> str:
-    return f"{memory.write(agent, category='CONTEXT', content=content, tier='WARM').index}.0"
+def _warm(agent: AgentMemory, content: str) -> str:
+    return f"{agent.write(category='CONTEXT', content=content, tier='WARM').index}.0"
 
 
 def test_common_terms_are_left_out_of_the_match_past_the_budget(
-    memory: MemoryService, make_agent: Callable[..., Agent], monkeypatch: pytest.MonkeyPatch
+    memory: MemoryService,
+    make_agent: Callable[..., Agent],
+    memory_of: MemoryOf,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Issue 11 scale: bm25 is paid per matching document, so past the budget the most common
     terms are dropped from the MATCH (rarest kept); within it, every term matches."""
-    ada = make_agent("ada")
-    common = [_warm(memory, ada, f"Caroline mentioned the weather on day {n}") for n in range(6)]
-    rare = _warm(memory, ada, "Caroline adopted a greyhound named Biscuit")
+    ada = memory_of(make_agent("ada"))
+    common = [_warm(ada, f"Caroline mentioned the weather on day {n}") for n in range(6)]
+    rare = _warm(ada, "Caroline adopted a greyhound named Biscuit")
     items = memory.projection.search_fulltext
     found = items("ada", "Caroline greyhound", tiers=["WARM"], statuses=["active"], limit=50)
     assert {i.ref for i in found} == {rare, *common}  # within budget: both terms match
@@ -42,11 +49,11 @@ def test_common_terms_are_left_out_of_the_match_past_the_budget(
 
 
 def test_items_by_refs_checks_tier_and_status(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
-    ada = make_agent("ada")
-    warm = _warm(memory, ada, "Jonas moved to Porto")
-    hot = f"{memory.write(ada, category='CONTEXT', content='Jonas likes tea', tier='HOT').index}.0"
+    ada = memory_of(make_agent("ada"))
+    warm = _warm(ada, "Jonas moved to Porto")
+    hot = f"{ada.write(category='CONTEXT', content='Jonas likes tea', tier='HOT').index}.0"
     got = memory.projection.items_by_refs("ada", [warm, hot, "999.0"], tiers=["WARM"], statuses=["active"])
     assert set(got) == {warm}
     assert memory.projection.items_by_refs("ada", [warm], tiers=["WARM"], statuses=["archived"]) == {}
@@ -54,29 +61,33 @@ def test_items_by_refs_checks_tier_and_status(
 
 
 def test_full_text_stays_right_when_only_counters_change_and_drops_erased_text(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
     """Regression for migration 0006: the index is rewritten only when an item's text changes;
     uses (access counts) leave it findable, and an erasure (text emptied) removes it."""
-    ada = make_agent("ada")
-    ref = _warm(memory, ada, "Odile teaches ceramics on Thursdays")
+    ada = memory_of(make_agent("ada"))
+    ref = _warm(ada, "Odile teaches ceramics on Thursdays")
     for _ in range(3):
         assert [r.ref for r in memory.recall("ada", "ceramics").ranked] == [ref]  # each use is logged
     assert memory.projection.item("ada", ref).access_count == 3
     assert memory.projection.fulltext("ada", "ceramics Thursdays", ["WARM"]) == [ref]
-    memory.erase(ada, int(ref.split(".")[0]), reason="asked to forget")
+    ada.erase(int(ref.split(".")[0]), reason="asked to forget")
     assert memory.projection.fulltext("ada", "ceramics", ["WARM"]) == []
     assert memory.recall("ada", "ceramics", record_access=False).ranked == ()
 
 
 def test_recall_reads_an_entry_appended_outside_the_memory_service(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
     """An event appended straight to the log (as `engram event append` or POST /v1/events
     do, without a projection sync) is in the very next recall."""
     ada = make_agent("ada")
-    _warm(memory, ada, "Samir plays the cello")
-    ada.append(
+    _warm(memory_of(ada), "Samir plays the cello")
+    # the same agent's key on the bare log: the event bypasses the memory service's door
+    outside = Agent(
+        ada.signer, log_vkey=memory.ledger.vkey, transport=InProcess(memory.ledger), clock=ada.clock
+    )
+    outside.append(
         "memory.written",
         written_body(memory.gate, category="CONTEXT", content="Samir bought a kayak", tier="WARM"),
     )
@@ -86,12 +97,12 @@ def test_recall_reads_an_entry_appended_outside_the_memory_service(
 
 
 def test_recall_can_be_restricted_to_memories_or_records(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
-    ada = make_agent("ada")
-    sid = memory.open_session(ada)
-    turn = memory.turn(ada, sid, "user", "Rafael: the boat trip to Hobart got cancelled")
-    mem = _warm(memory, ada, "Rafael planned a boat trip to Hobart")
+    ada = memory_of(make_agent("ada"))
+    sid = ada.open_session()
+    turn = ada.turn(sid, "user", "Rafael: the boat trip to Hobart got cancelled")
+    mem = _warm(ada, "Rafael planned a boat trip to Hobart")
     both = memory.recall("ada", "boat trip Hobart", record_access=False)
     assert {r.ref for r in both.ranked} == {mem, f"{turn.index}.0"}
     only_mem = memory.recall("ada", "boat trip Hobart", record_access=False, sources="memories")
@@ -109,8 +120,8 @@ def test_recall_does_not_queue_behind_the_writer_applying_its_own_uses(
     """While the access writer applies the use records it appended, a recall reads as of the
     applied size instead of applying (and waiting for) them itself; other entries it applies."""
     memory = MemoryService(ledger)  # asynchronous access logging (the default)
-    ada = make_agent("ada")
-    ref = _warm(memory, ada, "Aiko paints watercolours on Sundays")
+    ada = memory_for(memory, make_agent("ada"))
+    ref = _warm(ada, "Aiko paints watercolours on Sundays")
     entered, release = threading.Event(), threading.Event()
     reader_applied: list[int | None] = []
     original = memory.projection.sync
@@ -130,7 +141,7 @@ def test_recall_does_not_queue_behind_the_writer_applying_its_own_uses(
         res = memory.recall("ada", "watercolours", record_access=False)
         assert [r.ref for r in res.ranked] == [ref]
         assert reader_applied == []  # the reader left the writer's own entry to the writer
-        other = _warm(memory, ada, "Aiko moved to Kyoto")  # a write syncs itself past its entry
+        other = _warm(ada, "Aiko moved to Kyoto")  # a write syncs itself past its entry
         assert reader_applied  # ... and other entries are applied by whoever needs them
         assert [r.ref for r in memory.recall("ada", "Kyoto", record_access=False).ranked] == [other]
     finally:

@@ -9,18 +9,18 @@ from collections.abc import Callable
 
 import pytest
 
-from engram.client.agent_memory import recall_rows
+from engram.client.agent_memory import AgentMemory, recall_rows
 from engram.client.sdk import Agent
 from engram.protocol.errors import MalformedError, RejectedEventError
 from engram.protocol.scopes import claude_encoded, claude_project_scope, scope_of, scope_tag
 from ledger.memory.service import MemoryService
+from tests.contract.conftest import MemoryOf
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 
 def _write(
-    memory: MemoryService,
-    agent: Agent,
+    agent: AgentMemory,
     content: str,
     scope: str,
     *,
@@ -28,22 +28,20 @@ def _write(
     tier: str | None = None,
 ) -> str:
     tag = scope_tag(scope)
-    r = memory.write(agent, category=category, content=content, tags=[tag] if tag else [], tier=tier)
+    r = agent.write(category=category, content=content, tags=[tag] if tag else [], tier=tier)
     return f"{r.index}.0"
 
 
 def test_recall_merges_the_scopes_asked_for_and_labels_them(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
-    ada = make_agent("ada")
-    g = _write(memory, ada, "The deploy pipeline runs on GitHub Actions", "global", tier="WARM")
-    a = _write(
-        memory, ada, "In repo alpha the deploy pipeline needs the staging token", "project:alpha", tier="WARM"
-    )
-    b = _write(memory, ada, "In repo beta the deploy pipeline is manual", "project:beta", tier="WARM")
-    u = _write(memory, ada, "Dana wants deploy summaries in German", "user:dana", tier="WARM")
-    hot_b = _write(memory, ada, "Beta prefers squash merges", "project:beta", category="PREFERENCE")
-    hot_g = _write(memory, ada, "The user prefers short answers", "global", category="PREFERENCE")
+    ada = memory_of(make_agent("ada"))
+    g = _write(ada, "The deploy pipeline runs on GitHub Actions", "global", tier="WARM")
+    a = _write(ada, "In repo alpha the deploy pipeline needs the staging token", "project:alpha", tier="WARM")
+    b = _write(ada, "In repo beta the deploy pipeline is manual", "project:beta", tier="WARM")
+    u = _write(ada, "Dana wants deploy summaries in German", "user:dana", tier="WARM")
+    hot_b = _write(ada, "Beta prefers squash merges", "project:beta", category="PREFERENCE")
+    hot_g = _write(ada, "The user prefers short answers", "global", category="PREFERENCE")
 
     res = memory.recall("ada", "deploy pipeline", scopes=["global", "project:alpha"], record_access=False)
     assert {r.ref for r in res.ranked} == {g, a}

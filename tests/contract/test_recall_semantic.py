@@ -13,12 +13,15 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
+from engram.client.agent_memory import AgentMemory
 from engram.client.sdk import Agent
 from engram.protocol.errors import RejectedEventError
 from ledger.log import Ledger
 from ledger.memory.embed import EmbedderError, Vectors, WordLlamaEmbedder
 from ledger.memory.service import MemoryService
 from tests.conftest import StepClock
+from tests.contract.conftest import MemoryOf
+from tests.contract.test_memory_projection import memory_for
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -31,18 +34,18 @@ def memory(ledger: Ledger) -> MemoryService:
     return MemoryService(ledger, embedder=EMBEDDER)
 
 
-def _warm(memory: MemoryService, agent: Agent, content: str) -> str:
-    return f"{memory.write(agent, category='CONTEXT', content=content, tier='WARM').index}.0"
+def _warm(agent: AgentMemory, content: str) -> str:
+    return f"{agent.write(category='CONTEXT', content=content, tier='WARM').index}.0"
 
 
 def test_semantic_recall_finds_a_paraphrase_with_no_shared_word(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
     """No content word of the query is in the memory: only the embedding ranking finds it."""
-    ada = make_agent("ada")
-    want = _warm(memory, ada, "Caroline adopted a greyhound and named him Biscuit")
+    ada = memory_of(make_agent("ada"))
+    want = _warm(ada, "Caroline adopted a greyhound and named him Biscuit")
     for t in ("The quarterly report is due on Friday", "Melanie repainted the kitchen blue"):
-        _warm(memory, ada, t)
+        _warm(ada, t)
     res = memory.recall("ada", "Which dog does she have?", record_access=False)
     assert [r.ref for r in res.ranked][:1] == [want]
     assert not res.notes
@@ -53,18 +56,18 @@ def test_without_an_embedder_the_paraphrase_is_not_found(
 ) -> None:
     """The same case with semantic ranking off: the test above fails without vectors."""
     memory = MemoryService(ledger)
-    ada = make_agent("ada")
-    _warm(memory, ada, "Caroline adopted a greyhound and named him Biscuit")
+    ada = memory_for(memory, make_agent("ada"))
+    _warm(ada, "Caroline adopted a greyhound and named him Biscuit")
     assert memory.recall("ada", "Which dog does she have?", record_access=False).ranked == ()
 
 
 def test_logged_turns_are_recalled_as_records_marked_apart(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
-    ada = make_agent("ada")
-    sid = memory.open_session(ada, title="catch-up")
-    turn = memory.turn(ada, sid, "user", "Melanie: we went camping at Lake Tahoe with the kids last weekend")
-    memory.turn(ada, sid, "assistant", "Sounds like fun!")
+    ada = memory_of(make_agent("ada"))
+    sid = ada.open_session(title="catch-up")
+    turn = ada.turn(sid, "user", "Melanie: we went camping at Lake Tahoe with the kids last weekend")
+    ada.turn(sid, "assistant", "Sounds like fun!")
     res = memory.recall("ada", "Where did Melanie go camping?", record_access=False)
     records = [r for r in res.ranked if r.is_record]
     assert [r.index for r in records][:1] == [turn.index]
@@ -75,18 +78,17 @@ def test_logged_turns_are_recalled_as_records_marked_apart(
     # Records are not memories: tier views, compaction and supersession leave them alone.
     assert all(i.tier != "RECORD" for i in memory.projection.items("ada", status=None))
     with pytest.raises(RejectedEventError) as e:
-        memory.supersede(ada, f"{turn.index}.0", content="rewritten history", reason="no")
+        ada.supersede(f"{turn.index}.0", content="rewritten history", reason="no")
     assert e.value.check == "memory.item_state"
 
 
 def test_a_record_cited_by_a_returned_memory_is_left_out(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
-    ada = make_agent("ada")
-    sid = memory.open_session(ada)
-    turn = memory.turn(ada, sid, "user", "Jonas: I started pottery lessons at the community center")
-    memory.write(
-        ada,
+    ada = memory_of(make_agent("ada"))
+    sid = ada.open_session()
+    turn = ada.turn(sid, "user", "Jonas: I started pottery lessons at the community center")
+    ada.write(
         category="CONTEXT",
         content="Jonas takes pottery lessons at the community center",
         tier="WARM",
@@ -97,12 +99,12 @@ def test_a_record_cited_by_a_returned_memory_is_left_out(
 
 
 def test_erased_turns_are_never_recalled_and_lose_their_vectors(
-    memory: MemoryService, make_agent: Callable[..., Agent], ledger: Ledger
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf, ledger: Ledger
 ) -> None:
-    ada = make_agent("ada")
-    w = memory.write(ada, category="CONTEXT", content="Tomas lives on Rua Augusta in Lisbon", tier="WARM")
+    ada = memory_of(make_agent("ada"))
+    w = ada.write(category="CONTEXT", content="Tomas lives on Rua Augusta in Lisbon", tier="WARM")
     assert memory.recall("ada", "Lisbon street", record_access=False).ranked
-    memory.erase(ada, w.index, reason="right to be forgotten")
+    ada.erase(w.index, reason="right to be forgotten")
     assert memory.recall("ada", "Lisbon street", record_access=False).ranked == ()
     with ledger.store.engine.connect() as conn:
         assert (
@@ -114,12 +116,12 @@ def test_erased_turns_are_never_recalled_and_lose_their_vectors(
 
 
 def test_archived_memories_stay_searchable(
-    memory: MemoryService, make_agent: Callable[..., Agent], clock: StepClock
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf, clock: StepClock
 ) -> None:
     """Decay never hides evidence: a month later, compaction archives the memory, and recall
     still finds it (marked archived), at full weight with include_archived."""
-    ada = make_agent("ada")
-    ref = _warm(memory, ada, "Priya registered for a 10 km run in April")
+    ada = memory_of(make_agent("ada"))
+    ref = _warm(ada, "Priya registered for a 10 km run in April")
     clock.now += 120 * DAY
     memory.compact("ada")
     assert memory.projection.item("ada", ref).status == "archived"
@@ -130,13 +132,13 @@ def test_archived_memories_stay_searchable(
 
 
 def test_live_match_ranks_above_an_equal_archived_one(
-    memory: MemoryService, make_agent: Callable[..., Agent], clock: StepClock
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf, clock: StepClock
 ) -> None:
-    ada = make_agent("ada")
-    old = _warm(memory, ada, "Odile plays the cello in an orchestra")
+    ada = memory_of(make_agent("ada"))
+    old = _warm(ada, "Odile plays the cello in an orchestra")
     clock.now += 120 * DAY
     memory.compact("ada")
-    new = _warm(memory, ada, "Odile plays the cello at the conservatory")
+    new = _warm(ada, "Odile plays the cello at the conservatory")
     res = memory.recall("ada", "Odile cello", record_access=False)
     assert [r.ref for r in res.ranked] == [new, old]
     res = memory.recall("ada", "Odile cello orchestra", include_archived=True, record_access=False)
@@ -162,10 +164,10 @@ def test_an_embedder_outage_degrades_recall_and_never_fails_a_write(
 ) -> None:
     broken = _Broken()
     memory = MemoryService(ledger, embedder=broken)
-    ada = make_agent("ada")
-    _warm(memory, ada, "Samir bakes sourdough bread every Sunday")
+    ada = memory_for(memory, make_agent("ada"))
+    _warm(ada, "Samir bakes sourdough bread every Sunday")
     broken.fail = True
-    _warm(memory, ada, "Samir's sourdough starter is called Bubbles")  # the write succeeds
+    _warm(ada, "Samir's sourdough starter is called Bubbles")  # the write succeeds
     res = memory.recall("ada", "sourdough", record_access=False)
     assert len(res.ranked) == 2  # full text still ranks both
     assert any("semantic ranking unavailable" in n for n in res.notes)
@@ -196,7 +198,7 @@ def test_a_model_change_re_embeds_and_never_mixes_dimensions(
 ) -> None:
     ada = make_agent("ada")
     first = MemoryService(ledger, embedder=EMBEDDER)
-    _warm(first, ada, "Aiko collects vintage cameras")
+    _warm(memory_for(first, ada), "Aiko collects vintage cameras")
     first.recall("ada", "cameras", record_access=False)
     second = MemoryService(ledger, embedder=_Other())
     second.recall("ada", "cameras", record_access=False)
@@ -217,12 +219,12 @@ def test_recall_bounds_its_inputs(memory: MemoryService, make_agent: Callable[..
 
 
 def test_access_logging_is_off_the_readers_path(
-    memory: MemoryService, make_agent: Callable[..., Agent]
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
     """A recall appends nothing itself; the background writer records the use as a signed
     policy entry, and compaction waits for it."""
-    ada = make_agent("ada")
-    ref = _warm(memory, ada, "Rafael is learning Italian")
+    ada = memory_of(make_agent("ada"))
+    ref = _warm(ada, "Rafael is learning Italian")
     size = memory.ledger.size()
     gate = threading.Event()
     original = memory.access._append

@@ -402,12 +402,15 @@ def test_issue25_f10_a_text_body_is_named_not_a_type_error(
     shell's replace() stores) made engram audit, memory rebuild, recall and writes raise an
     untyped TypeError from bytes(). Each now names the table, row and column. (PostgreSQL's
     bytea column cannot hold text: SQLite only.)"""
+    from engram.client.agent_memory import AgentMemory
     from ledger.audit import audit
     from ledger.memory.service import MemoryService
+    from ledger.memory.transport import InProcessMemory
 
     memory = MemoryService(ledger, access_log="off")
     alice = make_agent("alice")
-    r = memory.write(alice, category="LEARNING", content="Staging restarts nightly")
+    alice.transport = InProcessMemory(memory)
+    r = AgentMemory(alice).write(category="LEARNING", content="Staging restarts nightly")
     if backend == "postgres":  # bytea cannot hold text: the database itself refuses the change
         with pytest.raises(Exception, match=r"bytea|type"):
             _owner(ledger.store.engine, "UPDATE bodies SET body = 'x'::text WHERE idx = :i", {"i": r.index})
@@ -435,13 +438,18 @@ def test_issue25_f10_a_failed_rebuild_leaves_the_projection_serving(
     before replaying, so one bad body took memory down for every agent. Every entry is now
     read and decoded first: a body its leaf did not commit to stops the rebuild naming the
     row, and the projection in place still answers for every agent, byte for byte."""
+    from engram.client.agent_memory import AgentMemory
     from ledger.memory.service import MemoryService
+    from ledger.memory.transport import InProcessMemory
 
     memory = MemoryService(ledger, access_log="off")
+    transport = InProcessMemory(memory)
     alice, bob = make_agent("alice"), make_agent("bob")
-    memory.write(alice, category="LEARNING", content="Staging restarts nightly")
-    bad = memory.write(alice, category="LEARNING", content="The runbook lives in ops/")
-    memory.write(bob, category="PREFERENCE", content="Bob wants terse answers")
+    alice.transport = bob.transport = transport
+    alice_memory, bob_memory = AgentMemory(alice), AgentMemory(bob)
+    alice_memory.write(category="LEARNING", content="Staging restarts nightly")
+    bad = alice_memory.write(category="LEARNING", content="The runbook lives in ops/")
+    bob_memory.write(category="PREFERENCE", content="Bob wants terse answers")
     before = memory.digest()
     assert memory.projection.count() == 3
     # A body of the same type and length that its leaf did not commit to.

@@ -18,13 +18,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engram.client.agent_memory import AgentMemory
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
 from ledger.bundle import create_bundle
 from ledger.compose import create_ledger
-from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
+from ledger.memory.transport import InProcessMemory
 from ledger.storage.db import make_engine
 from ledger.tiles import export_tiles
 from tests.conftest import StepClock
@@ -83,12 +84,13 @@ def signed(
         make_engine(f"sqlite:///{tmp_path / 'f.db'}"), log_key, clock=clock, policy_key=policy_key
     )
     memory = MemoryService(ledger)
-    alice = Agent.generate("alice", log_vkey=ledger.vkey, transport=InProcess(ledger), clock=clock)
+    alice = Agent.generate("alice", log_vkey=ledger.vkey, transport=InProcessMemory(memory), clock=clock)
     alice.register()
+    mem = AgentMemory(alice)
     for i in range(5):
-        memory.record(alice, "pact.outcome", {"pact": f"p-{i}", "result": "fulfilled", "quality": 80 + i})
+        mem.record("pact.outcome", {"pact": f"p-{i}", "result": "fulfilled", "quality": 80 + i})
     first = ledger.store.stream_indices("alice", "pact.outcome", ledger.size())[0]
-    memory.erase(alice, first, reason="asked")
+    mem.erase(first, reason="asked")
     alice.append("share.revoked", {"token_id": "abc"})
     claim = {"statements": [{"predicate": "count", "agent": "alice", "kind": "pact.outcome", "value": 5}]}
     return ledger, create_bundle(ledger, claim, trusted_size=1)

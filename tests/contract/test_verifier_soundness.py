@@ -17,6 +17,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import update
 
+from engram.client.agent_memory import AgentMemory
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
 from ledger.bundle import create_bundle, pact_claim
@@ -24,6 +25,7 @@ from ledger.compose import create_ledger
 from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
+from ledger.memory.transport import InProcessMemory
 from ledger.storage.db import make_engine
 from ledger.storage.schema import log_state
 from ledger.tiles import export_tiles
@@ -38,13 +40,13 @@ from verifier.note import VerifierKey
 def world(ledger: Ledger, make_agent: Callable[..., Agent]) -> tuple[Ledger, MemoryService, Agent, Agent]:
     memory = MemoryService(ledger)
     alice, bob = make_agent("alice"), make_agent("bob")
+    alice.transport = bob.transport = InProcessMemory(memory)  # the tests use them on it too
     for i, q in enumerate([94, 40, 88]):  # alice has one violated pact
-        memory.record(
-            alice,
+        AgentMemory(alice).record(
             "pact.outcome",
             {"pact": f"a-{i}", "result": "violated" if q < 50 else "fulfilled", "quality": q},
         )
-        memory.record(bob, "pact.outcome", {"pact": f"b-{i}", "result": "fulfilled", "quality": 90})
+        AgentMemory(bob).record("pact.outcome", {"pact": f"b-{i}", "result": "fulfilled", "quality": 90})
     return ledger, memory, alice, bob
 
 
@@ -118,7 +120,7 @@ def test_hole1_v1_bundles_are_refused_with_the_reason(world: tuple) -> None:
 def test_hole2_a_backdated_entry_in_a_bundle_is_a_fraud_proof(
     world: tuple, clock: StepClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ledger, memory, alice, _ = world
+    ledger, _, alice, _ = world
     # A log operator lowers the mutable last-timestamp row and the clock runs backwards,
     # with the log's own check of that row against the last entry taken out (an honest log
     # refuses: tests/contract/test_state_integrity.py): the next outcome is stamped before
@@ -128,7 +130,7 @@ def test_hole2_a_backdated_entry_in_a_bundle_is_a_fraud_proof(
     monkeypatch.setattr(Ledger, "_check_last_entry", staticmethod(lambda *_: None))
     ledger._frontier = None
     clock.now = 2_000
-    memory.record(alice, "pact.outcome", {"pact": "late", "result": "fulfilled", "quality": 99})
+    AgentMemory(alice).record("pact.outcome", {"pact": "late", "result": "fulfilled", "quality": 99})
     with pytest.raises(VerificationError) as e:
         verify_bundle(create_bundle(ledger, pact_claim(ledger, "alice")), _key(ledger))
     assert e.value.check == "timestamps.fraud" and "fraud proof" in str(e.value)
@@ -189,9 +191,9 @@ def test_hole3_log_replay_anchored_on_a_held_checkpoint_detects_a_rewritten_hist
 def test_hole3_log_replay_refuses_an_export_older_than_a_held_checkpoint(
     world: tuple, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ledger, memory, alice, _ = world
+    ledger, _, alice, _ = world
     export_tiles(ledger.store, tmp_path / "old")
-    memory.record(alice, "commitment", {"promise": "later"})
+    AgentMemory(alice).record("commitment", {"promise": "later"})
     held = tmp_path / "held.checkpoint"
     held.write_bytes(ledger.latest_checkpoint().note)
     args = ["log", str(tmp_path / "old"), "--log-key", ledger.vkey, "--quiet", "--json"]
@@ -208,11 +210,11 @@ def test_hole3_checkpoint_verification_checks_a_held_checkpoint(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    ledger, memory, alice, _ = world
+    ledger, _, alice, _ = world
     held = tmp_path / "held"
     held.write_bytes(ledger.latest_checkpoint().note)
     old_size = ledger.size()
-    memory.record(alice, "commitment", {"promise": "later"})
+    AgentMemory(alice).record("commitment", {"promise": "later"})
     new = tmp_path / "new"
     new.write_bytes(ledger.latest_checkpoint().note)
     proof = tmp_path / "proof.json"
@@ -250,13 +252,13 @@ def test_hole3_remembered_state_detects_rollback_and_fork_without_any_flag(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    ledger, memory, alice, _ = world
+    ledger, _, alice, _ = world
     state = ["--state-dir", str(tmp_path / "state"), "--json"]
     old = tmp_path / "old.json"
     old.write_bytes(create_bundle(ledger, pact_claim(ledger, "alice")))
     old_size = ledger.size()
     assert main(["bundle", str(old), "--log-key", ledger.vkey, *state]) == 0
-    memory.record(alice, "pact.outcome", {"pact": "a-9", "result": "fulfilled", "quality": 70})
+    AgentMemory(alice).record("pact.outcome", {"pact": "a-9", "result": "fulfilled", "quality": 70})
     new = tmp_path / "new.json"
     new.write_bytes(create_bundle(ledger, pact_claim(ledger, "alice"), trusted_size=old_size))
     assert main(["bundle", str(new), "--log-key", ledger.vkey, *state]) == 0

@@ -18,11 +18,13 @@ from typing import Any
 
 import pytest
 
-from engram.cli.local import LocalAgentMemory, open_local
+from engram.cli.local import open_local
+from engram.client import AgentMemory
 from engram.harness.formats import FORMATS, FormatError, parse_frontmatter, read_source
 from engram.harness.transfer import export_memories, exportable, import_source
 from engram.protocol.answers import Written
 from ledger.config import Settings
+from ledger.memory.transport import InProcessMemory
 
 ENGRAM = str(Path(sys.executable).parent / "engram")
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "harness"
@@ -53,12 +55,18 @@ def home(tmp_path: Path) -> tuple[dict[str, str], Path]:
     return env, tmp_path
 
 
-def _mem(env: dict[str, str], key: Path) -> LocalAgentMemory:
+def _mem(env: dict[str, str], key: Path) -> AgentMemory:
     return open_local(key, Settings.from_env(env))
 
 
-def _contents(mem: LocalAgentMemory) -> set[str]:
-    return {" ".join(str(it["content"]).split()) for it in exportable(mem.items(status="active"))}
+def _contents(mem: AgentMemory) -> set[str]:
+    return {" ".join(it.content.split()) for it in exportable(mem.items(status="active"))}
+
+
+def _log_size(mem: AgentMemory) -> int:
+    """The size of the embedded log the agent's memory is on."""
+    assert isinstance(mem.transport, InProcessMemory)
+    return mem.transport.ledger.size()
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -70,22 +78,20 @@ def test_import_signs_each_entry_with_its_source_and_is_idempotent(
     src = FIXTURES / SOURCES[fmt]
     report = import_source(mem, fmt, src)
     assert len(report.written) == report.entries == EXPECTED[fmt] and not report.refused
-    items = [it for it in mem.items(status="all") if it["source_kind"] == "memory.written"]
+    items = [it for it in mem.items(status="all") if it.source_kind == "memory.written"]
     assert len(items) == EXPECTED[fmt]
     for it in items:
-        refs = {p["source_ref"] for p in it["provenance"] if p["source_type"] == "external"}
+        refs = {p["source_ref"] for p in it.provenance if p["source_type"] == "external"}
         (imp,) = [r for r in refs if r.startswith("import:")]
         (sha,) = [r for r in refs if r.startswith("sha256:")]
         assert imp.startswith(f"import:{fmt}:")
         source_file = src if fmt == "mem0" else src / imp.split(":")[2]
         assert sha == "sha256:" + hashlib.sha256(source_file.read_bytes()).hexdigest()
-        shown = mem.item(it["ref"])  # signed by the agent, with its verified inclusion proof
-        assert shown.proof.agent == "a" and shown.item["content"] == it["content"]
+        shown = mem.item(it.ref)  # signed by the agent, with its verified inclusion proof
+        assert shown.proof.agent == "a" and shown.item.content == it.content
     again = import_source(mem, fmt, src)
     assert again.written == [] and again.already == EXPECTED[fmt]
-    assert (
-        len([it for it in mem.items(status="all") if it["source_kind"] == "memory.written"]) == EXPECTED[fmt]
-    )
+    assert len([it for it in mem.items(status="all") if it.source_kind == "memory.written"]) == EXPECTED[fmt]
 
 
 def test_claude_code_frontmatter_types_become_categories(home: tuple[dict[str, str], Path]) -> None:
@@ -196,10 +202,10 @@ def test_bad_files_are_refused_by_name_and_nothing_is_written(
         (src / name).write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
     target = src / "mem0.json" if fmt == "mem0" else src
     mem = _mem(env, tmp / "a.key")
-    size = mem.ledger.size()
+    size = _log_size(mem)
     with pytest.raises(FormatError, match=needle):
         import_source(mem, fmt, target)
-    assert mem.ledger.size() == size
+    assert _log_size(mem) == size
     run = subprocess.run(
         [ENGRAM, "memory", "import", fmt, str(target), "--key-file", str(tmp / "a.key")],
         env=env,
@@ -207,7 +213,7 @@ def test_bad_files_are_refused_by_name_and_nothing_is_written(
         text=True,
     )
     assert run.returncode == 1 and needle in run.stderr and run.stderr.count("\n") == 1, run.stderr
-    assert mem.ledger.size() == size
+    assert _log_size(mem) == size
 
 
 def test_an_interrupted_import_is_finished_by_running_it_again(home: tuple[dict[str, str], Path]) -> None:
@@ -220,7 +226,7 @@ def test_an_interrupted_import_is_finished_by_running_it_again(home: tuple[dict[
     class Dying:
         """The first three writes land, then the process 'dies'."""
 
-        def __init__(self, inner: LocalAgentMemory) -> None:
+        def __init__(self, inner: AgentMemory) -> None:
             self.inner, self.left = inner, 3
 
         def __getattr__(self, name: str) -> Any:
@@ -236,8 +242,8 @@ def test_an_interrupted_import_is_finished_by_running_it_again(home: tuple[dict[
         import_source(Dying(mem), "codex", FIXTURES / "codex")  # type: ignore[arg-type]
     report = import_source(mem, "codex", FIXTURES / "codex")
     assert report.already == 3 and len(report.written) == EXPECTED["codex"] - 3
-    written = [it for it in mem.items(status="all") if it["source_kind"] == "memory.written"]
-    assert len(written) == EXPECTED["codex"] and all(it["confirmations"] == 1 for it in written)
+    written = [it for it in mem.items(status="all") if it.source_kind == "memory.written"]
+    assert len(written) == EXPECTED["codex"] and all(it.confirmations == 1 for it in written)
 
 
 def test_cli_import_and_export_json(home: tuple[dict[str, str], Path]) -> None:
@@ -285,7 +291,7 @@ def test_claude_code_project_memory_is_recalled_in_that_project_only(
     mem = _mem(env, tmp / "a.key")
     report = import_source(mem, "claude-code", memdir)
     (item,) = report.written
-    assert any(t.startswith("project-") for t in mem.item(item["ref"]).item["tags"])
+    assert any(t.startswith("project-") for t in mem.item(item["ref"]).item.tags)
     mem.write(category="LEARNING", content="Every service stores its secrets in Vault.")  # global
 
     def prompt(cwd: Path, session: str) -> str:

@@ -20,7 +20,8 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from engram.client.http import Buyer, HttpTransport, RemoteMemory
+from engram.client import AgentMemory
+from engram.client.http import Buyer, HttpTransport
 from engram.client.sdk import Agent
 from engram.protocol.httpsign import sign_request
 from tests.e2e.processes import ENGRAM, free_port, listening
@@ -62,11 +63,11 @@ def test_abuse_is_refused_with_its_problem_and_writes_nothing(
 
 
 def _run_cases(url: str, vkey: str, origin: str) -> None:
-    def connect(name: str) -> RemoteMemory:
+    def connect(name: str) -> AgentMemory:
         t = HttpTransport(url, operator_token=TOKEN)
         agent = Agent.generate(name, log_vkey=vkey, transport=t, state_dir=None)
         agent.register()
-        return RemoteMemory(agent, t)
+        return AgentMemory(agent, t)
 
     ada, bob, honest = connect("ada"), connect("bob"), connect("carol")
     ada.write(category="LEARNING", content="Ada's private note about the vault.", tags=["vault"])
@@ -278,7 +279,7 @@ def _run_cases(url: str, vkey: str, origin: str) -> None:
     assert honest.items() is not None
 
 
-def _bob_event(bob: RemoteMemory) -> Any:
+def _bob_event(bob: AgentMemory) -> Any:
     from engram.protocol.bodies import written_body
 
     body = written_body(bob.gate, category="LEARNING", content="Bob writes into Ada's memory.")

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 
-from engram.client import Agent, HttpTransport, RemoteMemory
+from engram.client import Agent, AgentMemory, HttpTransport
 
 ENGRAM = str(Path(sys.executable).parent / "engram")
 TOKEN = "hF09VNC5e4iirW8x0N8fqZiaPiy8NoH4MtuhVJ03"
@@ -139,7 +139,7 @@ def test_distiller_url_makes_engram_serve_use_the_chat_completions_endpoint(
         else:
             raise AssertionError("the server did not start")
         http = HttpTransport(url, operator_token=TOKEN)
-        mem = RemoteMemory(Agent.generate("bea", log_vkey=vkey, transport=http, state_dir=None), http)
+        mem = AgentMemory(Agent.generate("bea", log_vkey=vkey, transport=http, state_dir=None), http)
         mem.agent.register()
         sid = mem.open_session(title="style")
         mem.turn(sid, "user", "Please answer me in Esperanto from now on.")
@@ -148,10 +148,10 @@ def test_distiller_url_makes_engram_serve_use_the_chat_completions_endpoint(
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    assert closed["entries"] == 1
+    assert closed.entries == 1
     assert len(_FakeChat.requests) == 1
     sent = _FakeChat.requests[0]
     assert sent["path"] == "/v1/chat/completions"
     assert sent["auth"] == "Bearer sk-fake" and sent["body"]["model"] == "tiny-model"
     assert "Esperanto" in json.dumps(sent["body"]["messages"])
-    assert any(it["content"] == FAKE_MEMORY for it in items)
+    assert any(it.content == FAKE_MEMORY for it in items)

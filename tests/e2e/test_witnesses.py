@@ -27,7 +27,8 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import ApiSettings
-from engram.client.http import Buyer, HttpTransport, RemoteMemory
+from engram.client import AgentMemory
+from engram.client.http import Buyer, HttpTransport
 from engram.client.sdk import Agent
 from engram.protocol.keyfiles import LogKey
 from ledger.bundle import create_bundle, pact_claim
@@ -35,6 +36,7 @@ from ledger.compose import create_ledger
 from ledger.inprocess import InProcess
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
+from ledger.memory.transport import InProcessMemory
 from ledger.storage.db import make_engine
 from ledger.tiles import export_tiles
 from ledger.witness import WitnessSubmitter
@@ -123,7 +125,7 @@ def test_buyer_with_state_and_witness_policy_detects_rollback_fork_and_split_vie
     ledger.witnesses = WitnessSubmitter(WitnessPolicy.parse(_policy_text(witnesses, urls=True)))
     client = TestClient(create_app(ApiSettings(operator_token=OPERATOR), ledger=ledger))
     transport = HttpTransport("http://testserver", operator_token=OPERATOR, http=client)
-    ada = RemoteMemory(Agent.generate("ada", log_vkey=ledger.vkey, transport=transport), transport)
+    ada = AgentMemory(Agent.generate("ada", log_vkey=ledger.vkey, transport=transport), transport)
     ada.agent.register()
     for q in (91, 95):
         ada.record("pact.outcome", {"pact": f"p{q}", "result": "fulfilled", "quality": q})
@@ -207,7 +209,9 @@ def test_engram_verify_requires_the_quorum_and_the_witness_keeps_its_own_state(
 ) -> None:
     memory = MemoryService(ledger)
     alice = make_agent("alice")
-    memory.record(alice, "pact.outcome", {"pact": "a", "result": "fulfilled", "quality": 90})
+    alice.transport = InProcessMemory(memory)
+    mem = AgentMemory(alice)
+    mem.record("pact.outcome", {"pact": "a", "result": "fulfilled", "quality": 90})
     policy = tmp_path / "policy"
     policy.write_text(_policy_text(witnesses, urls=False))
     # Without witnesses configured, a bundle carries no cosignature: the policy fails it.
@@ -237,7 +241,7 @@ def test_engram_verify_requires_the_quorum_and_the_witness_keeps_its_own_state(
 
     # The log keeps submitting: the next checkpoint goes with a consistency proof from the
     # size each witness last cosigned (old size > 0), and they accept it.
-    memory.record(alice, "pact.outcome", {"pact": "b", "result": "fulfilled", "quality": 80})
+    mem.record("pact.outcome", {"pact": "b", "result": "fulfilled", "quality": 80})
     round_ = witness_checkpoint(ledger)
     assert round_.quorum and round_.size == ledger.size()
     assert [r.cosignature is not None for r in round_.results] == [True, True, False]
@@ -245,7 +249,7 @@ def test_engram_verify_requires_the_quorum_and_the_witness_keeps_its_own_state(
     export_tiles(ledger.store, tmp_path / "tiles")
     assert verify_main(["log", str(tmp_path / "tiles"), *args, "--quiet"]) == 0
     assert json.loads(capsys.readouterr().out)["checks"][-1]["check"] == "witnesses"
-    memory.record(alice, "pact.outcome", {"pact": "c", "result": "fulfilled", "quality": 70})
+    mem.record("pact.outcome", {"pact": "c", "result": "fulfilled", "quality": 70})
     export_tiles(ledger.store, tmp_path / "tiles2")  # a checkpoint nobody cosigned yet
     assert verify_main(["log", str(tmp_path / "tiles2"), *args, "--quiet"]) == 1
     assert json.loads(capsys.readouterr().out)["checks"][-1]["failed_check"] == "witness.quorum"

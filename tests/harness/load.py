@@ -72,8 +72,10 @@ def _client(
     import httpx
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from engram.client.http import Buyer, HttpTransport, RemoteMemory
+    from engram.client import AgentMemory
+    from engram.client.http import Buyer, HttpTransport
     from engram.client.sdk import Agent
+    from engram.protocol.bodies import written_body
 
     lock = threading.Lock()
     lat: dict[str, list[float]] = defaultdict(list)
@@ -88,7 +90,7 @@ def _client(
         transport = HttpTransport(url, operator_token=token)
         agent = Agent.generate(f"load-{seed}-{proc}-{t}", log_vkey=vkey, transport=transport, state_dir=None)
         agent.register()
-        memory = RemoteMemory(agent, transport)
+        memory = AgentMemory(agent, transport)
         memory.write(category="LEARNING", content=f"Agent {proc}-{t} learned the release runs on Fridays.")
         agent.append(
             "pact.outcome", {"pact": f"p{proc}-{t}", "result": "fulfilled", "quality": 90, "evidence": "ci"}
@@ -119,9 +121,14 @@ def _client(
                     with lock:
                         acks.append((r.index, r.timestamp_us, r.leaf_hash.hex()))
                 elif op == "memory":
-                    r, _ = memory.write(
-                        category="LEARNING", content=f"Load note {i} from {proc}-{t}: deploys wait."
+                    # what memory.write signs (through its write gate), appended by the agent
+                    # itself to keep the receipt's timestamp and leaf hash for the check
+                    body = written_body(
+                        memory.gate,
+                        category="LEARNING",
+                        content=f"Load note {i} from {proc}-{t}: deploys wait.",
                     )
+                    r = agent.append("memory.written", body)
                     with lock:
                         acks.append((r.index, r.timestamp_us, r.leaf_hash.hex()))
                 elif op == "recall":

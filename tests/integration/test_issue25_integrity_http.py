@@ -12,7 +12,8 @@ from sqlalchemy import text
 
 from api.app import create_app
 from api.settings import ApiSettings
-from engram.client.http import HttpTransport, RemoteMemory
+from engram.client import AgentMemory
+from engram.client.http import HttpTransport
 from engram.client.sdk import Agent
 from engram.protocol.errors import LogIntegrityError, StorageError
 from ledger.log import Ledger
@@ -25,7 +26,7 @@ def test_issue25_f10_integrity_stop_keeps_its_check_over_http(ledger: Ledger) ->
     t = HttpTransport("http://testserver", operator_token=OPERATOR, http=client)
     agent = Agent.generate("alice", log_vkey=ledger.vkey, transport=t)
     agent.register()
-    mem = RemoteMemory(agent, t)
+    mem = AgentMemory(agent, t)
     mem.write(category="LEARNING", content="Staging restarts nightly")
     # A role that can UPDATE the key table un-revokes nothing: the log refuses to go on.
     with ledger.store.engine.begin() as conn:

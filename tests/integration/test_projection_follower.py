@@ -11,7 +11,8 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import ApiSettings
-from engram.client.http import HttpTransport, RemoteMemory
+from engram.client import AgentMemory
+from engram.client.http import HttpTransport
 from engram.client.sdk import Agent
 from engram.protocol.errors import RejectedEventError
 from ledger.log import Ledger
@@ -56,16 +57,16 @@ def test_a_reader_naming_its_last_write_reads_it_without_waiting_for_the_rest(
     t = HttpTransport("http://testserver", operator_token=OPERATOR, http=client)
     agent = Agent.generate("reader", log_vkey=ledger.vkey, transport=t)
     agent.register()
-    remote = RemoteMemory(agent, t)
-    receipt, ref = remote.write(category="LEARNING", content="the build cache lives on the second disk")
-    assert t.last_index == receipt.index
+    remote = AgentMemory(agent, t)
+    written = remote.write(category="LEARNING", content="the build cache lives on the second disk")
+    assert t.last_index == written.index
     # Entries appended elsewhere after it: a reader naming its write does not apply them.
     other = make_agent("other")
     for i in range(5):
         other.append("commitment", {"promise": f"later {i}"})
     applied = memory.projection.applied_size()
     assert applied < ledger.size()
-    assert ref in [i["ref"] for i in remote.items(tier="WARM")]
+    assert written.ref in [i.ref for i in remote.items(tier="WARM")]
     assert memory.projection.applied_size() == applied  # answered without syncing further
     assert memory.sync_through(None) == ledger.size()  # no index: as of the latest checkpoint
     t.last_index = ledger.size() + 10

@@ -188,12 +188,13 @@ def test_the_service_and_the_http_layer_import_no_harness() -> None:
             assert not up, f"{path.relative_to(ROOT)} imports {up}"
 
 
-#: Service modules that still import the client (issue 27, Deliver 2 removes the first; the
-#: other two are the README's old import paths, kept as re-exports). The list may only shrink.
-SERVICE_ON_CLIENT = {"ledger.memory.service", "ledger.client", "ledger.sdk"}
+#: The only service modules that name the client: the README's old import paths, kept as
+#: re-exports (the brief: a moved public name keeps its old path). The service itself never
+#: imports the client (issue 27, finding 2).
+SERVICE_ON_CLIENT = {"ledger.client", "ledger.sdk"}
 
 
-def test_the_service_imports_the_client_nowhere_new() -> None:
+def test_the_service_imports_the_client_nowhere() -> None:
     found = {
         _module_name(path)
         for pkg in ("ledger", "api")
@@ -201,6 +202,20 @@ def test_the_service_imports_the_client_nowhere_new() -> None:
         if any(_under(m, "engram.client") for m in _imports(path))
     }
     assert found <= SERVICE_ON_CLIENT, sorted(found - SERVICE_ON_CLIENT)
+
+
+@pytest.mark.parametrize("module", sorted(SERVICE_ON_CLIENT))
+def test_the_old_client_paths_only_re_export(module: str) -> None:
+    """A compatibility path holds imports and ``__all__`` and nothing else: no code of the
+    service can hide in it and lean on the client."""
+    path = ROOT / (module.replace(".", "/") + ".py")
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    for node in body:
+        ok = isinstance(node, ast.ImportFrom | ast.Import) or (
+            isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__all__"]
+        )
+        assert ok, f"{path.relative_to(ROOT)}:{node.lineno} is more than a re-export"
 
 
 @pytest.mark.parametrize(
@@ -266,6 +281,8 @@ def test_no_import_cycles() -> None:
 
 def test_old_import_paths_still_work() -> None:
     """README names that moved stay importable from where they were (re-exports)."""
+    import engram.client
+    import engram.client.agent_memory as agent_memory
     import engram.client.http as http
     import engram.client.sdk as sdk
     import engram.protocol.errors as errors
@@ -275,7 +292,8 @@ def test_old_import_paths_still_work() -> None:
     import ledger.sdk
 
     assert ledger.client.Buyer is http.Buyer and ledger.client.HttpTransport is http.HttpTransport
-    assert ledger.client.RemoteMemory is http.RemoteMemory
+    # RemoteMemory is the old name of the one AgentMemory (issue 27, finding 2)
+    assert ledger.client.RemoteMemory is engram.client.RemoteMemory is agent_memory.AgentMemory
     assert ledger.sdk.Agent is sdk.Agent and ledger.sdk.InProcess is ledger.inprocess.InProcess
     assert ledger.errors.ConflictError is errors.ConflictError
     assert set(ledger.errors.__all__) == set(errors.__all__)
