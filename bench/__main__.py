@@ -9,7 +9,8 @@
 
 Sections (each in its own child process, one after the other): limits (Ed25519 verify with
 cryptography and PyNaCl, SHA-256 node hashes, batched inserts), ingest (in process, 1/8/64
-clients), http (engram serve with 2 workers: ingest, GET /checkpoint and tiles), proofs (at
+clients), http (engram serve with 2 workers: ingest, the same pre-signed load against the
+floor server of bench.floor interleaved with Engram, GET /checkpoint and tiles), proofs (at
 10^4..10^6 entries), bundles, replay (engram export tiles + engram-verify log), rebuild
 (engram memory rebuild), recall, peers (pymerkle, eventsourcing, provara-protocol).
 

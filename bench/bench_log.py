@@ -52,11 +52,12 @@ def new_ledger(url: str) -> Ledger:
     )
 
 
-def pg_database(admin_url: str) -> tuple[str, Callable[[], None]] | None:
+def pg_database(admin_url: str, suffix: str = "") -> tuple[str, Callable[[], None]] | None:
+    """A fresh database (``suffix`` tells two of one process apart); None if unreachable."""
     try:
         import psycopg
 
-        name = f"engram_bench_{os.getpid()}"
+        name = f"engram_bench_{os.getpid()}{suffix}"
         with psycopg.connect(admin_url, autocommit=True, connect_timeout=3) as c:
             c.execute(f'DROP DATABASE IF EXISTS "{name}"')
             c.execute(f'CREATE DATABASE "{name}"')

@@ -65,7 +65,7 @@ def database(backend: str, pg_url: str | None, workdir: str, name: str) -> Itera
         raise RuntimeError("PostgreSQL was not given (--no-pg)")
     from bench.bench_log import pg_database
 
-    made = pg_database(pg_url)
+    made = pg_database(pg_url, suffix=f"_{name}")
     if made is None:
         raise RuntimeError(f"PostgreSQL at {pg_url} is unreachable")
     url, drop = made

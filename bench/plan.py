@@ -185,6 +185,11 @@ def _http(backend: str) -> Callable[[Config], list[str]]:
     def keys(cfg: Config) -> list[str]:
         out = [f"ingest.http.{backend}.c{c}.{m}" for c in cfg.sizes.clients for m in ("rate", "p50", "p99")]
         out += [f"reads.{backend}.{p}" for p in ("checkpoint", "tile", "entries")]
+        out += [
+            f"{k}.{m}"
+            for k in (f"floor.http.{backend}", f"ingest.http.{backend}.raw")
+            for m in ("rate", "p50", "p99")
+        ]
         return [*out, f"http.{backend}.server_rss"]
 
     return keys
@@ -391,6 +396,35 @@ def targets(cfg: Config) -> list[Target]:
             op="<=",
             bound=1.0,
             text="p99 <= 100 ms",
+        ),
+        *(
+            Target(
+                key=f"ingest.http.{b}.vs_floor",
+                label=f"HTTP ingest, the floor's load, {s.http_workers} workers, {b}: Engram vs the floor",
+                figure=f"ingest.http.{b}.raw.rate",
+                reference=f"floor.http.{b}.rate",
+                bound=0.5,
+                text=">= 0.5x the floor's rate (issue 28)",
+            )
+            for b in BACKENDS
+        ),
+        Target(
+            key="ingest.http.sqlite.raw.p99",
+            label="HTTP ingest, the floor's load, p99, SQLite",
+            figure="ingest.http.sqlite.raw.p99",
+            reference=None,
+            scale=100.0,
+            op="<=",
+            bound=1.0,
+            text="p99 <= 100 ms (issue 28)",
+        ),
+        Target(
+            key="ingest.http.postgresql.raw",
+            label="HTTP ingest, the floor's load, PostgreSQL vs SQLite",
+            figure="ingest.http.postgresql.raw.rate",
+            reference="ingest.http.sqlite.raw.rate",
+            bound=0.7,
+            text=">= 0.7x the SQLite figure (issue 28)",
         ),
         Target(
             key="ingest.http.postgresql.c64",

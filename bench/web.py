@@ -1,4 +1,5 @@
-"""The HTTP service: durable ingest with 1, 8 and 64 clients, then the public reads.
+"""The HTTP service: durable ingest with 1, 8 and 64 clients, against the floor, then the
+public reads.
 
 A real ``engram serve --workers 2`` (uvicorn, bench_http.Server) on loopback, SQLite or
 PostgreSQL. The load comes from separate client processes (at most ``load_procs``, so the
@@ -10,6 +11,10 @@ as the server: what a client costs is part of what is measured, and the figures 
   is signed, the request posted, the receipt's checkpoint signature and inclusion proof
   verified before the next. events/s over the wall time from the first to the last append;
   p50/p99 of each append's latency.
+* Against the floor (issue 28): the floor server of :mod:`bench.floor` (the least a signed
+  durable log does, same stack, same backend) and Engram's record route get the same kind
+  of pre-signed events from one load generator, 64 in flight, in alternating rounds; Engram's
+  rate and p50/p99 are reported beside the floor's (targets: ratios of this run).
 * Reads: ``GET /checkpoint``, a hash tile (``/tile/0/000``) and an entry bundle
   (``/tile/entries/000``; partial ``.p/W`` while the log holds fewer than 256 entries), each
   from ``load_procs`` processes with one keep-alive connection (http.client) for
@@ -20,6 +25,7 @@ as the server: what a client costs is part of what is measured, and the figures 
 from __future__ import annotations
 
 import http.client
+import json
 import multiprocessing as mp
 import threading
 import time
@@ -30,8 +36,10 @@ from urllib.parse import urlsplit
 
 from bench.bench_http import TOKEN, Server
 from bench.common import database, fig, median, pct, plain_pg
+from bench.floor import FloorServer, load, presign
 from bench.plan import Config
 from bench.report import Figure
+from verifier.note import VerifierKey
 
 _TILE_WIDTH = 256
 
@@ -215,6 +223,77 @@ def _tile_paths(url: str) -> tuple[str, str]:
     return f"/tile/0/000{suffix}", f"/tile/entries/000{suffix}"
 
 
+def _register(url: str, registrations: Sequence[dict[str, str]]) -> None:
+    """Register pre-signed agents with the operator token, 200 to a batch."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=120)
+    try:
+        for i in range(0, len(registrations), 200):
+            body = json.dumps({"events": list(registrations[i : i + 200])}).encode()
+            conn.request(
+                "POST",
+                "/v1/events",
+                body=body,
+                headers={"content-type": "application/json", "authorization": f"Bearer {TOKEN}"},
+            )
+            r = conn.getresponse()
+            data = r.read()
+            if r.status != 201:
+                raise RuntimeError(f"registering the load's agents: {r.status} {data[:200]!r}")
+    finally:
+        conn.close()
+
+
+def against_floor(cfg: Config, out: list[Figure], backend: str, server: Server) -> None:
+    """Engram and the floor (bench.floor) under one load generator, interleaved: the same
+    pre-signed events (fresh ones each round), 64 requests in flight, on the same backend."""
+    s = cfg.sizes
+    name = "SQLite" if backend == "sqlite" else "PostgreSQL"
+    rounds = 1 if s.http_events < 512 else 2
+    n = max(64, s.http_events)
+    inflight = min(64, n)
+    origin = VerifierKey.parse(server.vkey).name
+    sets = [
+        (presign(origin, n, f"{backend}-e{r}"), presign(origin, n, f"{backend}-f{r}")) for r in range(rounds)
+    ]
+    keys = {k: v for _, f in sets for k, v in f.keys.items()}
+    with database(backend, cfg.pg_url, cfg.workdir, "floor") as furl:
+        floor = FloorServer(
+            furl if backend == "sqlite" else plain_pg(furl), keys, Path(cfg.workdir) / f"floor-{backend}"
+        )
+        try:
+            warm = presign(origin, 8, f"{backend}-warm")
+            _register(server.url, warm.registrations)
+            load(
+                server.url,
+                [(f"/v1/agents/{a}/records", b) for a, b in zip(warm.agents, warm.records, strict=True)],
+            )
+            engram, base = [], []
+            for eng, flo in sets:
+                base.append(
+                    load(
+                        floor.url,
+                        [("/append", b) for b in flo.records],
+                        inflight=inflight,
+                        procs=s.load_procs,
+                    )
+                )
+                _register(server.url, eng.registrations)
+                jobs = [(f"/v1/agents/{a}/records", b) for a, b in zip(eng.agents, eng.records, strict=True)]
+                engram.append(load(server.url, jobs, inflight=inflight, procs=s.load_procs))
+        finally:
+            floor.stop()
+    note = f"{n} pre-signed events x {rounds} round(s), {inflight} in flight, {s.load_procs} load processes"
+    for who, runs, label in (
+        ("floor", base, f"the floor (bench.floor), {s.http_workers} workers, {name}"),
+        ("raw", engram, f"Engram, the floor's load (record route), {s.http_workers} workers, {name}"),
+    ):
+        key = f"floor.http.{backend}" if who == "floor" else f"ingest.http.{backend}.raw"
+        out.append(fig(f"{key}.rate", label, median([r.rate for r in runs]), "events/s", note=note))
+        out.append(fig(f"{key}.p50", f"{label}, p50", median([r.p50_ms for r in runs]), "ms", note=note))
+        out.append(fig(f"{key}.p99", f"{label}, p99", median([r.p99_ms for r in runs]), "ms", note=note))
+
+
 def run(cfg: Config, out: list[Figure], backend: str) -> None:
     s = cfg.sizes
     name = "SQLite" if backend == "sqlite" else "PostgreSQL"
@@ -224,6 +303,7 @@ def run(cfg: Config, out: list[Figure], backend: str) -> None:
         sampler = _RssSampler(server.proc.pid)
         try:
             http_ingest(server, 2, 3, 1, "warmup")  # both workers' imports, connections, caches
+            against_floor(cfg, out, backend, server)
             for clients in s.clients:
                 per_client = max(2, s.http_events // clients)
                 rate, p50, p99 = http_ingest(server, clients, per_client, s.load_procs, backend)
