@@ -122,7 +122,7 @@ class Services:
     def transport(self) -> InProcessMemory:
         """The in-process transport for agents of this process: their events go in through
         the memory service's door, as the HTTP routes hand them in, and
-        ``engram.client.AgentMemory`` reads through it what the routes serve."""
+        the client's ``AgentMemory`` reads through it what the routes serve."""
         return InProcessMemory(self.memory)
 
 

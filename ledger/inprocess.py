@@ -1,4 +1,4 @@
-"""The in-process transport to a bare log: an :class:`~engram.client.Agent` talking to a
+"""The in-process transport to a bare log: an client SDK's ``Agent`` talking to a
 :class:`~ledger.log.Ledger` in the same process, appending as the log takes events
 (``Ledger.append``; the log's own tests, benchmarks, registering an agent).
 

@@ -108,7 +108,7 @@ class Submitted:
 class MemoryService:
     """Memory operations over one ledger: one door for agent-signed events (:meth:`accept`,
     :meth:`submit`), queries, and the policy operations it signs itself. Agents sign their
-    events elsewhere (``engram.client.AgentMemory`` over HTTP or in process); the service
+    events elsewhere (the client's ``AgentMemory``, over HTTP or in process); the service
     never holds an agent's key."""
 
     def __init__(

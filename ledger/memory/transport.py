@@ -1,4 +1,4 @@
-"""One agent's memory in process: the transport ``engram.client.AgentMemory`` uses when the
+"""One agent's memory in process: the transport the client's ``AgentMemory`` uses when the
 log is an embedded database in this process (the CLI, the MCP server and the hooks without
 ``--server``, Hermes, the demo).
 
@@ -6,8 +6,8 @@ It calls what the HTTP routes call (issue 27, finding 2): a single signed event 
 ``MemoryService.submit`` with its own kind (``api/routes/memory.py`` names the kinds each
 route takes), several to ``MemoryService.accept`` (``POST /v1/events``); reads are the
 service's queries. Answers are the protocol's frozen values, the same the HTTP adapter
-(``engram.client.http.HttpTransport``) builds from the routes' JSON. The service never
-imports the client: this class satisfies ``engram.client.agent_memory.MemoryTransport``
+(the client's ``HttpTransport``) builds from the routes' JSON. The service never
+imports the client: this class satisfies the client's ``MemoryTransport``
 by its shape.
 """
 
