@@ -13,7 +13,9 @@ Checks (RFC 8032 §5.1.3 decoding, plus the small-order test):
 2. the point decompresses (x exists, and x = 0 is not encoded with the sign bit set);
 3. [8]A is not the identity, i.e. A is not in the 8-element torsion subgroup.
 
-Pure integer arithmetic in affine coordinates; it runs once per key, not per signature.
+Pure integer arithmetic; it runs once per key, not per signature. The doublings use
+projective coordinates (no field inversion: issue 28 found the affine form, six modular
+inversions per key, a large share of a batch of fresh agents' appends).
 """
 
 from __future__ import annotations
@@ -47,13 +49,21 @@ def _decompress(encoded: bytes) -> tuple[int, int]:
     return x, y
 
 
-def _double(pt: tuple[int, int]) -> tuple[int, int]:
-    # Twisted Edwards addition with a = -1 (complete for edwards25519, as d is a non-square).
-    x, y = pt
-    t = (_D * x * x * y * y) % _P
-    x3 = (2 * x * y * pow((1 + t) % _P, _P - 2, _P)) % _P
-    y3 = ((y * y + x * x) * pow((1 - t) % _P, _P - 2, _P)) % _P
-    return x3, y3
+def _times8_is_identity(x: int, y: int) -> bool:
+    """Whether [8](x, y) is the identity: three doublings in projective coordinates
+    (X : Y : Z), a = -1 (RFC 8032 §5.1.4's doubling, without the T coordinate), then the
+    identity (0 : Z : Z)."""
+    px, py, pz = x, y, 1
+    for _ in range(3):
+        b = (px + py) * (px + py) % _P
+        c = px * px % _P
+        d = py * py % _P
+        e = -c % _P  # a * C with a = -1
+        f = (e + d) % _P
+        h = pz * pz % _P
+        j = (f - 2 * h) % _P
+        px, py, pz = (b - c - d) * j % _P, f * (e - d) % _P, f * j % _P
+    return px == 0 and py == pz
 
 
 def check_public_key(public_key: bytes) -> bytes:
@@ -64,10 +74,7 @@ def check_public_key(public_key: bytes) -> bytes:
     """
     if not isinstance(public_key, bytes) or len(public_key) != 32:
         raise MalformedError("Ed25519 public keys are 32 bytes", check="key.encoding")
-    point = _decompress(public_key)
-    for _ in range(3):
-        point = _double(point)
-    if point == (0, 1):
+    if _times8_is_identity(*_decompress(public_key)):
         raise MalformedError(
             "Ed25519 public key has small order; signatures under it prove nothing",
             check="key.small_order",

@@ -137,3 +137,36 @@ def test_a_leaf_re_signed_with_an_embedded_key_is_refused() -> None:
     audit.add(LEAVES[0])
     with pytest.raises(SignatureError):
         audit.add(forged.raw)
+
+
+def _affine_times8_is_identity(encoded: bytes) -> bool:
+    """The reference the projective doublings replaced (issue 28): affine doubling with
+    field inversions, written out independently here."""
+    from verifier import ed25519 as ed
+
+    x, y = ed._decompress(encoded)
+    for _ in range(3):
+        t = ed._D * x * x * y * y % ed._P
+        x, y = (
+            2 * x * y * pow((1 + t) % ed._P, ed._P - 2, ed._P) % ed._P,
+            (y * y + x * x) * pow((1 - t) % ed._P, ed._P - 2, ed._P) % ed._P,
+        )
+    return (x, y) == (0, 1)
+
+
+@settings(max_examples=200)
+@given(st.binary(min_size=32, max_size=32), st.sampled_from(sorted(SMALL_ORDER.values())))
+def test_issue28_projective_small_order_test_agrees_with_the_affine_one(seed: bytes, torsion: bytes) -> None:
+    """Real keys, the torsion points, and random 32-byte strings that decode (mixed-order
+    points among them): the projective test decides exactly as the affine one."""
+    from verifier import ed25519 as ed
+
+    real = Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes_raw()
+    for encoded in (real, torsion, seed):
+        try:
+            point = ed._decompress(encoded)
+        except MalformedError:
+            continue
+        assert ed._times8_is_identity(*point) == _affine_times8_is_identity(encoded)
+    assert not ed._times8_is_identity(*ed._decompress(real))
+    assert ed._times8_is_identity(*ed._decompress(torsion))
