@@ -56,6 +56,7 @@ def _buckets(settings: ApiSettings, shared: bool, name: str) -> HostBuckets | Pr
 def _services(
     settings: ApiSettings, ledger: Ledger, memory_service: MemoryService, *, shared: bool, known: KnownKeys
 ) -> Services:
+    known.lookup = ledger.public_key  # fair admission's registry lookup (off the event loop)
     return Services(
         settings=settings,
         ledger=ledger,

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import functools
 import re
 import threading
 import time
@@ -39,6 +40,7 @@ from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+import anyio.to_thread
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -166,6 +168,10 @@ class KnownKeys:
         self, *, max_agents: int = 10_000, ttl_s: float = 600.0, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.origin: str | None = None
+        #: The log's key registry (key id -> agent and public key; may read the database),
+        #: for an event whose agent no request of this process has verified yet: fair
+        #: admission then resolves its key in a worker thread, never in the event loop.
+        self.lookup: Callable[[str], tuple[str, bytes] | None] | None = None
         self.max_agents = max_agents
         self.ttl_s = ttl_s
         self._clock = clock
@@ -236,10 +242,13 @@ def _verifies(keys: tuple[bytes, ...], signature: bytes, msg: bytes) -> bool:
     return False
 
 
-def _event_agent(body: bytes, known: KnownKeys) -> str | None:
-    """The agent of the first event of a ``POST /v1/events`` body if that event's signature
-    verifies under a known key of its agent, else None. Found without parsing the whole body
-    in the event loop (a batch may be a megabyte): the route parses and verifies every event."""
+def _event_agent(body: bytes, known: KnownKeys, *, lookup: bool = False) -> str | None:
+    """The agent of the first signed event of a body (``POST /v1/events``, or a route that
+    takes one signed event) if that event's signature verifies under a known key of its
+    agent, else None. Found without parsing the whole body in the event loop (a batch may be
+    a megabyte): the route parses and verifies every event. With ``lookup`` (in a worker
+    thread), a key not known yet is looked up in the log's registry (``KnownKeys.lookup``)
+    and learned once its signature verifies."""
     env_m = _FIRST_ENVELOPE.search(body, 0, _SCAN_BYTES)
     sig_m = _FIRST_SIGNATURE.search(body, 0, _SCAN_BYTES)
     if env_m is None or sig_m is None:
@@ -250,13 +259,33 @@ def _event_agent(body: bytes, known: KnownKeys) -> str | None:
         env = Envelope.from_bytes(raw)
     except (ValueError, binascii.Error, RecursionError, EngramError):
         return None
-    for key in known.keys_of(env.agent):
+    keys = known.keys_of(env.agent)
+    if not keys and lookup and known.lookup is not None:
+        try:
+            found = known.lookup(env.key_id)
+        except EngramError:  # e.g. the database is down: the route answers that
+            return None
+        if found is None or found[0] != env.agent:
+            return None
+        keys = (found[1],)
+    for key in keys:
         try:
             verify_event_signature(env, signature, key, envelope_jcs=raw)
         except EngramError:
             continue
+        if lookup:
+            known.learn(env.agent, key)
         return env.agent
     return None
+
+
+def _carries_event(scope: Scope, body: bytes) -> bool:
+    """A POST whose body may be a signed event: ``/v1/events`` and the agent routes that take
+    one (memories, records, sessions, turns, keys)."""
+    if scope.get("method") != "POST" or not body:
+        return False
+    path = scope.get("raw_path") or str(scope.get("path", "")).encode()
+    return path.rstrip(b"/") == b"/v1/events" or path.startswith(b"/v1/agents/")
 
 
 def identity_of(
@@ -266,17 +295,16 @@ def identity_of(
     *,
     window_s: int = WINDOW_S,
     now_s: float | None = None,
+    lookup: bool = False,
 ) -> str:
     """The queue a request waits in: its verified agent (or ``anonymous``) and its client
-    address. Without ``known`` every request is anonymous."""
+    address. Without ``known`` every request is anonymous. ``lookup``: see _event_agent."""
     who: str | None = None
     if known is not None:
         now = time.time() if now_s is None else now_s
         agent = _request_agent(scope, body, known, window_s, now)
-        if agent is None and scope.get("method") == "POST" and body:
-            path = scope.get("raw_path") or str(scope.get("path", "")).encode()
-            if path.rstrip(b"/") == b"/v1/events":
-                agent = _event_agent(body, known)
+        if agent is None and _carries_event(scope, body):
+            agent = _event_agent(body, known, lookup=lookup)
         if agent is not None:
             who = "agent:" + agent[:_MAX_IDENTITY]
     client = scope.get("client")
@@ -318,6 +346,17 @@ class FairAdmission:
         replay = replaying(body, receive, tail)
 
         identity = identity_of(scope, body, self.known, window_s=self.window_s)
+        if (
+            identity.startswith("anonymous@")
+            and self.known is not None
+            and self.known.lookup is not None
+            and _carries_event(scope, body)
+        ):
+            # An event of an agent this process has not verified yet (its first write here,
+            # or registered through another worker): resolve its key off the event loop.
+            identity = await anyio.to_thread.run_sync(
+                functools.partial(identity_of, scope, body, self.known, window_s=self.window_s, lookup=True)
+            )
         await self.scheduler.acquire(identity)
         held = True
 

@@ -494,18 +494,26 @@ class Ledger:
 
     def _key_of(self, env: Envelope) -> bytes | None:
         """The public key ``env.key_id`` names, if it is a key of ``env.agent`` in this log."""
-        with self._keys_lock:
-            known = self._public_keys.get(env.key_id)
+        known = self.public_key(env.key_id)
         if known is None:
-            known = self.store.public_key(env.key_id)
+            return None
+        agent, public_key = known
+        return public_key if agent == env.agent else None
+
+    def public_key(self, key_id: str) -> tuple[str, bytes] | None:
+        """(agent, public key) of a key id registered in this log, cached (a key id names
+        one key forever); None if the log has no such key (one indexed read)."""
+        with self._keys_lock:
+            known = self._public_keys.get(key_id)
+        if known is None:
+            known = self.store.public_key(key_id)
             if known is None:
                 return None
             with self._keys_lock:
-                self._public_keys[env.key_id] = known
+                self._public_keys[key_id] = known
                 if len(self._public_keys) > _KEY_CACHE_ENTRIES:
                     self._public_keys.clear()  # rare; refilled from the table on demand
-        agent, public_key = known
-        return public_key if agent == env.agent else None
+        return known
 
     def event_signer(self, sub: Submission) -> str:
         """A cheap check before anything else (rate limits): the event's signature verifies

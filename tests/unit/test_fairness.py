@@ -277,3 +277,47 @@ def _once(body: bytes) -> Any:
         return {"type": "http.request", "body": body, "more_body": False}
 
     return receive
+
+
+def test_issue28_a_signed_event_on_an_agent_route_queues_as_its_agent_via_the_registry() -> None:
+    """Regression (issue 28): a record or memory posted by an agent this worker had not seen
+    yet (its first write here, or registered through the other worker) queued as the
+    anonymous client of its address, so 64 agents on one host shared 2 slots per worker and
+    the group commit appended batches of one. The event's key is now looked up in the log's
+    registry (off the event loop) and learned once its signature verifies."""
+    from engram.protocol.errors import StorageError
+
+    bob = Ed25519PrivateKey.generate()
+    signer = AgentSigner("bob", bob, origin=ORIGIN)
+    sub = signer.event("commitment", {"promise": "p"}, version=0, prev=None, client_time_us=1)
+    body = json.dumps(
+        {k: base64.b64encode(getattr(sub, k)).decode() for k in ("envelope", "signature", "body", "salt")}
+    ).encode()
+    env_key = signer.key_id
+    route = _scope("/v1/agents/bob/records", method="POST")
+    known = KnownKeys()
+    assert identity_of(route, body, known) == "anonymous@10.0.0.7"  # the event loop never reads the registry
+    asked: list[str] = []
+    known.lookup = lambda key_id: (asked.append(key_id), ("bob", bob.public_key().public_bytes_raw()))[1]
+    assert identity_of(route, body, known, lookup=True) == "agent:bob@10.0.0.7"
+    assert asked == [env_key]
+    assert identity_of(route, body, known) == "agent:bob@10.0.0.7"  # learned: no lookup now
+    # a key the registry gives another agent, an unknown key, a failing registry: anonymous
+    for answer in (("mallory", bob.public_key().public_bytes_raw()), None):
+        other = KnownKeys()
+        other.lookup = lambda key_id, a=answer: a
+        assert identity_of(route, body, other, lookup=True) == "anonymous@10.0.0.7"
+
+    def down(key_id: str) -> tuple[str, bytes]:
+        raise StorageError("database down")
+
+    failing = KnownKeys()
+    failing.lookup = down
+    assert identity_of(route, body, failing, lookup=True) == "anonymous@10.0.0.7"
+    # a registry key that does not verify this event's signature: anonymous
+    wrong = KnownKeys()
+    wrong.lookup = lambda key_id: ("bob", Ed25519PrivateKey.generate().public_key().public_bytes_raw())
+    assert identity_of(route, body, wrong, lookup=True) == "anonymous@10.0.0.7"
+    # a GET, or a path outside the agent routes, is never read for an event
+    assert identity_of(_scope("/v1/agents/bob/records"), body, known) == "anonymous@10.0.0.7"
+    assert identity_of(_scope("/healthz", method="POST"), body, known) == "anonymous@10.0.0.7"
