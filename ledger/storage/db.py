@@ -10,6 +10,7 @@ default ``synchronous_commit=on``.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import re
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 
-from engram.protocol.errors import ConfigError
+from engram.protocol.errors import ConfigError, StorageError
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -43,9 +44,15 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
             if not db_path.exists():
                 os.close(os.open(db_path, os.O_WRONLY | os.O_CREAT, 0o600))
         engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False}, **kwargs)
+        lock_path = None
+        if parsed.database and parsed.database != ":memory:":
+            lock_path = Path(parsed.database).with_name(Path(parsed.database).name + "-writer.lock")
+        locks: dict[int, int] = {}  # id(DBAPI connection) -> its lock file descriptor
 
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            if lock_path is not None:
+                locks[id(dbapi_conn)] = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
@@ -57,15 +64,78 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
             cur.execute("PRAGMA busy_timeout=60000")
             cur.close()
 
+        @event.listens_for(engine, "close")
+        def _on_close(dbapi_conn: Any, _record: Any) -> None:
+            fd = locks.pop(id(dbapi_conn), None)
+            if fd is not None:
+                os.close(fd)  # releases the lock if held
+
         @event.listens_for(engine, "begin")
         def _on_begin(conn: Any) -> None:
-            mode = "IMMEDIATE" if conn.get_execution_options().get(WRITE_OPTION) else "DEFERRED"
-            conn.exec_driver_sql(f"BEGIN {mode}")
+            write = bool(conn.get_execution_options().get(WRITE_OPTION))
+            fd = locks.get(id(conn.connection.dbapi_connection)) if write else None
+            if fd is not None:
+                _writer_lock(fd)
+            try:
+                conn.exec_driver_sql(f"BEGIN {'IMMEDIATE' if write else 'DEFERRED'}")
+            except BaseException:
+                if fd is not None:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                raise
 
+        # The host's writer lock is released once the transaction ended (after COMMIT or
+        # ROLLBACK returned: SQLAlchemy's commit event fires before the COMMIT).
+        dialect = engine.dialect
+        ended = {"do_commit": dialect.do_commit, "do_rollback": dialect.do_rollback}
+
+        def _ending(name: str) -> Any:
+            def end(dbapi_conn: Any) -> None:
+                try:
+                    ended[name](dbapi_conn)
+                finally:  # given the pool's proxy of the connection: find the driver's
+                    fd = locks.get(id(getattr(dbapi_conn, "dbapi_connection", dbapi_conn)))
+                    if fd is not None:
+                        fcntl.flock(fd, fcntl.LOCK_UN)  # a no-op when not held
+
+            return end
+
+        dialect.do_commit = _ending("do_commit")  # type: ignore[method-assign]
+        dialect.do_rollback = _ending("do_rollback")  # type: ignore[method-assign]
         return engine
     if parsed.get_backend_name() == "postgresql":
         return create_engine(url, pool_pre_ping=True, isolation_level="READ COMMITTED", **kwargs)
     raise ValueError(f"unsupported database backend {parsed.get_backend_name()!r}")
+
+
+#: How long a write transaction waits for the host's writer lock (as SQLite's busy_timeout).
+WRITER_LOCK_TIMEOUT_S = 60.0
+
+
+def _writer_lock(fd: int) -> None:
+    """Take the host's writer lock of a SQLite database (issue 28): every write transaction
+    of every process and thread of the host takes it before ``BEGIN IMMEDIATE``, so SQLite's
+    own lock is never contended between them. A writer waiting on SQLite's lock sleeps in
+    its busy handler's steps (up to 100 ms each) while other writers commit batch after
+    batch; waiting here, it is woken within a millisecond of the release. Processes that do
+    not take it (another program) still meet SQLite's lock, as before."""
+    deadline = time.monotonic() + WRITER_LOCK_TIMEOUT_S
+    pause = 0.0002
+    while not _try_lock(fd):
+        if time.monotonic() > deadline:
+            raise StorageError(
+                f"the database is locked: another writer of this host held its writer lock "
+                f"for {WRITER_LOCK_TIMEOUT_S:g} s"
+            )
+        time.sleep(pause)
+        pause = min(pause * 2, 0.001)
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def alembic_config() -> Config:
