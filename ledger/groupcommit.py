@@ -24,6 +24,11 @@ Why this is correct:
 * **No waiting when idle.** There is no batching window: a lone caller becomes the leader at
   once and appends a batch of one, so latency at one client is unchanged; batches grow only
   while a commit is in flight (the usual group-commit effect).
+* **Pipelined acknowledgement (issue 28).** After its commit the leader gives up the
+  leadership, so the next batch's leader commits while this one writes the signer's record
+  of the checkpoint (``record``: two fsyncs of a small file, ledger.signed_head) and answers
+  its callers. No caller is answered before its batch is committed and that record written;
+  records written out of order keep the larger size (``SignedHeadRecord.advance``).
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ class _Waiter:
     system: bool
     stream: tuple[str, str] | None
     done: bool = False
+    #: in a batch some leader took (so that leader answers it)
+    taken: bool = False
     receipt: Receipt | None = None
     error: BaseException | None = None
     event: threading.Event = field(default_factory=threading.Event)
@@ -72,8 +79,12 @@ class GroupCommit:
         append_batch: Callable[..., list[Receipt]],
         *,
         max_batch: int = MAX_BATCH,
+        record: Callable[[int, bytes], None] | None = None,
     ) -> None:
+        """``record(size, root)``: written after a batch commits and before its callers are
+        answered, outside the leadership; None: ``append_batch`` records it itself."""
         self._append = append_batch
+        self._record = record
         self.max_batch = max_batch
         self._mutex = threading.Lock()  # guards the queue
         self._leader = threading.Lock()  # held by the one caller appending a batch
@@ -91,17 +102,19 @@ class GroupCommit:
         with self._mutex:
             self._queue.append(w)
         while not w.done:
+            answer: Callable[[], None] | None = None
             with self._leader:
                 self._owner = threading.get_ident()
                 try:
-                    while not w.done:
+                    if not w.done:
                         batch = self._take()
-                        if not batch:  # taken by an earlier leader, which answers it
-                            break
-                        self._run(batch)
+                        if batch:  # else taken by an earlier leader, which answers it
+                            answer = self._run(batch)
                 finally:
                     self._owner = None
-            if not w.done:
+            if answer is not None:
+                answer()  # outside the leadership: the next batch commits meanwhile
+            if not w.done and w.taken:  # its leader answers it; else lead again
                 w.event.wait()
         if w.error is not None:
             raise w.error
@@ -134,20 +147,30 @@ class GroupCommit:
                 else:
                     rest.append(w)
             self._queue = rest
+            for w in batch:
+                w.taken = True
             return batch
 
     def _finish(self, w: _Waiter, receipt: Receipt | None, error: BaseException | None) -> None:
         w.receipt, w.error, w.done = receipt, error, True
         w.event.set()
 
-    def _run(self, batch: Sequence[_Waiter]) -> None:
+    def _run(self, batch: Sequence[_Waiter]) -> Callable[[], None] | None:
+        """Append ``batch``; returns what answers its callers once the leadership is given
+        up (the signer's record, then the receipts), or None when they are answered."""
         first = batch[0]
+        deferred = self._record is not None
         try:
-            receipts = self._append([w.sub for w in batch], operator=first.operator, system=first.system)
+            if deferred:
+                receipts = self._append(
+                    [w.sub for w in batch], operator=first.operator, system=first.system, record=False
+                )
+            else:
+                receipts = self._append([w.sub for w in batch], operator=first.operator, system=first.system)
         except EngramError as e:
             if len(batch) == 1:
                 self._finish(first, None, e)
-                return
+                return None
             for w in batch:  # each alone: exactly the result it would have had alone
                 try:
                     (r,) = self._append([w.sub], operator=w.operator, system=w.system)
@@ -155,12 +178,21 @@ class GroupCommit:
                     self._finish(w, None, one)
                 else:
                     self._finish(w, r, None)
-            return
+            return None
         except BaseException as e:  # every waiter of the batch learns it
             for w in batch:
                 self._finish(w, None, e)
-            return
+            return None
         self.batches += 1
         self.events += len(batch)
-        for w, r in zip(batch, receipts, strict=True):
-            self._finish(w, r, None)
+
+        def answer() -> None:
+            try:
+                if self._record is not None:
+                    last = receipts[-1].proof
+                    self._record(last.size, last.root)
+            finally:
+                for w, r in zip(batch, receipts, strict=True):
+                    self._finish(w, r, None)
+
+        return answer

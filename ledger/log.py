@@ -288,7 +288,7 @@ class Ledger:
         #: the signer's own record of the last checkpoint it signed (ledger.signed_head)
         self.signed_head = None if signed_head is None else SignedHeadRecord(signed_head, log_key.name)
         #: concurrent single appends of this process share one transaction (ledger.groupcommit)
-        self.group_commit: GroupCommit | None = GroupCommit(self.append_batch)
+        self.group_commit: GroupCommit | None = GroupCommit(self.append_batch, record=self.record_signed)
         #: Witnesses this log submits its checkpoints to (``ENGRAM_WITNESS_POLICY``), or None.
         self.witnesses: WitnessSubmitter | None = None
 
@@ -590,8 +590,12 @@ class Ledger:
         *,
         operator: bool = False,
         system: bool = False,
+        record: bool = True,
     ) -> list[Receipt]:
-        """:meth:`append` of exactly this batch, now (what :mod:`ledger.groupcommit` calls)."""
+        """:meth:`append` of exactly this batch, now (what :mod:`ledger.groupcommit` calls).
+        ``record=False``: the caller records the signed checkpoint itself
+        (:meth:`record_signed`) before it acknowledges the receipts (the group commit does,
+        after giving up the leadership, so the next batch commits meanwhile)."""
         pending = self._check_batch(submissions, operator=operator, system=system)  # 1
         self._validate(pending)  # 2
         with self.store.write() as tx:
@@ -602,14 +606,21 @@ class Ledger:
         # Committed (the transaction's exit returned): only now may the new frontier and
         # the batch's nodes stand for the log's state in this process.
         self._frontier = (batch.size, [h for _, _, h in batch.border.nodes], batch.last_ts)
-        if self.signed_head is not None and not self.signed_head.before_commit:
-            self.signed_head.advance_quietly(SignedHead(batch.size, root))
+        if record:
+            self.record_signed(batch.size, root)
         self.store.cache.committed(
             batch.node_rows,
             StoredCheckpoint(size=batch.size, root=root, note=note, signed_at_us=batch.last_ts),
             batch.start_nodes,
         )
         return self._receipts(batch, note, root)  # 6
+
+    def record_signed(self, size: int, root: bytes) -> None:
+        """After a commit: the signer's own record (ledger.signed_head) names the checkpoint
+        it signed at ``size`` (a record already further is left alone). Durable when it
+        returns; a failure is logged (the entries are durable either way)."""
+        if self.signed_head is not None and not self.signed_head.before_commit:
+            self.signed_head.advance_quietly(SignedHead(size, root))
 
     def _check_batch(
         self, submissions: Sequence[Submission | Prepared | PolicyEvent], *, operator: bool, system: bool
