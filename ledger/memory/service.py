@@ -3,7 +3,9 @@
 This is the impure shell around the pure parts (schemas, gate, evolve, policy, distill,
 recall): it reads the clock (or takes ``now_us``), signs agent events through the SDK,
 signs policy decisions with the ledger's policy key, appends, and keeps the projection in
-step with the log (read-your-writes: every operation syncs past its own appends).
+step with the log: in process every operation syncs past its own appends; while the
+background follower runs (``engram serve``), writes answer on durability and a reader names
+the entry it must see (``Engram-Min-Index``, :meth:`MemoryService.sync_through`).
 """
 
 from __future__ import annotations
@@ -72,6 +74,9 @@ FOLDED_KINDS = kinds_where(group="session") | kinds_where(group="memory") | kind
 CAPPED_KINDS = frozenset({"memory.written", "memory.superseded"})
 #: The kinds whose answer names the item the entry made or confirmed (a memory, a record).
 NAMES_ITEM = kinds_where(group="memory", items=("body",)) | kinds_where(group="record")
+#: The kinds whose item is named by the entry alone (``<index>.0``: a record is never a
+#: duplicate of another), so that their answer needs no projection (ledger.memory.state).
+OWN_ITEM = kinds_where(group="record")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,6 +151,14 @@ class MemoryService:
         self._projector = threading.Lock()
         #: held while this process embeds new items; never held with the projector
         self._embedding = threading.Lock()
+        #: Set while :meth:`follow` runs: the door then answers on durability and leaves the
+        #: projection and the HOT caps to the follower (issue 28, Deliver 2).
+        self._following = False
+        #: wakes the follower when the door appended something it folds
+        self._wake = threading.Event()
+        #: agents whose HOT changed since the follower last held their caps
+        self._caps_due: set[str] = set()
+        self._due_lock = threading.Lock()
 
     # -- consistency with the log ----------------------------------------------------
 
@@ -178,17 +191,38 @@ class MemoryService:
             self._embedding.release()
 
     def follow(self, stop: threading.Event, interval_s: float = 0.5) -> None:
-        """Keep the projection following the log until ``stop`` is set (the service's
-        background projector, issue 14): at start-up it catches up a lagging projection, so
-        that no request has to replay the log; afterwards each round applies what was
-        committed since (usually nothing: two indexed reads). A failing round is logged and
-        retried; a request that needs the projection meanwhile syncs it as before."""
-        while not stop.is_set():
-            try:
-                self.sync()
-            except Exception:  # the follower must never die; requests still sync themselves
-                _log.exception("the projection follower's round failed")
-            stop.wait(interval_s)
+        """The service's background projector (issues 14 and 28) until ``stop`` is set.
+
+        While it runs, the door answers a write as soon as its entry is durable in the log
+        (:meth:`_accept`) and wakes it; each round applies everything committed since the
+        last one in one projection transaction, then holds the HOT caps of the agents whose
+        HOT the door changed. At start-up it catches up a lagging projection and holds every
+        agent's caps once: a process that died between a write and its caps leaves nothing
+        undone (the caps are a function of the log, decided again from it). A round
+        otherwise wakes every ``interval_s`` (other processes' writes). A failing round is
+        logged and retried; a reader that must see a write names it (``Engram-Min-Index``)
+        and syncs through it itself, so no read depends on this thread's progress."""
+        self._following = True
+        try:
+            self._round(everyone=True)
+            while not stop.is_set():
+                self._wake.wait(interval_s)
+                self._wake.clear()
+                if not stop.is_set():
+                    self._round()
+        finally:
+            self._following = False
+            self._round()  # what was acknowledged while following gets its caps now
+
+    def _round(self, *, everyone: bool = False) -> None:
+        try:
+            self.sync()
+            with self._due_lock:
+                due, self._caps_due = self._caps_due, set()
+            for agent in self.projection.agents() if everyone else sorted(due):
+                self.hold_caps(agent)
+        except Exception:  # the follower must never die; requests still sync themselves
+            _log.exception("the projection follower's round failed")
 
     def sync_through(self, index: int | None) -> int:
         """Read-your-writes for a reader that names the last entry it must see (its own
@@ -279,7 +313,12 @@ class MemoryService:
         2. after a ``memory.written`` or ``memory.superseded``, the agent's HOT caps hold
            (what no longer fits moves to WARM: policy-signed decisions);
         3. after a ``session.closed``, the session is distilled and the session-end rules
-           apply (``compact_on_session_end``)."""
+           apply (``compact_on_session_end``).
+
+        While the background follower runs (:meth:`follow`, ``engram serve``), 1 and 2 are
+        its work: the door answers once the entries are durable in the log, and a reader
+        that must see them names the last one (``Engram-Min-Index``, :meth:`sync_through`).
+        A close still answers with its distillation (3)."""
         receipts, _ = self._accept(subs, operator=operator)
         return receipts
 
@@ -294,11 +333,19 @@ class MemoryService:
         folded = [r for r in receipts if r.kind in FOLDED_KINDS]
         if not folded:
             return receipts, closes
-        self.sync(max(r.index for r in folded) + 1)
-        for agent in dict.fromkeys(r.agent for r in receipts if r.kind in CAPPED_KINDS):
-            self.hold_caps(agent)
+        capped = dict.fromkeys(r.agent for r in receipts if r.kind in CAPPED_KINDS)
+        if self._following:
+            # Answer on durability (issue 28, Deliver 2): the follower applies the entries
+            # and holds the caps; a reader that must see them names them (Engram-Min-Index).
+            with self._due_lock:
+                self._caps_due.update(capped)
+            self._wake.set()
+        else:
+            self.sync(max(r.index for r in folded) + 1)
+            for agent in capped:
+                self.hold_caps(agent)
         for p, r in zip(prepared, receipts, strict=True):
-            if r.kind == "session.closed":
+            if r.kind == "session.closed":  # the close's answer is its distillation
                 closes[r.index] = self.after_close(r, r.agent, str(p.body["session"]))
         return receipts, closes
 
@@ -341,7 +388,13 @@ class MemoryService:
         if session is not None and body.get("session") != session:
             raise RejectedEventError(f"the event is not about session {session}", check="request.session")
         [receipt], closes = self._accept([p], operator=operator)
-        ref = self.ref_for(agent, receipt.index) if receipt.kind in NAMES_ITEM else None
+        if receipt.kind in OWN_ITEM:
+            ref: str | None = f"{receipt.index}.0"  # named by the entry: no projection needed
+        elif receipt.kind in NAMES_ITEM:
+            self.sync_through(receipt.index)  # a duplicate confirms an older item: ask the projection
+            ref = self.ref_for(agent, receipt.index)
+        else:
+            ref = None
         return Submitted(receipt=receipt, body=body, ref=ref, close=closes.get(receipt.index))
 
     def finish_session(self, agent_id: str, session: str) -> tuple[Receipt | None, int, list[Receipt]]:
