@@ -66,6 +66,22 @@ def int_env(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -
     return value
 
 
+def path_env(env: Mapping[str, str], name: str, default: Path) -> Path:
+    """Variable ``name`` as a path, ``~`` expanded (unset or empty: ``default``, expanded
+    too). A ``~user`` naming no user is a ConfigError naming the variable (Path.expanduser
+    raises RuntimeError there)."""
+    path = Path(env.get(name) or default)
+    try:
+        return path.expanduser()
+    except RuntimeError as e:
+        raise ConfigError(f"{name}={str(path)!r}: {e}") from e
+
+
+def optional_path_env(env: Mapping[str, str], name: str) -> Path | None:
+    """:func:`path_env` for a variable with no default (unset or empty: None)."""
+    return path_env(env, name, Path()) if env.get(name) else None
+
+
 def bool_env(env: Mapping[str, str], name: str, default: bool) -> bool:
     """Variable ``name`` as a boolean (1/true/yes/on, 0/false/no/off; unset: ``default``)."""
     raw = env.get(name)
@@ -161,15 +177,15 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
-        home = Path(env.get("ENGRAM_HOME") or ".engram").expanduser()
+        home = path_env(env, "ENGRAM_HOME", Path(".engram"))
         distiller_url, distiller_model, distiller_api_key = _distiller_env(env)
         embedder, embedder_url, embedder_model, embedder_api_key, embedder_dim = _embedder_env(env)
         url = env.get("ENGRAM_DATABASE_URL") or f"sqlite:///{(home / 'engram.db').resolve()}"
         return cls(
             home=home,
             database_url=normalize_database_url(url),
-            log_key_file=Path(env.get("ENGRAM_LOG_KEY_FILE") or home / "log.key").expanduser(),
-            policy_key_file=Path(env.get("ENGRAM_POLICY_KEY_FILE") or home / "policy.key").expanduser(),
+            log_key_file=path_env(env, "ENGRAM_LOG_KEY_FILE", home / "log.key"),
+            policy_key_file=path_env(env, "ENGRAM_POLICY_KEY_FILE", home / "policy.key"),
             max_leaf_bytes=int_env(env, "ENGRAM_MAX_LEAF_BYTES", DEFAULT_MAX_LEAF_BYTES, 1024, 65_535),
             max_body_bytes=int_env(env, "ENGRAM_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, 1, 16 * 1024 * 1024),
             hot_max_tokens=int_env(env, "ENGRAM_HOT_MAX_TOKENS", 2000, 1, 1_000_000),
@@ -184,12 +200,8 @@ class Settings:
             embedder_model=embedder_model,
             embedder_api_key=embedder_api_key,
             embedder_dim=embedder_dim,
-            witness_policy=Path(env["ENGRAM_WITNESS_POLICY"]).expanduser()
-            if env.get("ENGRAM_WITNESS_POLICY")
-            else None,
+            witness_policy=optional_path_env(env, "ENGRAM_WITNESS_POLICY"),
             witness_timeout_s=int_env(env, "ENGRAM_WITNESS_TIMEOUT_S", 5, 1, 120),
-            signer_record=Path(env["ENGRAM_SIGNER_RECORD"]).expanduser()
-            if env.get("ENGRAM_SIGNER_RECORD")
-            else None,
+            signer_record=optional_path_env(env, "ENGRAM_SIGNER_RECORD"),
             signer_record_before_commit=_signer_record_mode(env),
         )

@@ -209,3 +209,24 @@ def test_memory_settings_reach_the_policy_and_the_distiller() -> None:
     assert isinstance(d, ChatCompletionsDistiller)
     assert (d.url, d.model, d.api_key) == ("https://llm.example/v1", "small-model", "sk-test")
     assert isinstance(distiller(Settings.from_env({})), RuleBasedDistiller)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ENGRAM_HOME",
+        "ENGRAM_LOG_KEY_FILE",
+        "ENGRAM_POLICY_KEY_FILE",
+        "ENGRAM_WITNESS_POLICY",
+        "ENGRAM_SIGNER_RECORD",
+    ],
+)
+def test_regression_a_tilde_user_that_does_not_exist_is_a_config_error(name: str) -> None:
+    """Regression (found by the settings fuzz target): ENGRAM_HOME='~nosuchuser...' made
+    Path.expanduser raise RuntimeError out of Settings.from_env; a path variable naming no
+    user is now a ConfigError that names the variable, from both parsers."""
+    env = {name: "~no-such-user-engram/x", "ENGRAM_DEV_MODE": "1"}
+    for parse in (Settings.from_env, ApiSettings.from_env):
+        with pytest.raises(ConfigError, match=name):
+            parse(env)
+    assert Settings.from_env({"ENGRAM_HOME": "~/e"}).home == Path.home() / "e"
