@@ -159,14 +159,11 @@ class GroupCommit:
         """Append ``batch``; returns what answers its callers once the leadership is given
         up (the signer's record, then the receipts), or None when they are answered."""
         first = batch[0]
-        deferred = self._record is not None
+        later: dict[str, bool] = {} if self._record is None else {"record": False}  # recorded in answer()
         try:
-            if deferred:
-                receipts = self._append(
-                    [w.sub for w in batch], operator=first.operator, system=first.system, record=False
-                )
-            else:
-                receipts = self._append([w.sub for w in batch], operator=first.operator, system=first.system)
+            receipts = self._append(
+                [w.sub for w in batch], operator=first.operator, system=first.system, **later
+            )
         except EngramError as e:
             if len(batch) == 1:
                 self._finish(first, None, e)

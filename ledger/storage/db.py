@@ -86,21 +86,27 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         # The host's writer lock is released once the transaction ended (after COMMIT or
         # ROLLBACK returned: SQLAlchemy's commit event fires before the COMMIT).
         dialect = engine.dialect
-        ended = {"do_commit": dialect.do_commit, "do_rollback": dialect.do_rollback}
+        commit, rollback = dialect.do_commit, dialect.do_rollback
 
-        def _ending(name: str) -> Any:
-            def end(dbapi_conn: Any) -> None:
-                try:
-                    ended[name](dbapi_conn)
-                finally:  # given the pool's proxy of the connection: find the driver's
-                    fd = locks.get(id(getattr(dbapi_conn, "dbapi_connection", dbapi_conn)))
-                    if fd is not None:
-                        fcntl.flock(fd, fcntl.LOCK_UN)  # a no-op when not held
+        def _release(dbapi_conn: Any) -> None:  # given the pool's proxy: find the driver's
+            fd = locks.get(id(getattr(dbapi_conn, "dbapi_connection", dbapi_conn)))
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_UN)  # a no-op when not held
 
-            return end
+        def _commit(dbapi_conn: Any) -> None:
+            try:
+                commit(dbapi_conn)
+            finally:
+                _release(dbapi_conn)
 
-        dialect.do_commit = _ending("do_commit")  # type: ignore[method-assign]
-        dialect.do_rollback = _ending("do_rollback")  # type: ignore[method-assign]
+        def _rollback(dbapi_conn: Any) -> None:
+            try:
+                rollback(dbapi_conn)
+            finally:
+                _release(dbapi_conn)
+
+        dialect.do_commit = _commit  # type: ignore[method-assign, assignment]
+        dialect.do_rollback = _rollback  # type: ignore[method-assign, assignment]
         return engine
     if parsed.get_backend_name() == "postgresql":
         return create_engine(url, pool_pre_ping=True, isolation_level="READ COMMITTED", **kwargs)
