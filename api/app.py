@@ -22,6 +22,7 @@ from api.auth import RequestAuthenticator
 from api.deps import Services
 from api.fairness import FairAdmission, KnownKeys
 from api.fastpath import FastReads
+from api.fastwrites import FastWrites
 from api.limits import RequestLimits
 from api.problems import (
     busy_handler,
@@ -152,7 +153,9 @@ def create_app(
     app.add_exception_handler(PoolTimeoutError, busy_handler)
     app.add_exception_handler(Exception, unexpected_error_handler)
     # Outermost first: RequestLimits (head, size, per-address limit), FairAdmission (a
-    # bounded number of requests at once, round-robin across identities), then FastReads.
+    # bounded number of requests at once, round-robin across identities), then FastReads
+    # and FastWrites (the transparency reads and the agent-signed writes, before routing).
+    app.add_middleware(FastWrites)
     app.add_middleware(FastReads)
     app.add_middleware(
         FairAdmission,
