@@ -20,6 +20,8 @@ inversions per key, a large share of a batch of fresh agents' appends).
 
 from __future__ import annotations
 
+import functools
+
 from verifier.errors import MalformedError
 
 __all__ = ["check_public_key"]
@@ -74,6 +76,16 @@ def check_public_key(public_key: bytes) -> bytes:
     """
     if not isinstance(public_key, bytes) or len(public_key) != 32:
         raise MalformedError("Ed25519 public keys are 32 bytes", check="key.encoding")
+    _checked(bytes(public_key))  # exactly bytes: a subclass's equality never reaches the cache
+    return public_key
+
+
+@functools.lru_cache(maxsize=16_384)
+def _checked(public_key: bytes) -> bytes:
+    """The checks of a 32-byte key, remembered for the keys that pass (a failure raises and
+    is not cached): one key is parsed from its registration, its leaf and its log entries
+    several times in one process, and each check costs a modular exponentiation (about as
+    much as a signature verify; issue 28)."""
     if _times8_is_identity(*_decompress(public_key)):
         raise MalformedError(
             "Ed25519 public key has small order; signatures under it prove nothing",

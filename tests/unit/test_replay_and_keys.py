@@ -170,3 +170,33 @@ def test_issue28_projective_small_order_test_agrees_with_the_affine_one(seed: by
         assert ed._times8_is_identity(*point) == _affine_times8_is_identity(encoded)
     assert not ed._times8_is_identity(*ed._decompress(real))
     assert ed._times8_is_identity(*ed._decompress(torsion))
+
+
+class _EqualsEverything(bytes):
+    """A bytes subclass whose equality and hash would match any cached key."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __hash__(self) -> int:
+        return 0
+
+
+def test_issue28_the_key_check_remembers_only_keys_that_pass() -> None:
+    """check_public_key caches successes (issue 28): a refused key is refused every time, with
+    its check, after valid keys were cached; a bytes subclass cannot pose as a cached key."""
+    from verifier.ed25519 import _checked
+
+    good = Ed25519PrivateKey.from_private_bytes(bytes(range(7, 39))).public_key().public_bytes_raw()
+    assert check_public_key(good) == good
+    hits = _checked.cache_info().hits
+    assert check_public_key(good) == good
+    assert _checked.cache_info().hits == hits + 1
+    for _ in range(2):
+        for key in SMALL_ORDER.values():
+            with pytest.raises(MalformedError) as e:
+                check_public_key(key)
+            assert e.value.check == "key.small_order"
+        with pytest.raises(MalformedError) as e:
+            check_public_key(_EqualsEverything(SMALL_ORDER["identity"]))
+        assert e.value.check == "key.small_order"
