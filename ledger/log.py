@@ -606,6 +606,7 @@ class Ledger:
         # Committed (the transaction's exit returned): only now may the new frontier and
         # the batch's nodes stand for the log's state in this process.
         self._frontier = (batch.size, [h for _, _, h in batch.border.nodes], batch.last_ts)
+        self.store.key_streams.appended(batch.built)
         if record:
             self.record_signed(batch.size, root)
         self.store.cache.committed(

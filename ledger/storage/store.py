@@ -271,20 +271,36 @@ class KeyStreams:
         if hit is not None:
             return hit
         leaf = Leaf.from_bytes(raw)
+        self._keep(leaf)
+        return self._fields(leaf)
+
+    @staticmethod
+    def _fields(leaf: Leaf) -> tuple[int, str, str, str | None, bytes | None]:
         env = leaf.envelope
         nk = env.new_key
-        hit = (
+        return (
             leaf.index,
             env.agent,
             env.kind,
             None if nk is None else nk.key_id,
             None if nk is None else nk.public_key,
         )
+
+    def _keep(self, leaf: Leaf) -> None:
         with self._lock:
-            self._parsed[raw] = hit
+            self._parsed[leaf.raw] = self._fields(leaf)
             while len(self._parsed) > KEY_ENTRIES_CACHED:
                 self._parsed.popitem(last=False)
-        return hit
+
+    def appended(self, leaves: Iterable[Leaf]) -> None:
+        """The key entries among ``leaves``, which this process built and the log committed:
+        their parse is known (a leaf's fields are what it was built from; ``Leaf.build``
+        and ``Leaf.from_bytes`` are inverse, verifier tests), so a later derivation that
+        reads the same bytes back does not parse them again (issue 28: a fresh agent's
+        registration leaf costs a key check and a proof-of-possession verify to parse)."""
+        for leaf in leaves:
+            if leaf.envelope.kind in KEY_KINDS:
+                self._keep(leaf)
 
     def derive(
         self, conn: Connection, agents: Iterable[str], below: int
