@@ -58,6 +58,7 @@ def _services(
     settings: ApiSettings, ledger: Ledger, memory_service: MemoryService, *, shared: bool, known: KnownKeys
 ) -> Services:
     known.lookup = ledger.public_key  # fair admission's registry lookup (off the event loop)
+    known.verified = ledger.verified  # what it verified, the append need not verify again
     return Services(
         settings=settings,
         ledger=ledger,

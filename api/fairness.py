@@ -172,6 +172,9 @@ class KnownKeys:
         #: for an event whose agent no request of this process has verified yet: fair
         #: admission then resolves its key in a worker thread, never in the event loop.
         self.lookup: Callable[[str], tuple[str, bytes] | None] | None = None
+        #: Told of every event signature fair admission verified (signature, envelope bytes,
+        #: public key): the log's append then need not verify it again (Ledger.verified).
+        self.verified: Callable[[bytes, bytes, bytes], None] | None = None
         self.max_agents = max_agents
         self.ttl_s = ttl_s
         self._clock = clock
@@ -273,6 +276,8 @@ def _event_agent(body: bytes, known: KnownKeys, *, lookup: bool = False) -> str 
             verify_event_signature(env, signature, key, envelope_jcs=raw)
         except EngramError:
             continue
+        if known.verified is not None:
+            known.verified(signature, raw, key)
         if lookup:
             known.learn(env.agent, key)
         return env.agent

@@ -535,12 +535,19 @@ class Ledger:
                 )
             public_key = found
         verify_event_signature(env, sub.signature, public_key, envelope_jcs=sub.envelope)
+        self.verified(sub.signature, sub.envelope, public_key)
+        return env.agent, public_key, env.kind != "key.registered"
+
+    def verified(self, signature: bytes, envelope: bytes, public_key: bytes) -> None:
+        """``verify_event_signature`` passed for exactly these bytes under this key (the
+        caller checked it: :meth:`event_signer_key`, or the service's fair admission, which
+        verifies an event to know whose it is): the append that follows need not verify
+        them again (:meth:`_verify_early` still requires the same envelope bytes and the
+        key the log names for them). Bounded: the latest 1,024."""
         with self._keys_lock:
-            # The append that follows need not verify these exact bytes again (_verify_early).
-            self._preverified[sub.signature] = (sub.envelope, public_key)
+            self._preverified[signature] = (envelope, public_key)
             while len(self._preverified) > 1024:
                 self._preverified.popitem(last=False)
-        return env.agent, public_key, env.kind != "key.registered"
 
     def append(
         self,

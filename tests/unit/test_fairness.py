@@ -321,3 +321,27 @@ def test_issue28_a_signed_event_on_an_agent_route_queues_as_its_agent_via_the_re
     # a GET, or a path outside the agent routes, is never read for an event
     assert identity_of(_scope("/v1/agents/bob/records"), body, known) == "anonymous@10.0.0.7"
     assert identity_of(_scope("/healthz", method="POST"), body, known) == "anonymous@10.0.0.7"
+
+
+def test_issue28_fair_admission_reports_only_the_signatures_it_verified() -> None:
+    """Fair admission verifies an event to know whose it is; it tells the log exactly what
+    verified (signature, envelope bytes, key) so the append need not verify it again, and
+    nothing for a key that does not verify the event."""
+    bob = Ed25519PrivateKey.generate()
+    bob_pk = bob.public_key().public_bytes_raw()
+    signer = AgentSigner("bob", bob, origin=ORIGIN)
+    sub = signer.event("commitment", {"promise": "p"}, version=0, prev=None, client_time_us=1)
+    body = json.dumps(
+        {k: base64.b64encode(getattr(sub, k)).decode() for k in ("envelope", "signature", "body", "salt")}
+    ).encode()
+    route = _scope("/v1/agents/bob/records", method="POST")
+    for key, expected in (
+        (bob_pk, [(sub.signature, sub.envelope, bob_pk)]),
+        (Ed25519PrivateKey.generate().public_key().public_bytes_raw(), []),
+    ):
+        told: list[tuple[bytes, bytes, bytes]] = []
+        known = KnownKeys()
+        known.lookup = lambda key_id, k=key: ("bob", k)
+        known.verified = lambda s, e, k, t=told: t.append((s, e, k))
+        identity_of(route, body, known, lookup=True)
+        assert told == expected
