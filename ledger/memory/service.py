@@ -64,6 +64,9 @@ _log = logging.getLogger("engram.memory")
 #: Longest recall query (characters), as the HTTP API bounds it.
 MAX_QUERY_CHARS = 1000
 MAX_RECALL_LIMIT = 100
+#: How long a caller waits for the background follower's round before it applies the log
+#: itself (MemoryService.sync): a few rounds under load; a stalled follower costs this once.
+FOLLOWER_WAIT_S = 2.0
 #: Candidates each signal brings per pool (full text, vectors, facets), at least 4 x limit.
 CANDIDATES = 100
 
@@ -159,6 +162,12 @@ class MemoryService:
         #: agents whose HOT changed since the follower last held their caps
         self._caps_due: set[str] = set()
         self._due_lock = threading.Lock()
+        #: The follower's thread, and the size its last round applied, announced on
+        #: ``_applied_cv``: while it runs, a caller that needs the projection at a size waits
+        #: for a round instead of applying the log itself (issue 28, Deliver 5).
+        self._follower: int | None = None
+        self._follower_applied = 0
+        self._applied_cv = threading.Condition()
 
     # -- consistency with the log ----------------------------------------------------
 
@@ -170,13 +179,47 @@ class MemoryService:
         the projector, and it applies everything committed so far, so the callers queued
         behind it (whose entries were committed before it read the log's size) find their
         entries applied and return after one read. One projection transaction per group of
-        writes instead of one per write; across processes the cursor row is the lock."""
+        writes instead of one per write; across processes the cursor row is the lock.
+
+        While the background follower runs (:meth:`follow`), a caller other than the
+        follower waits for the follower's round to reach the size it needs (at most
+        ``FOLLOWER_WAIT_S``; then it applies the log itself): a read under load then takes no
+        projection write transaction, which would queue on the writer lock the appends hold
+        (issue 28, Deliver 5), and the appends wait for no reader."""
+        if self._following and threading.get_ident() != self._follower:
+            applied = self._by_follower(min_size)
+            if applied is not None:
+                self._embed_pending()
+                return applied
         with self._projector:
             applied = self.projection.sync()
             if min_size is not None and applied < min_size:
                 applied = self.projection.sync(min_size)
         self._embed_pending()
         return applied
+
+    def _by_follower(self, min_size: int | None) -> int | None:
+        """The applied size once the projection holds ``min_size`` entries (default: the
+        latest checkpoint), applied by the follower; None if it did not within
+        ``FOLLOWER_WAIT_S`` or stopped."""
+        target = self.ledger.store.latest_checkpoint().size if min_size is None else min_size
+        applied = self.projection.applied_size()
+        if applied >= target:
+            return applied
+        deadline = time.monotonic() + FOLLOWER_WAIT_S
+        self._wake.set()
+        with self._applied_cv:
+            while self._follower_applied < target:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._following:
+                    return None
+                self._applied_cv.wait(left)
+            return self._follower_applied
+
+    def _applied(self, size: int) -> None:
+        with self._applied_cv:
+            self._follower_applied = max(self._follower_applied, size)
+            self._applied_cv.notify_all()
 
     def _embed_pending(self) -> None:
         """Embed what the projection added, outside the projector lock (issue 25, finding 7:
@@ -202,6 +245,7 @@ class MemoryService:
         otherwise wakes every ``interval_s`` (other processes' writes). A failing round is
         logged and retried; a reader that must see a write names it (``Engram-Min-Index``)
         and syncs through it itself, so no read depends on this thread's progress."""
+        self._follower = threading.get_ident()
         self._following = True
         try:
             self._round(everyone=True)
@@ -212,11 +256,17 @@ class MemoryService:
                     self._round()
         finally:
             self._following = False
+            with self._applied_cv:
+                self._applied_cv.notify_all()  # whoever waits for a round applies the log itself
             self._round()  # what was acknowledged while following gets its caps now
+            self._follower = None
 
     def _round(self, *, everyone: bool = False) -> None:
         try:
-            self.sync()
+            with self._projector:
+                applied = self.projection.sync()
+            self._applied(applied)  # the callers waiting for this round go on
+            self._embed_pending()
             with self._due_lock:
                 due, self._caps_due = self._caps_due, set()
             for agent in self.projection.agents() if everyone else sorted(due):

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 
+import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
@@ -110,4 +111,71 @@ def test_issue28_caps_left_undone_by_a_dead_process_are_held_at_start_up(
     )
     with client:
         assert _until(lambda: len(memory.projection.items("orphan", tiers=["HOT"])) <= 2)
+    assert memory.rebuild() == memory.digest()
+
+
+def test_issue28_readers_wait_for_the_follower_instead_of_applying_the_log(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deliver 5: while the follower runs, the requests' reads (a recall naming the reader's
+    last write, one naming none, a tier view) never apply the log themselves: only the
+    follower's thread runs projection transactions, which would otherwise queue on the
+    writer lock the appends hold. Each read still sees every write it must."""
+    memory = MemoryService(ledger, access_log="off")
+    appliers: set[int] = set()
+    sync = memory.projection.sync
+
+    def recorded(upto: int | None = None) -> int:
+        appliers.add(threading.get_ident())
+        return sync(upto)
+
+    monkeypatch.setattr(memory.projection, "sync", recorded)
+    client, t, mem = _client(ledger, memory, "reader")
+    with client:
+        assert _until(lambda: memory._following)
+        for i in range(5):
+            w = mem.write(category="LEARNING", content=f"the deploy script needs flag number {i}")
+            found = mem.recall(f"deploy script flag number {i}")
+            assert w.ref in [r.ref for r in found.ranked]  # named its write: sees it
+        t.last_index = None  # a reader naming no write: the latest checkpoint, via the follower
+        assert len(mem.items(tier="WARM")) == 5
+        assert appliers == {memory._follower}
+    assert memory.rebuild() == memory.digest()
+
+
+def test_issue28_a_reader_applies_the_log_itself_when_the_follower_stalls(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A follower that does not come round in FOLLOWER_WAIT_S (stuck behind a slow
+    embedder, say) costs a reader that wait once: it then applies the log itself and sees
+    its write."""
+    from ledger.memory import service
+
+    monkeypatch.setattr(service, "FOLLOWER_WAIT_S", 0.2)
+    memory = MemoryService(ledger, access_log="off")
+    client, _, mem = _client(ledger, memory, "patient")
+    with client:
+        assert _until(lambda: memory._following)
+        stalled = threading.Event()
+        release = threading.Event()
+        original = memory._round
+
+        def stuck(*, everyone: bool = False) -> None:
+            stalled.set()
+            release.wait(30)
+            original(everyone=everyone)
+
+        monkeypatch.setattr(memory, "_round", stuck)
+        memory._wake.set()
+        assert stalled.wait(10)
+        try:
+            started = time.monotonic()
+            w = mem.write(category="LEARNING", content="the cache key includes the tenant id")
+            found = mem.recall("cache key tenant")
+            assert w.ref in [r.ref for r in found.ranked]
+            # The write's answer names its item: it waited for the follower once, then
+            # applied the log itself; the recall then found its entry applied.
+            assert time.monotonic() - started >= 0.2
+        finally:
+            release.set()
     assert memory.rebuild() == memory.digest()
