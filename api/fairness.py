@@ -44,7 +44,7 @@ import anyio.to_thread
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from api.limits import replaying
+from api.limits import read_body, replaying
 from engram.protocol.errors import EngramError
 from engram.protocol.httpsign import NONCE_PATTERN, TIMESTAMP_PATTERN, WINDOW_S, request_signing_input
 from verifier.event import Envelope, verify_event_signature
@@ -337,17 +337,7 @@ class FairAdmission:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        tail: Message | None = None
-        while True:
-            message = await receive()
-            if message.get("type") != "http.request":
-                tail = message  # the client went away: the app sees it after the body
-                break
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        body, tail = await read_body(receive)  # a client gone away: the app sees it after the body
         replay = replaying(body, receive, tail)
 
         identity = identity_of(scope, body, self.known, window_s=self.window_s)

@@ -42,7 +42,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.limits import ASGIApp, Message, Receive, Scope, Send, replaying
+from api.limits import ASGIApp, Receive, Scope, Send, read_body, replaying
 from api.problems import busy_handler, engram_error_handler
 from api.routes.memory import open_session, turn, write_memory, write_record
 from api.schemas import AGENT, SESSION, ReceiptOut, SessionOpened, SignedEvent, WriteOut
@@ -143,17 +143,7 @@ class FastWrites:
         if not ok or not _content_type_is_json(scope):
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        tail: Message | None = None
-        while True:
-            message = await receive()
-            if message.get("type") != "http.request":
-                tail = message
-                break
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        body, tail = await read_body(receive)
         ev = None if tail is not None else _event(body)
         if ev is None:
             await self.app(scope, replaying(body, receive, tail), send)

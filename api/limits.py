@@ -8,7 +8,7 @@ from typing import Any
 from api.ratelimit import RateLimiter
 from engram.protocol.errors import RateLimitedError
 
-__all__ = ["RequestLimits", "replaying"]
+__all__ = ["RequestLimits", "read_body", "replaying"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -32,6 +32,20 @@ def replaying(body: bytes, receive: Receive, tail: Message | None = None) -> Rec
         return await receive()
 
     return replay
+
+
+async def read_body(receive: Receive) -> tuple[bytes, Message | None]:
+    """The request body (already bounded by :class:`RequestLimits` and the server), and the
+    message that ended it early if the client went away (None otherwise): what
+    :func:`replaying` hands on."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message.get("type") != "http.request":
+            return b"".join(chunks), message
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks), None
 
 
 async def _problem(send: Send, status: int, slug: str, title: str, detail: str, headers: list[Any]) -> None:
