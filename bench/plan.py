@@ -187,7 +187,7 @@ def _http(backend: str) -> Callable[[Config], list[str]]:
         out += [f"reads.{backend}.{p}" for p in ("checkpoint", "tile", "entries")]
         out += [
             f"{k}.{m}"
-            for k in (f"floor.http.{backend}", f"ingest.http.{backend}.raw")
+            for k in (f"floor.http.{backend}", f"ingest.http.{backend}.raw", f"hook.http.{backend}")
             for m in ("rate", "p50", "p99")
         ]
         return [*out, f"http.{backend}.server_rss"]
@@ -412,6 +412,16 @@ def targets(cfg: Config) -> list[Target]:
             key="ingest.http.sqlite.raw.p99",
             label="HTTP ingest, the floor's load, p99, SQLite",
             figure="ingest.http.sqlite.raw.p99",
+            reference=None,
+            scale=100.0,
+            op="<=",
+            bound=1.0,
+            text="p99 <= 100 ms (issue 28)",
+        ),
+        Target(
+            key="hook.http.sqlite.p99",
+            label="Hook round trip (a turn, then recall for it), 64 agents at once, p99, SQLite",
+            figure="hook.http.sqlite.p99",
             reference=None,
             scale=100.0,
             op="<=",

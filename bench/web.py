@@ -159,6 +159,95 @@ def http_ingest(
     return len(lat) / wall, median(lat) * 1000, pct(lat, 0.99) * 1000
 
 
+def _hook_proc(
+    url: str, vkey: str, names: Sequence[str], turns: int, ready: Any, go: Any, results: Any
+) -> None:
+    """One load process of the hook figure: its agents register and open a session, then (on
+    ``go``) each makes ``turns`` round trips as a Claude Code prompt hook does: log the user's
+    turn, then recall for it within the hook's budget (the transport names the turn it just
+    wrote, ``Engram-Min-Index``, so the recall sees it)."""
+    from engram.client import AgentMemory
+    from engram.client.http import HttpTransport
+    from engram.client.sdk import Agent
+    from engram.harness.hooks import RECALL_BUDGET_TOKENS
+
+    try:
+        mems = []
+        for name in names:
+            t = HttpTransport(url, operator_token=TOKEN)
+            agent = Agent.generate(name, log_vkey=vkey, transport=t, state_dir=None)
+            agent.register()
+            mem = AgentMemory(agent, t)
+            mems.append((mem, mem.open_session(title="hook bench")))
+        lat: list[float] = []
+        errors: list[str] = []
+        lock = threading.Lock()
+        spans: list[tuple[float, float]] = []
+
+        def work(mem: Any, sid: str) -> None:
+            mine = []
+            try:
+                start = time.monotonic()
+                for i in range(turns):
+                    prompt = f"step {i}: make the retry loop use idempotency keys for the payment queue"
+                    t = time.perf_counter()
+                    mem.turn(sid, "user", prompt)
+                    mem.recall(prompt, session=sid, budget_tokens=RECALL_BUDGET_TOKENS)
+                    mine.append(time.perf_counter() - t)
+                end = time.monotonic()
+            except Exception as e:
+                with lock:
+                    errors.append(f"{type(e).__name__}: {e}")
+                return
+            with lock:
+                lat.extend(mine)
+                spans.append((start, end))
+
+        threads = [threading.Thread(target=work, args=m) for m in mems]
+        ready.put(len(mems))
+        go.wait()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        results.put({"lat": lat, "spans": spans, "errors": errors})
+    except Exception as e:
+        ready.put(0)
+        results.put({"lat": [], "spans": [], "errors": [f"{type(e).__name__}: {e}"]})
+
+
+def hook_round_trips(
+    server: Server, agents: int, turns: int, procs: int, tag: str
+) -> tuple[float, float, float]:
+    """(round trips/s, p50 ms, p99 ms) of ``agents`` agents each logging a turn and recalling
+    for it, all at once (issue 28: a hook's wait before the prompt reaches the model)."""
+    ctx = mp.get_context("spawn")
+    ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+    names = [f"hook-{tag}-{i}" for i in range(agents)]
+    nprocs = max(1, min(procs, agents))
+    workers = [
+        ctx.Process(
+            target=_hook_proc, args=(server.url, server.vkey, names[i::nprocs], turns, ready, go, results)
+        )
+        for i in range(nprocs)
+    ]
+    for w in workers:
+        w.start()
+    for _ in workers:
+        ready.get(timeout=600)
+    go.set()
+    got = [results.get(timeout=1800) for _ in workers]
+    for w in workers:
+        w.join()
+    errors = [e for g in got for e in g["errors"]]
+    if errors:
+        raise RuntimeError(f"{len(errors)} hook clients failed, first: {errors[0]}")
+    lat = [x for g in got for x in g["lat"]]
+    spans = [sp for g in got for sp in g["spans"]]
+    wall = max(e for _, e in spans) - min(b for b, _ in spans)
+    return len(lat) / wall, median(lat) * 1000, pct(lat, 0.99) * 1000
+
+
 def _read_proc(url: str, path: str, seconds: float, ready: Any, go: Any, results: Any) -> None:
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=30)
@@ -313,6 +402,15 @@ def run(cfg: Config, out: list[Figure], backend: str) -> None:
                 out.append(fig(f"{key}.rate", what, rate, "events/s", note=n))
                 out.append(fig(f"{key}.p50", f"{what}, p50", p50, "ms", note=n))
                 out.append(fig(f"{key}.p99", f"{what}, p99", p99, "ms", note=n))
+            agents = max(s.clients)
+            rate, p50, p99 = hook_round_trips(
+                server, agents, max(2, s.http_events // agents), s.load_procs, backend
+            )
+            what = f"Hook round trip (a turn, then recall for it), {agents} agents at once, {s.http_workers} workers, {name}"
+            n = f"{agents} agents x {max(2, s.http_events // agents)} round trips, {s.load_procs} client processes"
+            out.append(fig(f"hook.http.{backend}.rate", what, rate, "round trips/s", note=n))
+            out.append(fig(f"hook.http.{backend}.p50", f"{what}, p50", p50, "ms", note=n))
+            out.append(fig(f"hook.http.{backend}.p99", f"{what}, p99", p99, "ms", note=n))
             tile, entries = _tile_paths(server.url)
             for path_key, path in (("checkpoint", "/checkpoint"), ("tile", tile), ("entries", entries)):
                 rate = http_reads(server.url, path, s.load_procs, s.reads_seconds)
