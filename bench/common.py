@@ -11,10 +11,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench.report import Figure
 
@@ -129,3 +130,24 @@ def engram_home(workdir: str, name: str, db_url: str | None = None) -> dict[str,
 
 def log_vkey(env: Mapping[str, str]) -> str:
     return run_measured([ENGRAM, "log", "key"], env).stdout.strip()
+
+
+def run_procs(target: Callable[..., None], argsets: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """Start one spawned process per ``argsets`` entry, calling ``target(*args, ready, go,
+    results)``; once every one put something on ``ready`` (it is set up), set ``go`` and
+    return what each put on ``results``, in the order they finished. The load generators'
+    one way of starting at the same moment."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+    workers = [ctx.Process(target=target, args=(*args, ready, go, results)) for args in argsets]
+    for w in workers:
+        w.start()
+    for _ in workers:
+        ready.get(timeout=600)
+    go.set()
+    got = [results.get(timeout=1800) for _ in workers]
+    for w in workers:
+        w.join()
+    return got

@@ -31,7 +31,6 @@ from __future__ import annotations
 import base64
 import http.client
 import json
-import multiprocessing as mp
 import os
 import queue
 import socket
@@ -47,6 +46,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from bench.common import run_procs
 from engram.protocol.signer import AgentSigner
 from engram.protocol.wire import Submission
 from verifier.event import Envelope, verify_event_signature
@@ -160,23 +160,10 @@ class Load:
 def load(url: str, jobs: Sequence[tuple[str, bytes]], *, inflight: int = 64, procs: int = 4) -> Load:
     """Post every ``(path, body)`` of ``jobs`` with ``inflight`` requests in flight from
     ``procs`` processes; every answer must be a 200 or 201."""
-    ctx = mp.get_context("spawn")
-    ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
     procs = max(1, min(procs, inflight))
     parts = [list(jobs[i::procs]) for i in range(procs)]
     slots = [inflight // procs + (1 if i < inflight % procs else 0) for i in range(procs)]
-    workers = [
-        ctx.Process(target=_load_proc, args=(url, part, n, ready, go, results))
-        for part, n in zip(parts, slots, strict=True)
-    ]
-    for w in workers:
-        w.start()
-    for _ in workers:
-        ready.get(timeout=300)
-    go.set()
-    got = [results.get(timeout=1800) for _ in workers]
-    for w in workers:
-        w.join()
+    got = run_procs(_load_proc, [(url, part, n) for part, n in zip(parts, slots, strict=True)])
     errors = [e for g in got for e in g["errors"]]
     if errors:
         raise RuntimeError(f"{len(errors)} load threads failed, first: {errors[0]}")

@@ -29,13 +29,13 @@ import json
 import multiprocessing as mp
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from bench.bench_http import TOKEN, Server
-from bench.common import database, fig, median, pct, plain_pg
+from bench.common import database, fig, median, pct, plain_pg, run_procs
 from bench.floor import FloorServer, load, presign
 from bench.plan import Config
 from bench.report import Figure
@@ -80,32 +80,50 @@ class _RssSampler:
 
 
 def _client_proc(
-    url: str, vkey: str, names: Sequence[str], per_client: int, ready: Any, go: Any, results: Any
+    url: str, vkey: str, names: Sequence[str], n: int, hook: bool, ready: Any, go: Any, results: Any
 ) -> None:
-    """One load process: its agents register, then (on ``go``) each appends ``per_client`` events."""
+    """One load process: its agents register (with ``hook``, each also opens a session), then
+    (on ``go``) each makes ``n`` timed steps, all at once. A step is one signed commitment,
+    or with ``hook`` what a Claude Code prompt hook does: log the user's turn, then recall for
+    it within the hook's budget (the transport names the turn it wrote, ``Engram-Min-Index``,
+    so the recall sees it)."""
+    from engram.client import AgentMemory
     from engram.client.http import HttpTransport
     from engram.client.sdk import Agent
+    from engram.harness.hooks import RECALL_BUDGET_TOKENS
+
+    def step_of(agent: Agent, transport: HttpTransport) -> Callable[[int], object]:
+        if not hook:
+            return lambda i: agent.append("commitment", {"promise": f"promise {i}: " + "h" * 220})
+        mem = AgentMemory(agent, transport)
+        sid = mem.open_session(title="hook bench")
+
+        def round_trip(i: int) -> object:
+            prompt = f"step {i}: make the retry loop use idempotency keys for the payment queue"
+            mem.turn(sid, "user", prompt)
+            return mem.recall(prompt, session=sid, budget_tokens=RECALL_BUDGET_TOKENS)
+
+        return round_trip
 
     try:
-        agents = []
+        steps = []
         for name in names:
-            agent = Agent.generate(
-                name, log_vkey=vkey, transport=HttpTransport(url, operator_token=TOKEN), state_dir=None
-            )
+            transport = HttpTransport(url, operator_token=TOKEN)
+            agent = Agent.generate(name, log_vkey=vkey, transport=transport, state_dir=None)
             agent.register()
-            agents.append(agent)
+            steps.append(step_of(agent, transport))
         lat: list[float] = []
         errors: list[str] = []
         lock = threading.Lock()
         spans: list[tuple[float, float]] = []
 
-        def work(agent: Agent) -> None:
+        def work(step: Callable[[int], object]) -> None:
             mine = []
             try:
                 start = time.monotonic()
-                for i in range(per_client):
+                for i in range(n):
                     t = time.perf_counter()
-                    agent.append("commitment", {"promise": f"promise {i}: " + "h" * 220})
+                    step(i)
                     mine.append(time.perf_counter() - t)
                 end = time.monotonic()
             except Exception as e:
@@ -116,8 +134,8 @@ def _client_proc(
                 lat.extend(mine)
                 spans.append((start, end))
 
-        threads = [threading.Thread(target=work, args=(a,)) for a in agents]
-        ready.put(len(agents))
+        threads = [threading.Thread(target=work, args=(step,)) for step in steps]
+        ready.put(len(steps))
         go.wait()
         for t in threads:
             t.start()
@@ -127,93 +145,33 @@ def _client_proc(
     except Exception as e:
         ready.put(0)
         results.put({"lat": [], "spans": [], "errors": [f"{type(e).__name__}: {e}"]})
+
+
+def _clients(
+    server: Server, names: Sequence[str], n: int, procs: int, hook: bool
+) -> tuple[float, float, float]:
+    """(steps/s, p50 ms, p99 ms) of one client per name, each making ``n`` steps, from up to
+    ``procs`` processes (see :func:`_client_proc`)."""
+    nprocs = max(1, min(procs, len(names)))
+    got = run_procs(
+        _client_proc, [(server.url, server.vkey, names[i::nprocs], n, hook) for i in range(nprocs)]
+    )
+    errors = [e for g in got for e in g["errors"]]
+    if errors:
+        raise RuntimeError(f"{len(errors)} HTTP clients failed, first: {errors[0]}")
+    lat = [x for g in got for x in g["lat"]]
+    spans = [sp for g in got for sp in g["spans"]]
+    wall = max(e for _, e in spans) - min(b for b, _ in spans)
+    return len(lat) / wall, median(lat) * 1000, pct(lat, 0.99) * 1000
 
 
 def http_ingest(
     server: Server, clients: int, per_client: int, procs: int, tag: str
 ) -> tuple[float, float, float]:
     """(events/s, p50 ms, p99 ms) of ``clients`` concurrent HTTP clients."""
-    ctx = mp.get_context("spawn")
-    ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
-    names = [f"http-{tag}-{clients}-{i}" for i in range(clients)]
-    nprocs = max(1, min(procs, clients))
-    parts = [names[i::nprocs] for i in range(nprocs)]
-    workers = [
-        ctx.Process(target=_client_proc, args=(server.url, server.vkey, part, per_client, ready, go, results))
-        for part in parts
-    ]
-    for w in workers:
-        w.start()
-    for _ in workers:
-        ready.get(timeout=600)
-    go.set()
-    got = [results.get(timeout=1800) for _ in workers]
-    for w in workers:
-        w.join()
-    errors = [e for g in got for e in g["errors"]]
-    if errors:
-        raise RuntimeError(f"{len(errors)} HTTP clients failed, first: {errors[0]}")
-    lat = [x for g in got for x in g["lat"]]
-    spans = [s for g in got for s in g["spans"]]
-    wall = max(e for _, e in spans) - min(s for s, _ in spans)
-    return len(lat) / wall, median(lat) * 1000, pct(lat, 0.99) * 1000
-
-
-def _hook_proc(
-    url: str, vkey: str, names: Sequence[str], turns: int, ready: Any, go: Any, results: Any
-) -> None:
-    """One load process of the hook figure: its agents register and open a session, then (on
-    ``go``) each makes ``turns`` round trips as a Claude Code prompt hook does: log the user's
-    turn, then recall for it within the hook's budget (the transport names the turn it just
-    wrote, ``Engram-Min-Index``, so the recall sees it)."""
-    from engram.client import AgentMemory
-    from engram.client.http import HttpTransport
-    from engram.client.sdk import Agent
-    from engram.harness.hooks import RECALL_BUDGET_TOKENS
-
-    try:
-        mems = []
-        for name in names:
-            t = HttpTransport(url, operator_token=TOKEN)
-            agent = Agent.generate(name, log_vkey=vkey, transport=t, state_dir=None)
-            agent.register()
-            mem = AgentMemory(agent, t)
-            mems.append((mem, mem.open_session(title="hook bench")))
-        lat: list[float] = []
-        errors: list[str] = []
-        lock = threading.Lock()
-        spans: list[tuple[float, float]] = []
-
-        def work(mem: Any, sid: str) -> None:
-            mine = []
-            try:
-                start = time.monotonic()
-                for i in range(turns):
-                    prompt = f"step {i}: make the retry loop use idempotency keys for the payment queue"
-                    t = time.perf_counter()
-                    mem.turn(sid, "user", prompt)
-                    mem.recall(prompt, session=sid, budget_tokens=RECALL_BUDGET_TOKENS)
-                    mine.append(time.perf_counter() - t)
-                end = time.monotonic()
-            except Exception as e:
-                with lock:
-                    errors.append(f"{type(e).__name__}: {e}")
-                return
-            with lock:
-                lat.extend(mine)
-                spans.append((start, end))
-
-        threads = [threading.Thread(target=work, args=m) for m in mems]
-        ready.put(len(mems))
-        go.wait()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        results.put({"lat": lat, "spans": spans, "errors": errors})
-    except Exception as e:
-        ready.put(0)
-        results.put({"lat": [], "spans": [], "errors": [f"{type(e).__name__}: {e}"]})
+    return _clients(
+        server, [f"http-{tag}-{clients}-{i}" for i in range(clients)], per_client, procs, hook=False
+    )
 
 
 def hook_round_trips(
@@ -221,31 +179,7 @@ def hook_round_trips(
 ) -> tuple[float, float, float]:
     """(round trips/s, p50 ms, p99 ms) of ``agents`` agents each logging a turn and recalling
     for it, all at once (issue 28: a hook's wait before the prompt reaches the model)."""
-    ctx = mp.get_context("spawn")
-    ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
-    names = [f"hook-{tag}-{i}" for i in range(agents)]
-    nprocs = max(1, min(procs, agents))
-    workers = [
-        ctx.Process(
-            target=_hook_proc, args=(server.url, server.vkey, names[i::nprocs], turns, ready, go, results)
-        )
-        for i in range(nprocs)
-    ]
-    for w in workers:
-        w.start()
-    for _ in workers:
-        ready.get(timeout=600)
-    go.set()
-    got = [results.get(timeout=1800) for _ in workers]
-    for w in workers:
-        w.join()
-    errors = [e for g in got for e in g["errors"]]
-    if errors:
-        raise RuntimeError(f"{len(errors)} hook clients failed, first: {errors[0]}")
-    lat = [x for g in got for x in g["lat"]]
-    spans = [sp for g in got for sp in g["spans"]]
-    wall = max(e for _, e in spans) - min(b for b, _ in spans)
-    return len(lat) / wall, median(lat) * 1000, pct(lat, 0.99) * 1000
+    return _clients(server, [f"hook-{tag}-{i}" for i in range(agents)], turns, procs, hook=True)
 
 
 def _read_proc(url: str, path: str, seconds: float, ready: Any, go: Any, results: Any) -> None:
