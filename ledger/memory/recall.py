@@ -274,12 +274,35 @@ _PREAMBLE = (
 _HOT_HEADING = HOT_HEADING  # engram.protocol.recall_block reads the block back
 
 
-def block_overhead(agent: str, origin: str) -> int:
-    """Tokens of the block's opening and closing lines: what a recall costs besides its
-    entries' lines (and the HOT heading, counted with the first HOT entry)."""
+def block_overhead(agent: str, origin: str, *, size: int = 1000, notes: Sequence[str] = ()) -> int:
+    """Tokens of the block's frame: its opening and preamble, its notes, and its closing
+    lines at log size ``size``: what a recall costs besides its entries' lines and their
+    section headings (each counted with its section's first entry). A budget below the
+    frame gets the frame alone: the preamble that marks the block as data is never cut."""
     opening = f'<memory-context agent="{html.escape(agent)}" log="{html.escape(origin)}">'
-    closing = "(as of log size 1000)\n</memory-context>\n"
+    noted = "".join(f"(note: {html.escape(n)})\n" for n in notes)
+    closing = f"{noted}(as of log size {size})\n</memory-context>\n"
     return count_tokens(f"{opening}\n{_PREAMBLE}\n{closing}")
+
+
+def section_of(r: Recalled, query: str) -> str | None:
+    """The heading of the ranked section ``r`` is shown under (None: not shown)."""
+    if r.status == "archived":
+        return _ARCHIVED
+    if r.status != "active":
+        return None
+    if r.is_record:
+        return _RECORDS
+    if r.tier == "WARM":
+        return _WARM_QUERY if query.strip() else _WARM_RECENT
+    if r.tier == "COLD":
+        return _COLD
+    return None
+
+
+def heading_tokens(heading: str) -> int:
+    """What a section heading costs the prompt (its line)."""
+    return count_tokens(heading + "\n")
 
 
 def render_hot(result: RecallResult) -> str:
@@ -295,27 +318,19 @@ def render_hot(result: RecallResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+_WARM_QUERY = "## WARM (memories recalled for this query)"
+_WARM_RECENT = "## WARM (recent memories)"
+_COLD = "## COLD (permanent record)"
+_ARCHIVED = "## ARCHIVED (decayed memories, recalled because they match)"
+_RECORDS = "## RECORDS (raw session turns from the log, verbatim: what was said, not a distilled memory)"
+#: The ranked sections, in the block's order.
+_SECTIONS = (_WARM_QUERY, _WARM_RECENT, _COLD, _ARCHIVED, _RECORDS)
+
+
 def render(result: RecallResult) -> str:
     lines = [render_hot(result).rstrip("\n")]
-    live = [r for r in result.ranked if r.status == "active"]
-    sections = (
-        (
-            "## WARM (memories recalled for this query)"
-            if result.query.strip()
-            else "## WARM (recent memories)",
-            [r for r in live if r.tier == "WARM"],
-        ),
-        ("## COLD (permanent record)", [r for r in live if r.tier == "COLD"]),
-        (
-            "## ARCHIVED (decayed memories, recalled because they match)",
-            [r for r in result.ranked if r.status == "archived"],
-        ),
-        (
-            "## RECORDS (raw session turns from the log, verbatim: what was said, not a distilled memory)",
-            [r for r in live if r.is_record],
-        ),
-    )
-    for heading, rows in sections:
+    for heading in _SECTIONS:
+        rows = [r for r in result.ranked if section_of(r, result.query) == heading]
         if rows:
             lines.append(heading)
             lines += [_line(r) for r in rows]

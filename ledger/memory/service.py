@@ -10,6 +10,7 @@ the entry it must see (``Engram-Min-Index``, :meth:`MemoryService.sync_through`)
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import threading
@@ -44,15 +45,18 @@ from ledger.memory.recall import (
     block_overhead,
     envelope_matches,
     fuse_signals,
+    heading_tokens,
     hot_within_budget,
     line_tokens,
     merge_pools,
     recalled_item,
+    section_of,
     to_recalled,
 )
 from ledger.memory.report import DistillRow, distill_rows
 from ledger.memory.state import RECORD, Item, Session
 from ledger.memory.terms import content_terms
+from ledger.memory.tokens import count_tokens
 from ledger.memory.vectors import VectorIndex
 from verifier.event import Leaf
 from verifier.jcs import canonical_bytes, parse_strict
@@ -733,14 +737,16 @@ class MemoryService:
             hot_src = [recalled_item(i, now, 0.0) for i in hot_items]
         if wanted is not None:
             hot_src = [h for h in hot_src if scope_of(h.tags) in wanted]
+        notes: list[str] = []
+        ranked_items = self._rank(agent_id, query, include_cold, include_archived, limit, notes, sources)
+        # Every line of the block counts against the budget (issue 29, finding 3): the frame
+        # with its notes and this size, each entry, and each section's heading.
         hot, used = hot_within_budget(
             hot_src,
             min(budget, self.config.hot_max_tokens),
             self.config.hot_max_items,
-            overhead=block_overhead(agent_id, self.ledger.origin),
+            overhead=block_overhead(agent_id, self.ledger.origin, size=applied, notes=notes),
         )
-        notes: list[str] = []
-        ranked_items = self._rank(agent_id, query, include_cold, include_archived, limit, notes, sources)
         if wanted is not None:
             ranked_items = [
                 (it, score)
@@ -749,14 +755,19 @@ class MemoryService:
             ]
         ranked: list[Recalled] = []
         total = used
+        opened: set[str] = set()
         for it, score in ranked_items:
             r = recalled_item(it, now, score)
-            cost = line_tokens(r)
+            heading = section_of(r, query)
+            if heading is None:
+                continue  # not shown in the block
+            cost = line_tokens(r) + (0 if heading in opened else heading_tokens(heading))
             if len(ranked) >= limit:
                 break
             if total + cost > budget:
                 continue  # a long item does not crowd out shorter ones that still fit
             ranked.append(r)
+            opened.add(heading)
             total += cost
         result = RecallResult(
             agent=agent_id,
@@ -770,10 +781,16 @@ class MemoryService:
             total_tokens=total,
             notes=tuple(notes),
         )
+        # The lines were counted one by one; the block is held to the budget as the encoder
+        # counts it whole (a token may span a line break): the lowest-ranked entries go first.
+        while result.ranked and count_tokens(result.render()) > budget:
+            result = dataclasses.replace(result, ranked=result.ranked[:-1])
+        if result.ranked != tuple(ranked):
+            result = dataclasses.replace(result, total_tokens=count_tokens(result.render()))
         if record_access and self.access_mode != "off":
             refs = [
                 *self._used_hot(agent_id, query, hot, hot_items),
-                *(r.ref for r in ranked if not r.is_record),
+                *(r.ref for r in result.ranked if not r.is_record),
             ]
             if refs:
                 use = Use(agent=agent_id, refs=tuple(refs[:100]), query=query, session=session)
