@@ -176,9 +176,17 @@ class RecalledOut(BaseModel):
     age_days: float
     score: float
     verify: str
-    status: str = Field(description="active, or archived (a decayed memory recalled because it matches)")
+    status: str = Field(
+        description="active, archived (a decayed memory recalled because it matches) or superseded "
+        "(a past value a newer memory replaced, recalled for a question about the past)"
+    )
     session: str | None
     provenance: list[dict[str, str]]
+    valid_from_us: int = Field(0, description="when the memory's fact became true (0: a session turn)")
+    valid_until_us: int | None = Field(None, description="until when, once a newer memory replaced it")
+    replaces: str | None = None
+    replaced_by: str | None = None
+    earlier: str | None = Field(None, description="what the memory it replaced said, and until when")
 
 
 class RecallOut(BaseModel):
@@ -214,6 +222,11 @@ class ItemOut(BaseModel):
     session: str | None
     superseded_by: str | None
     supersedes: str | None
+    #: Validity and the ``memory.replaced`` links (issue 29).
+    valid_from_us: int | None = None
+    valid_until_us: int | None = None
+    replaced_by: str | None = None
+    replaces: str | None = None
 
 
 class ItemsOut(BaseModel):

@@ -491,12 +491,21 @@ def run(convs: list[Conversation], *, mode: str, tmp: Path) -> None:
         print(f"  distiller: kept {t['turns_kept']} of {t['turns']} turns ({100 * t['kept_share']:.1f}%), "
               f"{t['entries']} memories, {t['empty_sessions']} of {t['sessions']} sessions yielded nothing, "
               f"latency p50 {t['latency_ms_p50']} ms")  # fmt: skip
+        tin, tout = t["input_tokens"], t["output_tokens"]
+        print(f"  distilled tokens: {tout} in memories from {tin} in the turns: "
+              f"{tin / tout if tout else float('inf'):.1f}x fewer (target >= 3x)")  # fmt: skip
         print(probe["memories"].line("probe: distilled memories alone"))
         print(probe["records"].line("probe: raw turns alone"))
         m, r = probe["memories"].hits[10], probe["records"].hits[10]
         print(
             f"  recall-fidelity probe: memories alone find {m / r if r else float('inf'):.2f}x of what the raw turns do (hit@10)"
         )
+    best_latest = max(baseline.latest[10], dense.latest[10], fused.latest[10])
+    if engram.n_latest:
+        replaced = sum(1 for c in convs for _ in memory.ledger.stream_bodies(c.agent, "memory.replaced"))
+        print(f"  latest-type questions: Engram {engram.latest[10]}/{engram.n_latest} at hit@10 vs best baseline "
+              f"{best_latest}/{engram.n_latest}: {engram.latest[10] / best_latest if best_latest else float('inf'):.2f}x "
+              f"(target >= 1.3x); {replaced} memory.replaced entries")  # fmt: skip
     best = max(baseline.hits[10], dense.hits[10], fused.hits[10])
     ratio = engram.hits[10] / best if best else float("inf")
     print(f"  recall@10 ratio Engram / best baseline: {ratio:.2f}x;  Engram recall latency p50 "
@@ -594,6 +603,11 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as d:
             scale(args.scale, queries=200, tmp=Path(d))
         return
+    from bench.supersession_set import score
+
+    s = score()
+    print(f"Supersession detector on the labelled set ({s['pairs']:.0f} pairs): precision {s['precision']:.2f}, "
+          f"recall {s['recall']:.2f}, false-positive rate {s['false_positive_rate']:.2f}")  # fmt: skip
     pairs, sessions, turns = (2, 6, 8) if args.smoke else (6, 30, 18)
     print(
         f"Engram recall benchmark{' (smoke)' if args.smoke else ''}: {pairs} conversations x {sessions} sessions x ~{turns} turns, seed {args.seed}"

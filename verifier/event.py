@@ -86,7 +86,9 @@ MAX_ENVELOPE_BYTES = 8 * 1024
 POLICY_AGENT = "engram.policy"
 KEY_KINDS = frozenset({"key.registered", "key.rotated", "key.revoked"})
 #: Kinds signed by the ledger's policy key in the subject agent's streams (event-envelope.md §5).
-POLICY_KINDS = frozenset({"memory.distilled", "memory.tier_changed", "memory.archived", "memory.accessed"})
+POLICY_KINDS = frozenset(
+    {"memory.distilled", "memory.tier_changed", "memory.archived", "memory.replaced", "memory.accessed"}
+)
 #: Kinds that the agent itself or the policy key may sign.
 AGENT_OR_POLICY_KINDS = frozenset({"memory.decay_exempted"})
 

@@ -17,7 +17,7 @@ Rules (specs/event-envelope.md §5), applied in log order to entry ``i``:
    policy agent (forced revocation of a lost or compromised key). Afterwards the agent has
    no active key until a new ``key.registered``.
 4. Policy kinds (``memory.distilled``, ``memory.tier_changed``, ``memory.archived``,
-   ``memory.accessed``): decisions the ledger takes about an agent's memory, written in that
+   ``memory.replaced``, ``memory.accessed``): decisions the ledger takes about an agent's memory, written in that
    agent's streams and signed by the active key of the ledger's policy agent, never by the
    agent. ``memory.decay_exempted`` may be signed by either.
 5. Every other kind: signed by the agent's active key. The policy key can never sign an

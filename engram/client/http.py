@@ -112,6 +112,7 @@ ROUTES: dict[str, Route] = {
     "memory.superseded": _under("/memories"),
     "memory.decay_exempted": _under("/memories"),
     "memory.archived": _generic,
+    "memory.replaced": _generic,
     "memory.accessed": _generic,
     "memory.erased": _under("/memories"),
     "pact.outcome": _under("/records"),

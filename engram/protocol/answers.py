@@ -81,6 +81,8 @@ ROW_FIELDS = (
     "status",
     "session",
 )
+#: Optional recall-row fields (issue 29): validity and what the memory replaced.
+TIME_FIELDS = ("valid_from_us", "valid_until_us", "replaces", "replaced_by", "earlier")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,6 +100,13 @@ class RecallRow(_Json):
     status: str | None
     session: str | None
     scope: str
+    #: When the memory's fact became true and (a past value) until when; the memory it
+    #: replaced and what that said ("earlier"), or the one that replaced it.
+    valid_from_us: int | None = None
+    valid_until_us: int | None = None
+    replaces: str | None = None
+    replaced_by: str | None = None
+    earlier: str | None = None
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> RecallRow:
@@ -105,7 +114,7 @@ class RecallRow(_Json):
         global)."""
         tags = list(row.get("tags") or ())
         return cls(
-            **{k: row.get(k) for k in ROW_FIELDS if k != "tags"},
+            **{k: row.get(k) for k in (*ROW_FIELDS, *TIME_FIELDS) if k != "tags"},
             tags=tags,
             scope=GLOBAL if row.get("tier") == "RECORD" else scope_of(tags),
         )
@@ -182,18 +191,24 @@ class ItemRow(_Json):
     session: str | None
     superseded_by: str | None
     supersedes: str | None
+    #: Validity and replacement links (issue 29; absent from older servers' rows).
+    valid_from_us: int | None = None
+    valid_until_us: int | None = None
+    replaced_by: str | None = None
+    replaces: str | None = None
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> ItemRow:
         """The row's fields out of a larger mapping (a service's JSON, a projection item);
-        a missing field is an error, not a default."""
+        a missing field is an error, not a default (the validity fields may be absent)."""
         try:
-            return cls(**{f: row[f] for f in _ITEM_FIELDS})
+            return cls(**{f: row[f] for f in _ITEM_FIELDS if f in row or f not in _OPTIONAL_ITEM_FIELDS})
         except KeyError as e:
             raise MalformedError(f"an item row lacks {e.args[0]!r}", check="item.row") from None
 
 
 _ITEM_FIELDS = tuple(f.name for f in dataclasses.fields(ItemRow))
+_OPTIONAL_ITEM_FIELDS = frozenset(("valid_from_us", "valid_until_us", "replaced_by", "replaces"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

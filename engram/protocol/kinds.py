@@ -179,6 +179,13 @@ _SPECS = (
         signer="policy",
     ),
     KindSpec(
+        name="memory.replaced",
+        group="memory",
+        description="a policy found that a newer memory states a new value of the same fact",
+        schema=schemas.memory_replaced,
+        signer="policy",
+    ),
+    KindSpec(
         name="memory.accessed",
         group="memory",
         description="a memory used by recall",

@@ -36,6 +36,7 @@ __all__ = [
     "memory_decay_exempted",
     "memory_distilled",
     "memory_erased",
+    "memory_replaced",
     "memory_superseded",
     "memory_tier_changed",
     "memory_written",
@@ -193,6 +194,9 @@ def _memory_fields(b: BodyReader) -> None:
     b.integer("confidence", 0, 100)
     b.text("evidence", max_len=MAX_CONTENT_CHARS, required=False)
     b.provenance()
+    # When the fact became true (a date the distiller resolved, else the turn's server
+    # time); without it, the entry's own server time.
+    b.integer("valid_from_us", 0, 2**53 - 1, required=False)
 
 
 def session_opened(b: BodyReader) -> None:
@@ -314,6 +318,20 @@ def memory_superseded(b: BodyReader) -> None:
     b.text("reason", max_len=MAX_CONTENT_CHARS)
     b.integer("confidence", 0, 100, required=False)
     b.tags()
+
+
+def memory_replaced(b: BodyReader) -> None:
+    """A policy decision: ``by`` states a new value of the attribute ``item`` stated, so
+    ``item`` is no longer current (both stay; ledger.memory.facts)."""
+    old = b.ref("item")
+    if b.ref("by") == old:
+        raise b._fail("by", "must differ from 'item'")
+    b.text("rule", max_len=64, pattern=_NAME)
+    b.integer("policy_version", 1, 1_000_000)
+    b.text("subject", max_len=64)
+    b.text("attribute", max_len=96)
+    b.text("was", max_len=200)
+    b.text("now", max_len=200)
 
 
 def memory_decay_exempted(b: BodyReader) -> None:

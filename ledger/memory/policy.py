@@ -35,7 +35,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.memory.state import Item, MemoryState
+from engram.protocol.scopes import scope_of
+from ledger.memory.facts import Fact, fact_of
+from ledger.memory.state import Item, MemoryState, ref_key
 from ledger.memory.tokens import HOT_BLOCK_OVERHEAD, hot_tokens
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "Decision",
     "PolicyConfig",
     "decide_caps",
+    "decide_replacements",
     "decide_session_end",
     "decide_sweep",
     "importance",
@@ -189,6 +192,37 @@ def decide_session_end(
 def decide_caps(state: MemoryState, agent: str, cfg: PolicyConfig) -> list[Decision]:
     """The caps alone (after a write that lands in HOT): nothing moves while HOT fits."""
     return _fit_caps(state.hot_items(agent), [], state, cfg)
+
+
+def decide_replacements(items: Iterable[Item]) -> list[Decision]:
+    """A newer value replaces an older one (issue 29): among active memories that state the
+    same fact (subject and attribute, ledger.memory.facts) in the same scope, the one true
+    most recently (``since_us``, then log order) is current; each other one that states a
+    different value gets a ``memory.replaced`` naming it. Memories that agree stay."""
+    groups: dict[tuple[str, str], list[tuple[Item, Fact]]] = {}
+    for it in items:
+        fact = fact_of(it.content)
+        if it.status == "active" and fact is not None:
+            groups.setdefault((fact.key, scope_of(it.tags)), []).append((it, fact))
+    out: list[Decision] = []
+    for members in groups.values():
+        members.sort(key=lambda m: (m[0].since_us, ref_key(m[0].ref)))
+        newest, now = members[-1]
+        for it, was in members[:-1]:
+            if was.value == now.value:
+                continue
+            body = {
+                "item": it.ref,
+                "by": newest.ref,
+                "rule": "same_fact",
+                "policy_version": POLICY_VERSION,
+                "subject": now.subject[:64],
+                "attribute": now.attribute[:96],
+                "was": was.value[:200],
+                "now": now.value[:200],
+            }
+            out.append(Decision(kind="memory.replaced", body=body))
+    return out
 
 
 def decide_sweep(state: MemoryState, items: Iterable[Item], now_us: int, cfg: PolicyConfig) -> list[Decision]:

@@ -142,6 +142,7 @@ PRECONDITIONS: dict[str, Check] = {
     "memory.superseded": _live_item,
     "memory.decay_exempted": _live_item,
     "memory.archived": _none,
+    "memory.replaced": _none,
     "memory.accessed": _none,
     "memory.erased": _erasable,
     "pact.outcome": _none,

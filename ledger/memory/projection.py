@@ -24,6 +24,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from engram.protocol.errors import LogIntegrityError, StorageError
 from engram.protocol.gate import normalize_text
+from ledger.memory.facts import fact_of
 from ledger.memory.state import (
     RECORD,
     SESSION_ENTRY_KINDS,
@@ -79,7 +80,19 @@ def _item_row(it: Item) -> dict[str, Any]:
         "session": it.session,
         "superseded_by": it.superseded_by,
         "supersedes": it.supersedes,
+        "valid_from_us": it.valid_from_us or None,
+        "valid_until_us": it.valid_until_us,
+        "replaced_by": it.replaced_by,
+        "replaces": it.replaces,
+        "fact_key": _fact_key(it),
     }
+
+
+def _fact_key(it: Item) -> str | None:
+    if it.tier in (RECORD, "NONE") or it.status == "erased":
+        return None
+    fact = fact_of(it.content)
+    return None if fact is None else fact.key
 
 
 def item_from_row(r: Any) -> Item:
@@ -105,6 +118,10 @@ def item_from_row(r: Any) -> Item:
         session=r.session,
         superseded_by=r.superseded_by,
         supersedes=r.supersedes,
+        valid_from_us=r.valid_from_us or 0,
+        valid_until_us=r.valid_until_us,
+        replaced_by=r.replaced_by,
+        replaces=r.replaces,
     )
 
 
@@ -217,6 +234,11 @@ class SqlState:
     def hot_items(self, agent: str) -> list[Item]:
         return [item_from_row(r) for r in self.conn.exec_driver_sql(self._sql["hot"], (agent,))]
 
+    def changed_facts(self, agent: str) -> list[Item]:
+        """The agent's active memories that state a fact another active memory also states
+        (the same ``fact_key``): where a newer value may replace an older one."""
+        return [item_from_row(r) for r in self.conn.execute(_CHANGED_FACTS, {"a": agent})]
+
 
 def _clone_item(it: Item) -> Item:
     return replace(
@@ -306,8 +328,9 @@ class BatchState:
             kind, agent = ev.kind, ev.agent
             if kind in _NAMES_ITEM:
                 refs[(agent, b["item"])] = None
-                if b.get("confirms"):
-                    refs[(agent, b["confirms"])] = None
+                for other in ("confirms", "by"):
+                    if b.get(other):
+                        refs[(agent, b[other])] = None
             elif kind == "memory.accessed":
                 refs.update(dict.fromkeys((agent, r) for r in b["items"]))
             if kind in _NAMES_SESSION:
@@ -446,7 +469,13 @@ def _fileable(it: Item) -> bool:
 
 #: Kinds whose body names an item (``item``; ``confirms`` for a tier change).
 _NAMES_ITEM = frozenset(
-    ("memory.superseded", "memory.decay_exempted", "memory.archived", "memory.tier_changed")
+    (
+        "memory.superseded",
+        "memory.decay_exempted",
+        "memory.archived",
+        "memory.tier_changed",
+        "memory.replaced",
+    )
 )
 #: Kinds whose body names a session.
 _NAMES_SESSION = frozenset(("session.turn", "session.closed", "memory.distilled"))
@@ -941,6 +970,26 @@ class Projection:
         with self.engine.connect() as conn:
             return [item_from_row(r) for r in conn.execute(sql, params)]
 
+    def search_facts(
+        self, agent: str, keys: Sequence[str], *, tiers: Sequence[str], statuses: Sequence[str], limit: int
+    ) -> list[Item]:
+        """Memories that state one of the facts ``keys`` names ("<subject>|<attribute>"),
+        most recently true first (the fact-key index)."""
+        if not keys:
+            return []
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                _FACTS,
+                {
+                    "a": agent,
+                    "keys": list(keys),
+                    "tiers": list(tiers),
+                    "statuses": list(statuses),
+                    "lim": limit,
+                },
+            )
+            return [item_from_row(r) for r in rows]
+
     def newest(self, agent: str, *, tiers: Sequence[str], statuses: Sequence[str], limit: int) -> list[Item]:
         with self.engine.connect() as conn:
             rows = conn.execute(
@@ -976,6 +1025,11 @@ _FILEABLE_WARM = text(
     "(category = 'COMMITMENT' OR tags LIKE '%\"task\"%' OR tags LIKE '%\"decision\"%' "
     "OR tags LIKE '%\"blocker\"%') ORDER BY idx, pos"
 )
+_CHANGED_FACTS = text(
+    "SELECT * FROM mem_items WHERE agent = :a AND status = 'active' AND fact_key IN ("
+    "SELECT fact_key FROM mem_items WHERE agent = :a AND status = 'active' AND fact_key IS NOT NULL "
+    "GROUP BY fact_key HAVING COUNT(*) > 1) ORDER BY idx, pos"
+)
 _RECORD_USES = text(
     "UPDATE mem_items SET access_count = access_count + 1, last_access_us = :at "
     "WHERE agent = :a AND ref IN :refs"
@@ -987,6 +1041,14 @@ _FTS_COUNT = text("SELECT count(*) FROM mem_fts WHERE mem_fts MATCH :q")
 _FACETS = (
     "SELECT * FROM mem_items WHERE agent = :a AND tier IN :tiers AND status IN :statuses AND ({where}) "
     "ORDER BY created_us DESC, idx DESC, pos DESC LIMIT :lim"
+)
+_FACTS = text(
+    "SELECT * FROM mem_items WHERE agent = :a AND fact_key IN :keys AND tier IN :tiers "
+    "AND status IN :statuses ORDER BY COALESCE(valid_from_us, created_us) DESC, idx DESC, pos DESC LIMIT :lim"
+).bindparams(
+    bindparam("keys", expanding=True),
+    bindparam("tiers", expanding=True),
+    bindparam("statuses", expanding=True),
 )
 _NEWEST = text(
     "SELECT * FROM mem_items WHERE agent = :a AND tier IN :tiers AND status IN :statuses "

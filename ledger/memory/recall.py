@@ -31,11 +31,13 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 from engram.protocol.gate import quote_for_block
 from engram.protocol.recall_block import HOT_HEADING
 from engram.protocol.schemas import CATEGORIES
+from ledger.memory.facts import TimeIntent, resolved_date_us, time_intent
 from ledger.memory.state import RECORD, Item, ref_key
 from ledger.memory.terms import STOP_WORDS, asks_for_recency
 from ledger.memory.tokens import count_tokens
@@ -79,6 +81,13 @@ class Recalled:
     status: str = "active"
     session: str | None = None
     provenance: tuple[dict[str, str], ...] = ()
+    #: When its fact became true (0: unknown, records) and, once replaced, until when.
+    valid_from_us: int = 0
+    valid_until_us: int | None = None
+    replaces: str | None = None
+    replaced_by: str | None = None
+    #: What the memory it replaced said ("nurse", until when): filled in by recall.
+    earlier: str | None = None
 
     @property
     def is_record(self) -> bool:
@@ -141,7 +150,7 @@ def to_recalled(
 
 
 def recalled_item(it: Item, now_us: int, score: float) -> Recalled:
-    return to_recalled(
+    r = to_recalled(
         it.index,
         it.ref,
         it.tier,
@@ -155,6 +164,15 @@ def recalled_item(it: Item, now_us: int, score: float) -> Recalled:
         status=it.status,
         session=it.session,
         provenance=it.provenance,
+    )
+    if it.tier == RECORD:
+        return r
+    return replace(
+        r,
+        valid_from_us=it.since_us,
+        valid_until_us=it.valid_until_us,
+        replaces=it.replaces,
+        replaced_by=it.replaced_by,
     )
 
 
@@ -180,6 +198,8 @@ def fuse_signals(
     fulltext: Sequence[Item],
     similar: Sequence[tuple[Item, float]] = (),
     facets: Sequence[Item] = (),
+    facts: Sequence[Item] = (),
+    intent: TimeIntent | None = None,
 ) -> list[tuple[Item, float]]:
     """Relevance first: reciprocal rank fusion of envelope match, full-text rank and
     embedding similarity over the candidates the three signals brought (best first each).
@@ -189,9 +209,19 @@ def fuse_signals(
     first), and a ranking of its own only when the query asks about recency ("latest",
     "now", "last time"); it is the item's creation time, so recalling an item (a use) never
     moves it up the relevance ranking.
+
+    Time (issue 29): ``facts`` are the memories that state a fact the query asks about
+    (subject and attribute, ledger.memory.facts), a ranking of their own: for the current
+    value (``intent`` now) the value that replaced another first, then the most recently
+    true; for a question about the past (``then``) what was true in the period it names (or,
+    without one, the earlier values first). A ``then`` question also ranks every candidate by
+    whether it was true in the period; a ``when`` question ranks memories that state a date
+    first. Memories replaced by a newer value are candidates only for ``then`` questions
+    (the caller's statuses).
     """
+    intent = intent or TimeIntent("now")
     cands: dict[str, Item] = {}
-    for it in [*fulltext, *(i for i, _ in similar), *facets]:
+    for it in [*fulltext, *(i for i, _ in similar), *facets, *facts]:
         cands.setdefault(it.ref, it)
     fts_rank = {it.ref: r for r, it in enumerate(fulltext, start=1)}
     vec_rank = {it.ref: r for r, (it, _) in enumerate(similar, start=1)}
@@ -202,14 +232,48 @@ def fuse_signals(
         key=lambda mc: (-mc[0], content_rank[mc[1].ref], -mc[1].created_us, ref_key(mc[1].ref)),
     )
     env_rank = {c.ref: r for r, (m, c) in enumerate((mc for mc in env if mc[0] > 0), start=1)}
-    matched = [c for c in cands.values() if c.ref in env_rank or c.ref in fts_rank or c.ref in vec_match]
+    fact_refs = {it.ref for it in facts}
+    matched = [
+        c
+        for c in cands.values()
+        if c.ref in env_rank or c.ref in fts_rank or c.ref in vec_match or c.ref in fact_refs
+    ]
     rankings = [(env_rank, 1.0), (fts_rank, 1.0), (vec_rank, VECTOR_WEIGHT)]
-    if asks_for_recency(query):
-        newest = sorted(matched, key=lambda c: (-c.created_us, ref_key(c.ref)))
+    if facts:
+        rankings.append((_fact_rank(facts, intent), 1.0))
+    if intent.mode == "then":
+        # What was true then: overlapping the period, else values since replaced, first.
+        then = sorted(matched, key=lambda c: (not _true_in(c, intent), content_rank[c.ref], ref_key(c.ref)))
+        rankings.append(({c.ref: r for r, c in enumerate(then, start=1) if _true_in(c, intent)}, 1.0))
+    elif intent.mode == "when":
+        dated = [c for c in sorted(matched, key=lambda c: content_rank[c.ref]) if resolved_date_us(c.content)]
+        rankings.append(({c.ref: r for r, c in enumerate(dated, start=1)}, 1.0))
+    elif asks_for_recency(query):
+        newest = sorted(matched, key=lambda c: (-c.since_us, -c.created_us, ref_key(c.ref)))
         rankings.append(({c.ref: r for r, c in enumerate(newest, start=1)}, 1.0))
     out = [(c, sum(w / (RRF_K + rank[c.ref]) for rank, w in rankings if c.ref in rank)) for c in matched]
     out.sort(key=lambda cs: (-cs[1], -cs[0].created_us, ref_key(cs[0].ref)))
     return out
+
+
+def _true_in(it: Item, intent: TimeIntent) -> bool:
+    """Whether the memory's fact was true in the period a ``then`` question names (without
+    a period: whether a newer value replaced it, i.e. it is a past value)."""
+    if intent.start_us is None or intent.end_us is None:
+        return it.valid_until_us is not None
+    until = it.valid_until_us if it.valid_until_us is not None else 1 << 62
+    return it.since_us < intent.end_us and until > intent.start_us
+
+
+def _fact_rank(facts: Sequence[Item], intent: TimeIntent) -> dict[str, int]:
+    if intent.mode == "then":
+        order = sorted(facts, key=lambda c: (not _true_in(c, intent), c.since_us, ref_key(c.ref)))
+    else:
+        order = sorted(
+            facts,
+            key=lambda c: (c.valid_until_us is not None, c.replaces is None, -c.since_us, ref_key(c.ref)),
+        )
+    return {c.ref: r for r, c in enumerate(order, start=1)}
 
 
 def fuse(candidates: Sequence[Item], fulltext_refs: Sequence[str], query: str) -> list[tuple[Item, float]]:
@@ -264,7 +328,26 @@ def _line(r: Recalled) -> str:
         where = f" | session {html.escape(r.session)}" if r.session else ""
         return f"- [turn | {role}{where} | log {r.index} | {r.age_days} d] quoted: \u201c{text}\u201d"
     tags = f" #{' #'.join(r.tags)}" if r.tags else ""
-    return f"- [{r.category} | ref {r.ref} | log {r.index} | {r.age_days} d]{tags} {text}"
+    return f"- [{r.category} | ref {r.ref} | log {r.index} | {_validity(r)}]{tags} {text}{_earlier(r)}"
+
+
+def day_of(us: int) -> str:
+    return datetime.fromtimestamp(us / 1e6, tz=UTC).strftime("%Y-%m-%d")
+
+
+def _validity(r: Recalled) -> str:
+    """When the memory's fact was true, with its age: "since 2024-03-05, 12.0 d" (current), or
+    "2023-01-02 to 2024-03-05, replaced by ref 40.0" (a past value)."""
+    if r.valid_from_us <= 0:
+        return f"{r.age_days} d"
+    if r.valid_until_us is not None:
+        by = f", replaced by ref {r.replaced_by}" if r.replaced_by else ""
+        return f"{day_of(r.valid_from_us)} to {day_of(r.valid_until_us)}{by}"
+    return f"since {day_of(r.valid_from_us)}, {r.age_days} d"
+
+
+def _earlier(r: Recalled) -> str:
+    return f" (earlier: {quote_for_block(r.earlier)})" if r.earlier else ""
 
 
 _PREAMBLE = (
@@ -289,6 +372,8 @@ def section_of(r: Recalled, query: str) -> str | None:
     """The heading of the ranked section ``r`` is shown under (None: not shown)."""
     if r.status == "archived":
         return _ARCHIVED
+    if r.status == "superseded" and r.valid_until_us is not None:
+        return _EARLIER
     if r.status != "active":
         return None
     if r.is_record:
@@ -323,13 +408,17 @@ _WARM_RECENT = "## WARM (recent memories)"
 _COLD = "## COLD (permanent record)"
 _ARCHIVED = "## ARCHIVED (decayed memories, recalled because they match)"
 _RECORDS = "## RECORDS (raw session turns from the log, verbatim: what was said, not a distilled memory)"
+_EARLIER = "## EARLIER (past values a newer memory replaced: true then, not now)"
 #: The ranked sections, in the block's order.
-_SECTIONS = (_WARM_QUERY, _WARM_RECENT, _COLD, _ARCHIVED, _RECORDS)
+_SECTIONS = (_WARM_QUERY, _WARM_RECENT, _COLD, _EARLIER, _ARCHIVED, _RECORDS)
 
 
 def render(result: RecallResult) -> str:
     lines = [render_hot(result).rstrip("\n")]
-    for heading in _SECTIONS:
+    sections: tuple[str, ...] = _SECTIONS
+    if time_intent(result.query).mode == "then":  # a question about the past: past values first
+        sections = (_EARLIER, *(s for s in _SECTIONS if s != _EARLIER))
+    for heading in sections:
         rows = [r for r in result.ranked if section_of(r, result.query) == heading]
         if rows:
             lines.append(heading)

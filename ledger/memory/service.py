@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from engram.protocol.answers import EntryProof, ItemProof, ItemRow
 from engram.protocol.erasure import ErasurePlan, plan_erasure
@@ -37,12 +37,21 @@ from ledger.log import Ledger, PolicyEvent, Prepared, Receipt, Submission
 from ledger.memory.access import AccessLog, Use, query_key
 from ledger.memory.distill import Distiller, RuleBasedDistiller, Turn, distill_stats, run_distiller
 from ledger.memory.embed import Embedder
-from ledger.memory.policy import Decision, PolicyConfig, decide_caps, decide_session_end, decide_sweep
+from ledger.memory.facts import asked_fact_keys, fact_of, time_intent
+from ledger.memory.policy import (
+    Decision,
+    PolicyConfig,
+    decide_caps,
+    decide_replacements,
+    decide_session_end,
+    decide_sweep,
+)
 from ledger.memory.projection import Projection, SqlState
 from ledger.memory.recall import (
     Recalled,
     RecallResult,
     block_overhead,
+    day_of,
     envelope_matches,
     fuse_signals,
     heading_tokens,
@@ -460,7 +469,10 @@ class MemoryService:
         distilled, entries = (None, 0) if s.distilled else self.distill(agent_id, session)
         decisions = self._decide_and_append(
             agent_id,
-            lambda state: decide_session_end(state, agent_id, session, self.config, self.ledger.clock()),
+            lambda state: [
+                *decide_session_end(state, agent_id, session, self.config, self.ledger.clock()),
+                *decide_replacements(state.changed_facts(agent_id)),
+            ],
         )
         return distilled, entries, decisions
 
@@ -583,8 +595,15 @@ class MemoryService:
     def hold_caps(self, agent_id: str) -> list[Receipt]:
         """The HOT caps after a change to HOT outside a compaction (a write, a correction):
         what no longer fits moves to WARM (policy-signed ``hot_cap`` decisions); nothing is
-        appended while HOT fits."""
-        return self._decide_and_append(agent_id, lambda state: decide_caps(state, agent_id, self.config))
+        appended while HOT fits. Then, as after a distillation, a memory that states a new
+        value of a fact replaces the ones that state an older value (``memory.replaced``)."""
+        return self._decide_and_append(
+            agent_id,
+            lambda state: [
+                *decide_caps(state, agent_id, self.config),
+                *decide_replacements(state.changed_facts(agent_id)),
+            ],
+        )
 
     def ref_for(self, agent_id: str, index: int) -> str | None:
         """The item an entry made, or, if it was a duplicate, the item it confirmed."""
@@ -761,6 +780,8 @@ class MemoryService:
             heading = section_of(r, query)
             if heading is None:
                 continue  # not shown in the block
+            if r.replaces:  # a current value says what it replaced, on its line
+                [r] = self._with_earlier(agent_id, [r])
             cost = line_tokens(r) + (0 if heading in opened else heading_tokens(heading))
             if len(ranked) >= limit:
                 break
@@ -814,7 +835,10 @@ class MemoryService:
         """Memories and records for ``query``, best first (ledger.memory.recall's fusion over
         candidates each signal brings from the database or the vector index)."""
         tiers = ["WARM", "COLD"] if include_cold else ["WARM"]
-        statuses = ["active", "archived"]
+        intent = time_intent(query)
+        # Past values (replaced by a newer memory) are candidates only for questions about
+        # the past; the current value is the default (issue 29).
+        statuses = ["active", "archived", *(["superseded"] if intent.mode == "then" else [])]
         if not query.strip():
             return [
                 (it, 1 / (60 + r))
@@ -843,15 +867,24 @@ class MemoryService:
                 rec_similar = [(recs[h.ref], h.similarity) for h in rec_hits if h.ref in recs]
             if self.vectors.last_error is not None:
                 notes.append(f"some items are not embedded yet ({self.vectors.last_error})")
+        fact_tiers = ["HOT", *tiers]  # the value of a fact the query asks about, wherever it is
         memories = fuse_signals(
             query,
-            fulltext=self.projection.search_fulltext(
-                agent_id, query, tiers=tiers, statuses=statuses, limit=n
+            fulltext=_past_values_only(
+                self.projection.search_fulltext(agent_id, query, tiers=tiers, statuses=statuses, limit=n)
             ),
-            similar=mem_similar,
-            facets=self.projection.search_facets(
-                agent_id, categories=categories, words=words, tiers=tiers, statuses=statuses, limit=n
+            similar=_past_values_only(mem_similar),
+            facets=_past_values_only(
+                self.projection.search_facets(
+                    agent_id, categories=categories, words=words, tiers=tiers, statuses=statuses, limit=n
+                )
             ),
+            facts=_past_values_only(
+                self.projection.search_facts(
+                    agent_id, asked_fact_keys(query), tiers=fact_tiers, statuses=statuses, limit=n
+                )
+            ),
+            intent=intent,
         )
         records = fuse_signals(
             query,
@@ -868,6 +901,26 @@ class MemoryService:
         elif sources == "records":
             memories = []
         return merge_pools(memories, records, include_archived=include_archived)
+
+    def _with_earlier(self, agent_id: str, ranked: Sequence[Recalled]) -> list[Recalled]:
+        """Each current value that replaced another says what that was ("earlier: nurse,
+        until 2024-03-05"): one lookup by primary key for the ranked rows that replaced one."""
+        olds = self.projection.items_by_refs(
+            agent_id,
+            [r.replaces for r in ranked if r.replaces],
+            tiers=["HOT", "WARM", "COLD"],
+            statuses=["superseded"],
+        )
+        out = []
+        for r in ranked:
+            old = olds.get(r.replaces or "")
+            if old is not None and old.replaced_by == r.ref:
+                fact = fact_of(old.content)
+                what = fact.value if fact is not None else old.content[:80]
+                until = old.valid_until_us or r.valid_from_us
+                r = dataclasses.replace(r, earlier=f"{what}, until {day_of(until)} (ref {old.ref})")
+            out.append(r)
+        return out
 
     def _used_hot(
         self, agent_id: str, query: str, hot: Sequence[Recalled], hot_items: Sequence[Item]
@@ -935,3 +988,17 @@ class MemoryService:
         self.flush_access()
         self.sync()
         return self.projection.digest()
+
+
+_T = TypeVar("_T", Item, tuple[Item, float])
+
+
+def _past_values_only(found: Sequence[_T]) -> list[_T]:
+    """Superseded candidates that are past values (a ``memory.replaced`` named a newer one);
+    corrections and confirmed duplicates are never recalled."""
+    out = []
+    for x in found:
+        it = x[0] if isinstance(x, tuple) else x
+        if it.status != "superseded" or it.valid_until_us is not None:
+            out.append(x)
+    return out

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from engram.protocol.bodies import DEFAULT_TIER_V2_FROM_US, default_tier
 from engram.protocol.gate import normalize_text
 from engram.protocol.records import RECORD_KINDS, record_content
+from ledger.memory.facts import fact_of
 from verifier.jcs import canonical_bytes, canonical_bytes_of_values
 
 __all__ = [
@@ -132,6 +133,19 @@ class Item:
     session: str | None = None
     superseded_by: str | None = None
     supersedes: str | None = None
+    #: When the fact became true (the body's ``valid_from_us``, else the entry's server
+    #: time) and, once a newer memory replaced it (``memory.replaced``), until when.
+    valid_from_us: int = 0
+    valid_until_us: int | None = None
+    #: The ``memory.replaced`` links: the newer memory that states the current value, and
+    #: the older one this memory replaced (kept apart from corrections and duplicates).
+    replaced_by: str | None = None
+    replaces: str | None = None
+
+    @property
+    def since_us(self) -> int:
+        """When the memory's fact became true."""
+        return self.valid_from_us or self.created_us
 
     @property
     def norm(self) -> str:
@@ -219,6 +233,7 @@ def _new_memory(ev: LoggedEvent, n: int, entry: Mapping[str, Any], *, tier: str,
         linked_action=_linked(prov),
         provenance=prov,
         session=session,
+        valid_from_us=entry.get("valid_from_us", ev.timestamp_us),
     )
 
 
@@ -361,10 +376,46 @@ def _memory_superseded(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]
         provenance=[*old.provenance, {"source_type": "log", "source_ref": str(old.index)}],
         session=old.session,
         supersedes=old.ref,
+        valid_from_us=old.since_us,  # a correction states the same fact, true since then
     )
     old.status, old.superseded_by = "superseded", new.ref
     state.put_item(old)
     state.put_item(new)
+
+
+def _memory_replaced(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
+    """``by`` states the current value of the fact ``item`` stated: ``item`` is true until
+    ``by`` became true, and is no longer current (re-checked in log order: both must still
+    be active memories, e.g. not erased or corrected meanwhile)."""
+    old, new = state.item(ev.agent, b["item"]), state.item(ev.agent, b["by"])
+    if old is None or new is None or old.ref == new.ref:
+        return
+    if old.status != "active" or new.status != "active" or RECORD in (old.tier, new.tier):
+        return
+    old.status, old.replaced_by = "superseded", new.ref
+    old.valid_until_us = max(old.since_us, new.since_us)
+    new.replaces = old.ref
+    state.put_item(old)
+    state.put_item(new)
+
+
+def _unlink_replacements(state: MemoryState, agent: str, ref: str) -> None:
+    """An erased memory takes its ``memory.replaced`` links with it, as a replay without its
+    body would never have made them: the memory it replaced is current again, and the one
+    that replaced it replaces nothing."""
+    it = state.item(agent, ref)
+    if it is None or it.status == "erased":
+        return
+    if it.replaces is not None:
+        older = state.item(agent, it.replaces)
+        if older is not None and older.replaced_by == ref and older.status == "superseded":
+            older.status, older.replaced_by, older.valid_until_us = "active", None, None
+            state.put_item(older)
+    if it.replaced_by is not None:
+        newer = state.item(agent, it.replaced_by)
+        if newer is not None and newer.replaces == ref:
+            newer.replaces = None
+            state.put_item(newer)
 
 
 def _memory_decay_exempted(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
@@ -403,6 +454,7 @@ def _memory_erased(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) ->
     # A session entry's erasure names no item: its replay is the stand-in (session_stand_ins).
     erased = set(b.get("refs") or ())
     for ref in b.get("refs") or ():
+        _unlink_replacements(state, ev.agent, ref)
         state.put_item(
             Item(
                 agent=ev.agent,
@@ -466,6 +518,7 @@ EVOLVE: dict[str, Handler] = {
     "memory.superseded": _memory_superseded,
     "memory.decay_exempted": _memory_decay_exempted,
     "memory.archived": _memory_archived,
+    "memory.replaced": _memory_replaced,
     "memory.accessed": _memory_accessed,
     "memory.erased": _memory_erased,
     "pact.outcome": _record,
@@ -544,6 +597,18 @@ class InMemoryState:
         self.sessions[(session.agent, session.session)] = Session(
             **{k: _copy(v) for k, v in asdict(session).items()}
         )
+
+    def changed_facts(self, agent: str) -> list[Item]:
+        """As SqlState.changed_facts: active memories sharing a fact key with another."""
+        keyed = [
+            (f.key, it)
+            for (a, _), it in sorted(self.items.items(), key=lambda kv: ref_key(kv[0][1]))
+            if a == agent and it.status == "active" and it.tier != RECORD and (f := fact_of(it.content))
+        ]
+        counts: dict[str, int] = {}
+        for k, _ in keyed:
+            counts[k] = counts.get(k, 0) + 1
+        return [_clone(it) for k, it in keyed if counts[k] > 1]
 
     def find_duplicate(self, agent: str, tier: str, norm: str) -> Item | None:
         best = None

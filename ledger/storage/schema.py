@@ -214,12 +214,20 @@ mem_items = Table(
     Column("session", String(64), nullable=True),
     Column("superseded_by", String(32), nullable=True),
     Column("supersedes", String(32), nullable=True),
+    Column("valid_from_us", BigInteger, nullable=True),
+    Column("valid_until_us", BigInteger, nullable=True),
+    Column("replaced_by", String(32), nullable=True),
+    Column("replaces", String(32), nullable=True),
+    #: "<subject>|<attribute>" of the one changeable fact the memory states (derived from its
+    #: text, ledger.memory.facts), for finding the memories a new value replaces.
+    Column("fact_key", String(160), nullable=True),
     PrimaryKeyConstraint("agent", "ref"),
     Index(None, "agent", "tier", "status"),
     Index(None, "agent", "tier", "norm_hash"),
     Index(None, "agent", "category", "created_us"),
     Index(None, "agent", "session"),
     Index(None, "idx"),
+    Index(None, "agent", "fact_key"),
 )
 
 #: Embedding vectors of items (derived, never signed): float32 little-endian, unit norm,

@@ -44,6 +44,11 @@ def test_the_readme_quickstart_runs_as_written(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "The user wants short answers" in run.stdout  # recalled over HTTP
+    # the changed fact (issue 29): the current value says what it replaced, the past one is
+    # recalled for the question about the past
+    now, then = run.stdout.split("<memory-context")[-2:]
+    assert "VS Code" in now and "earlier: vim, until" in now and "## EARLIER" not in now
+    assert "## EARLIER" in then and "The user's editor is vim." in then.split("## EARLIER", 1)[1]
     assert "VERIFIED" in run.stdout and "FAILED" not in run.stdout
     assert (tmp_path / "home" / ".config" / "engram" / "claude.key").exists()
     log = (tmp_path / "engram-serve.log").read_text()

@@ -7,7 +7,17 @@ import dataclasses
 
 import pytest
 
-from engram.protocol.answers import ROW_FIELDS, Appended, Closed, Proven, Recalled, RecallRow, Shown, Written
+from engram.protocol.answers import (
+    ROW_FIELDS,
+    TIME_FIELDS,
+    Appended,
+    Closed,
+    Proven,
+    Recalled,
+    RecallRow,
+    Shown,
+    Written,
+)
 
 
 def test_answers_are_frozen_and_print_the_json_keys_callers_read() -> None:
@@ -41,7 +51,7 @@ def test_a_recall_row_has_the_row_fields_and_its_scope() -> None:
         {"ref": "4.0", "index": 4, "tier": "WARM", "tags": ["ops", "project-billing"], "extra": 1}
     )
     out = row.to_json()
-    assert set(out) == {*ROW_FIELDS, "scope"}
+    assert set(out) == {*ROW_FIELDS, *TIME_FIELDS, "scope"}
     assert out["scope"] == "project:billing" and out["content"] is None and "extra" not in out
     turn = RecallRow.of({"ref": "5.0", "tier": "RECORD", "tags": ["project-x"]})
     assert turn.scope == "global"  # session turns are global

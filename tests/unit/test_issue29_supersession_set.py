@@ -1,0 +1,15 @@
+"""Issue 29, Deliver 1: the supersession detector on a labelled set of memory pairs
+(bench/supersession_set.py) never replaces on a weak match (precision >= 0.95, no false
+positive) and finds most real changes."""
+
+from __future__ import annotations
+
+from bench.supersession_set import PAIRS, replaces, score
+
+
+def test_issue29_labelled_supersession_set_precision_and_recall() -> None:
+    s = score()
+    wrong = [(o, n) for o, n, y in PAIRS if not y and replaces(o, n)]
+    assert wrong == [] and s["precision"] >= 0.95 and s["false_positive_rate"] == 0.0
+    assert s["recall"] >= 0.9, s
+    assert sum(1 for *_, y in PAIRS if y) >= 20 and sum(1 for *_, y in PAIRS if not y) >= 20
