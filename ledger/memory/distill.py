@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from engram.protocol.errors import EngramError, MalformedError
 from engram.protocol.files import loads_bounded
 from engram.protocol.schemas import CATEGORIES, MAX_CONTENT_CHARS, MAX_DISTILLED_ENTRIES
+from ledger.memory.facts import fact_of, resolved_date_us
 from ledger.memory.terms import STOP_WORDS
 from ledger.outbound import OutboundError, post_json
 
@@ -240,13 +241,36 @@ def _content_words(sentence: str) -> list[str]:
     ]
 
 
+#: A bare media caption a harness inlines ("[shares a photo of a sunset]", "[image: ...]"):
+#: a description of an attachment, not something anyone said.
+_CAPTION = re.compile(
+    r"\[(?:[^\[\]]{0,40}\b(?:shares?|shared|sends?|sent|posts?|posted|attach(?:es|ed)?)\b[^\[\]]{0,300}|"
+    r"(?:image|photo|picture|video|gif|sticker|attachment|audio)(?::[^\[\]]{0,300})?)\]",
+    re.I,
+)
+_SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself|you're|you've|you'll|you'd)\b", re.I)
+#: A proper noun inside a sentence (not its first word): a name, a place, a brand.
+_PROPER = re.compile(r"(?<=\s)[A-Z][a-z]{2,}")
+
+
+def strip_captions(text: str) -> str:
+    return " ".join(_CAPTION.sub(" ", text).split())
+
+
 def is_filler(sentence: str) -> bool:
-    """A question, a reaction or small talk: nothing to remember (facts are statements)."""
+    """A question, a reaction or small talk: nothing to remember (facts are statements).
+
+    A statement counts when it says something about its speaker (the first person) with
+    substance, or carries a number or a name; an exclamation or a remark about the listener
+    ("that sign looks serious!", "you're so brave") without one is a reaction."""
     s = sentence.strip()
     if s.endswith("?") or _PHATIC.match(s.lstrip("\"'(").strip()):
         return True
     words = _content_words(s)
-    return len(words) < (2 if _FIRST_PERSON.search(s) or any(c.isdigit() for c in s) else 3)
+    anchored = bool(any(c.isdigit() for c in s) or _PROPER.search(s))
+    if not _FIRST_PERSON.search(s) and not anchored and (s.endswith("!") or _SECOND_PERSON.search(s)):
+        return True
+    return len(words) < (2 if _FIRST_PERSON.search(s) or anchored else 3)
 
 
 # -- first person -> the subject, relative dates -> dates -----------------------------------
@@ -389,8 +413,13 @@ def resolve_dates(sentence: str, timestamp_us: int) -> str:
 # -- the distiller --------------------------------------------------------------------------
 
 
-def _said(subject: str, sentence: str) -> str:
-    """The sentence as the subject's statement, in the third person where it speaks of itself."""
+def _said(subject: str, sentence: str, listener: str | None = None) -> str:
+    """The sentence as the subject's statement, in the third person where it speaks of itself.
+    A sentence that speaks to the listener ("you") is quoted, with the listener named when the
+    session has one other speaker: a rewrite would garble whose is what."""
+    if _SECOND_PERSON.search(sentence):
+        to = f" to {listener}" if listener else ""
+        return f"{subject} said{to}: \u201c{sentence}\u201d"
     if _FIRST_PERSON.search(sentence):
         return third_person(sentence, subject)
     first, _, rest = sentence.partition(" ")
@@ -400,50 +429,87 @@ def _said(subject: str, sentence: str) -> str:
     return said[:1].upper() + said[1:]
 
 
+#: A speaker's consecutive statements merge into one memory of at most this many sentences
+#: and characters (a long monologue becomes several memories, none cut).
+MERGE_MAX_SENTENCES = 6
+MERGE_MAX_CHARS = 600
+
+
 @dataclass(slots=True)
 class RuleBasedDistiller:
     """Deterministic default that keeps facts, says who stated them and when.
 
-    Per turn: questions, reactions and small talk are dropped; a statement that matches a
-    rule (decision, commitment, preference, blocker, failure, anomaly, learning) becomes an
-    entry of that kind; the turn's other statements become one fact entry. Every entry names
-    its subject (the speaker's name when the turn starts with "Name: ", else the role), is
-    in the third person ("I adopted a dog" -> "Caroline adopted a dog"), has relative dates
-    resolved against the turn's server time, is tagged with the speaker's name, and points
-    at its turn by log index. At most ``max_entries`` per session: rule entries first, then
-    the facts with the most content words (kept in turn order).
+    Per turn: bare media captions ("[shares a photo of ...]") are removed; questions,
+    reactions, thanks, greetings and remarks about the listener without a name, number or
+    first-person statement are dropped; a statement that matches a rule (decision,
+    commitment, preference, blocker, failure, anomaly, learning) becomes an entry of that
+    kind, and so does a fact that may change later (a job, a home: ledger.memory.facts), so
+    that a newer value replaces only it; a speaker's other consecutive statements merge into
+    one fact entry (at most :data:`MERGE_MAX_SENTENCES` sentences, :data:`MERGE_MAX_CHARS`
+    characters) citing every turn they came from. Every entry names its subject (the
+    speaker's name when the turn starts with "Name: ", else the role), is in the third
+    person ("I adopted a dog" -> "Caroline adopted a dog") or, when it speaks to the listener
+    ("you"), quoted with the listener named; relative dates are resolved against the turn's
+    server time, and ``valid_from_us`` says when the fact became true (the resolved date,
+    else the turn's time). At most ``max_entries`` per session: rule entries first, then the
+    facts with the most content words (kept in turn order).
     """
 
     name: str = "engram.rules"
-    version: str = "2"
+    version: str = "3"
     max_entries: int = MAX_DISTILLED_ENTRIES
 
     def distill(self, session: str, turns: Sequence[Turn]) -> list[dict[str, Any]]:
         found: list[tuple[int, int, dict[str, Any]]] = []  # (priority, order, entry)
         seen: set[str] = set()
+        speakers = {_speaker(t)[0] for t in turns if t.role in ("user", "assistant")}
+        run: list[tuple[Turn, str]] = []  # a speaker's consecutive facts: one memory
+        run_subject: str | None = None
+
+        def close_run() -> None:
+            if run:
+                first = run[0][0]
+                content = " ".join(f for _, f in run)
+                entry = self._entry(
+                    session, first, content, "CONTEXT", ("fact",), subject_tag(run_subject or ""), 60,
+                    sources=[t for t, _ in run],
+                )  # fmt: skip
+                found.append((len(_content_words(content)), len(found), entry))
+                run.clear()
+
         for t in turns:
             subject, text = _speaker(t)
+            others = speakers - {subject}
+            listener = next(iter(others)) if len(others) == 1 else None
             tag = subject_tag(subject)
-            facts: list[str] = []
-            for sentence in _SENTENCE.findall(text):
+            if subject != run_subject:
+                close_run()
+                run_subject = subject
+            for sentence in _SENTENCE.findall(strip_captions(text)):
                 s = " ".join(sentence.split())
                 if len(s) < 8 or s.casefold() in seen or is_filler(s):
                     continue
                 seen.add(s.casefold())
                 s = resolve_dates(s, t.timestamp_us)
                 rule = next((r for r in _RULES if t.role in r.roles and r.pattern.search(s)), None)
-                if rule is None:
-                    facts.append(_said(subject, s))
+                said = _said(subject, s, listener)
+                if rule is None and fact_of(said) is None:
+                    if (
+                        len(run) >= MERGE_MAX_SENTENCES
+                        or sum(len(f) for _, f in run) + len(said) > MERGE_MAX_CHARS
+                    ):
+                        close_run()
+                    run.append((t, said))
                     continue
+                # A decision, a preference, ... or a fact that may change later (a job, a
+                # home): a memory of its own, so that a newer value replaces only it.
+                label = f"{rule.label}: " if rule else ""
                 entry = self._entry(
-                    session, t, f"{rule.label}: {_said(subject, s)}", rule.category, rule.tags, tag,
-                    rule.confidence,
+                    session, t, f"{label}{said}", rule.category if rule else "CONTEXT",
+                    rule.tags if rule else ("fact",), tag, rule.confidence if rule else 70,
                 )  # fmt: skip
                 found.append((1 << 20, len(found), entry))
-            if facts:
-                content = " ".join(facts)
-                entry = self._entry(session, t, content, "CONTEXT", ("fact",), tag, 60)
-                found.append((len(_content_words(content)), len(found), entry))
+        close_run()
         kept = sorted(sorted(found, key=lambda x: (-x[0], x[1]))[: self.max_entries], key=lambda x: x[1])
         return [e for _, _, e in kept]
 
@@ -456,8 +522,11 @@ class RuleBasedDistiller:
         tags: tuple[str, ...],
         subject: str | None,
         confidence: int,
+        *,
+        sources: Sequence[Turn] = (),
     ) -> dict[str, Any]:
-        return {
+        turns = list(dict.fromkeys([t, *sources]))[:14]
+        entry: dict[str, Any] = {
             "category": category,
             "content": content[:MAX_CONTENT_CHARS],
             "tags": sorted({*tags, *([subject] if subject else [])}),
@@ -465,10 +534,15 @@ class RuleBasedDistiller:
             # The turn is in the provenance, not the text: the same observation in two
             # sessions is then a duplicate that confirms the first.
             "provenance": [
-                {"source_type": "turn", "source_ref": str(t.index)},
+                *({"source_type": "turn", "source_ref": str(x.index)} for x in turns),
                 {"source_type": "session", "source_ref": session},
             ],
         }
+        # When the fact became true: the date a relative date resolved to, else the turn's time.
+        when = resolved_date_us(content) if _RELATIVE.search(content) else None
+        if when is not None or t.timestamp_us > 0:
+            entry["valid_from_us"] = when if when is not None else t.timestamp_us
+        return entry
 
 
 _SYSTEM_PROMPT = (

@@ -91,6 +91,7 @@ def test_a_turn_is_erasable_and_takes_the_memories_distilled_from_it(
     ada = memory_of(make_agent("ada"))
     sid = ada.open_session()
     keep = ada.turn(sid, "user", "Jo: I started pottery lessons at the community center.")
+    ada.turn(sid, "assistant", "Ana: Wow, lovely!")  # another speaker: Jo's turns do not merge
     secret = ada.turn(sid, "user", "Jo: My home address is 12 Rua Augusta in Lisbon.")
     closed = ada.close_session(sid)
     assert closed.entries == 2

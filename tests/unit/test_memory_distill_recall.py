@@ -390,7 +390,8 @@ def test_rule_distiller_does_not_take_a_line_label_for_a_speaker() -> None:
 
 def test_rule_distiller_caps_a_session_at_the_schema_limit_keeping_rule_entries() -> None:
     turns = _conv(
-        *[("user", f"Jo: I visited museum number {n} in Lisbon with Ana.") for n in range(70)],
+        # two speakers taking turns: no two statements merge
+        *[("user", f"{'Jo' if n % 2 else 'Ana'}: I visited museum number {n} in Lisbon.") for n in range(70)],
         ("user", "We decided to ship on Monday."),
     )
     entries = RuleBasedDistiller().distill("s-1", turns)
