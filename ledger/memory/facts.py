@@ -33,9 +33,9 @@ __all__ = [
     "TimeIntent",
     "asked_fact_keys",
     "attribute_asked",
+    "dates_in",
     "fact_key",
     "fact_of",
-    "resolved_date_us",
     "time_intent",
 ]
 
@@ -298,7 +298,8 @@ def fact_of(content: str) -> Fact | None:
 
 #: Query words that name an attribute (for the attribute facet of recall).
 _ASKED = {
-    "job": r"jobs?|occupation|profession|career|work(?:s|ing)?|employ\w*|role|position",
+    "job": r"jobs?|occupation|profession|career|employ\w*|role|position|for (?:a )?(?:work|living)|"
+    r"work(?:s|ed)? as|working as|do (?:for work|now)",
     "employer": r"employer|company|firm|works? (?:at|for)",
     "home": r"live[sd]?|living|home|city|moved?|reside\w*|based",
     "partner": r"dating|partner|boyfriend|girlfriend|married|spouse|husband|wife|engaged",
@@ -313,8 +314,7 @@ def attribute_asked(query: str) -> set[str]:
 
 
 _QUERY_SUBJECT = re.compile(
-    r"\b(?:the (?:user|assistant|team|project|client|customer))\b|(?<![\w'])[A-Z][a-z]+(?:[ -][A-Z][a-z]+)?",
-    re.I,
+    r"\b[Tt]he (?:user|assistant|team|project|client|customer)\b|(?<![\w'])[A-Z][a-z]+(?:[ -][A-Z][a-z]+)?"
 )
 _QUERY_POSSESSIVE = re.compile(r"'s (?:new |current |preferred |favou?rite )?([a-z]+(?: [a-z]+)?)")
 _QUESTION_WORDS = frozenset(
@@ -353,8 +353,11 @@ def asked_fact_keys(query: str) -> list[str]:
                 subjects[low] = None
     attrs = dict.fromkeys(sorted(attribute_asked(query)))
     for m in _QUERY_POSSESSIVE.finditer(query.casefold()):
-        attrs[m.group(1)] = None
-        attrs["favourite " + m.group(1)] = None
+        words = [w for w in m.group(1).split() if w not in _VALUE_STOPS and w not in _QUESTION_WORDS]
+        for attr in dict.fromkeys([" ".join(words[:1]), " ".join(words)]):
+            if attr:
+                attrs[attr] = None
+                attrs["favourite " + attr] = None
     keys = [fact_key(s, a) for s in list(subjects)[:4] for a in list(attrs)[:8]]
     return keys[:32]
 
@@ -417,14 +420,24 @@ _DATE = re.compile(
 )
 
 
-def resolved_date_us(content: str) -> int | None:
-    """The first date the text states ("8 May 2023", "May 2023"), as microseconds (UTC)."""
-    m = _DATE.search(content)
-    if m is None:
-        return None
-    month = _MONTHS.index(m.group("month").casefold()) + 1
-    day = int(m.group("day") or 1)
-    try:
-        return int(datetime(int(m.group("year")), month, day, tzinfo=UTC).timestamp() * 1_000_000)
-    except ValueError:
-        return None
+_YEAR_ONLY = re.compile(r"\((?:around |in )?((?:19|20)\d\d)\)|\b(?:in|around|since|during) ((?:19|20)\d\d)\b")
+
+
+def dates_in(content: str) -> list[int]:
+    """Every date the text states ("8 May 2023", "May 2023", "(2022)", "in 2019"), as the
+    microseconds (UTC) of its first day; bounded to the first eight."""
+    out: list[int] = []
+    for m in _DATE.finditer(content):
+        month = _MONTHS.index(m.group("month").casefold()) + 1
+        try:
+            out.append(
+                int(
+                    datetime(int(m.group("year")), month, int(m.group("day") or 1), tzinfo=UTC).timestamp()
+                    * 1e6
+                )
+            )
+        except ValueError:
+            continue
+    for m in _YEAR_ONLY.finditer(content):
+        out.append(_us(int(m.group(1) or m.group(2))))
+    return out[:8]

@@ -990,6 +990,11 @@ class Projection:
             )
             return [item_from_row(r) for r in rows]
 
+    def current_facts(self, agent: str, *, limit: int) -> list[Item]:
+        """The agent's active memories that state a changeable fact, most recent first."""
+        with self.engine.connect() as conn:
+            return [item_from_row(r) for r in conn.execute(_CURRENT_FACTS, {"a": agent, "lim": limit})]
+
     def newest(self, agent: str, *, tiers: Sequence[str], statuses: Sequence[str], limit: int) -> list[Item]:
         with self.engine.connect() as conn:
             rows = conn.execute(
@@ -1049,6 +1054,10 @@ _FACTS = text(
     bindparam("keys", expanding=True),
     bindparam("tiers", expanding=True),
     bindparam("statuses", expanding=True),
+)
+_CURRENT_FACTS = text(
+    "SELECT * FROM mem_items WHERE agent = :a AND status = 'active' AND fact_key IS NOT NULL "
+    "ORDER BY idx DESC, pos DESC LIMIT :lim"
 )
 _NEWEST = text(
     "SELECT * FROM mem_items WHERE agent = :a AND tier IN :tiers AND status IN :statuses "

@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from engram.protocol.gate import quote_for_block
 from engram.protocol.recall_block import HOT_HEADING
 from engram.protocol.schemas import CATEGORIES
-from ledger.memory.facts import TimeIntent, resolved_date_us, time_intent
+from ledger.memory.facts import TimeIntent, dates_in, time_intent
 from ledger.memory.state import RECORD, Item, ref_key
 from ledger.memory.terms import STOP_WORDS, asks_for_recency
 from ledger.memory.tokens import count_tokens
@@ -62,6 +62,9 @@ ARCHIVED_WEIGHT = 0.8
 RECORD_WEIGHT = 0.7
 #: Weight of the embedding ranking in the fusion (the envelope and full-text rankings: 1).
 VECTOR_WEIGHT = 1.0
+#: Weight of the fact ranking: a memory that states the very fact the query asks about
+#: (its subject and attribute) is a structured answer, as strong as three signals agreeing.
+FACT_WEIGHT = 3.0
 #: Cosine similarity from which an embedding neighbour counts as a match on its own.
 MIN_SIMILARITY = 0.25
 
@@ -227,12 +230,13 @@ def fuse_signals(
     vec_rank = {it.ref: r for r, (it, _) in enumerate(similar, start=1)}
     vec_match = {it.ref for it, sim in similar if sim >= MIN_SIMILARITY}
     content_rank = {ref: min(fts_rank.get(ref, 1 << 30), vec_rank.get(ref, 1 << 30)) for ref in cands}
+    fact_refs = {it.ref for it in facts}
+    # A memory that states the fact asked about names two facets of it: subject and attribute.
     env = sorted(
-        ((envelope_matches(c, query), c) for c in cands.values()),
+        ((envelope_matches(c, query) + 2 * (c.ref in fact_refs), c) for c in cands.values()),
         key=lambda mc: (-mc[0], content_rank[mc[1].ref], -mc[1].created_us, ref_key(mc[1].ref)),
     )
     env_rank = {c.ref: r for r, (m, c) in enumerate((mc for mc in env if mc[0] > 0), start=1)}
-    fact_refs = {it.ref for it in facts}
     matched = [
         c
         for c in cands.values()
@@ -240,13 +244,13 @@ def fuse_signals(
     ]
     rankings = [(env_rank, 1.0), (fts_rank, 1.0), (vec_rank, VECTOR_WEIGHT)]
     if facts:
-        rankings.append((_fact_rank(facts, intent), 1.0))
+        rankings.append((_fact_rank(facts, intent), FACT_WEIGHT))
     if intent.mode == "then":
         # What was true then: overlapping the period, else values since replaced, first.
         then = sorted(matched, key=lambda c: (not _true_in(c, intent), content_rank[c.ref], ref_key(c.ref)))
         rankings.append(({c.ref: r for r, c in enumerate(then, start=1) if _true_in(c, intent)}, 1.0))
     elif intent.mode == "when":
-        dated = [c for c in sorted(matched, key=lambda c: content_rank[c.ref]) if resolved_date_us(c.content)]
+        dated = [c for c in sorted(matched, key=lambda c: content_rank[c.ref]) if dates_in(c.content)]
         rankings.append(({c.ref: r for r, c in enumerate(dated, start=1)}, 1.0))
     elif asks_for_recency(query):
         newest = sorted(matched, key=lambda c: (-c.since_us, -c.created_us, ref_key(c.ref)))
@@ -262,7 +266,10 @@ def _true_in(it: Item, intent: TimeIntent) -> bool:
     if intent.start_us is None or intent.end_us is None:
         return it.valid_until_us is not None
     until = it.valid_until_us if it.valid_until_us is not None else 1 << 62
-    return it.since_us < intent.end_us and until > intent.start_us
+    if it.since_us < intent.end_us and until > intent.start_us:
+        return True
+    # A memory that says when its event happened ("painted it last year (2022)") was about then.
+    return any(intent.start_us <= us < intent.end_us for us in dates_in(it.content))
 
 
 def _fact_rank(facts: Sequence[Item], intent: TimeIntent) -> dict[str, int]:

@@ -35,10 +35,11 @@ from engram.protocol.scopes import GLOBAL, parse_scopes, scope_of
 from engram.protocol.wire import Outcome
 from ledger.log import Ledger, PolicyEvent, Prepared, Receipt, Submission
 from ledger.memory.access import AccessLog, Use, query_key
-from ledger.memory.distill import Distiller, RuleBasedDistiller, Turn, distill_stats, run_distiller
+from ledger.memory.distill import MAX_KNOWN, Distiller, RuleBasedDistiller, Turn, distill_stats, run_distiller
 from ledger.memory.embed import Embedder
 from ledger.memory.facts import asked_fact_keys, fact_of, time_intent
 from ledger.memory.policy import (
+    POLICY_VERSION,
     Decision,
     PolicyConfig,
     decide_caps,
@@ -524,13 +525,19 @@ class MemoryService:
             "entries": [],
         }
         started = time.perf_counter_ns()
-        proposed, usage = run_distiller(self.distiller, session, turns)
+        known = [
+            (it.ref, it.content)
+            for it in self.projection.current_facts(agent_id, limit=MAX_KNOWN)
+            if getattr(self.distiller, "takes_known", False)
+        ]
+        proposed, usage = run_distiller(self.distiller, session, turns, known)
         latency_us = (time.perf_counter_ns() - started) // 1000
         budget = self.ledger.max_body_bytes - len(canonical_bytes(body)) - 256  # 256: the stats
+        updates: dict[int, str] = {}  # entry position -> the known fact it states a new value of
         for e in proposed:
             try:
                 text, _ = self.gate.prepare(e["content"])
-                entry = {**e, "content": text}
+                entry = {k: v for k, v in e.items() if k != "updates"} | {"content": text}
                 validate_body("memory.distilled", {**body, "entries": [entry]})
                 self.gate.check_not_verbatim(text, [t.content for t in turns])
             except RejectedEventError:
@@ -539,10 +546,45 @@ class MemoryService:
             if cost > budget:
                 break
             budget -= cost
+            if isinstance(e.get("updates"), str):
+                updates[len(body["entries"])] = e["updates"]
             body["entries"].append(entry)
         body["stats"] = distill_stats(turns, body["entries"], latency_us, usage)
         receipt = self._append_distillation(agent_id, session, body)
+        if receipt is not None and updates:
+            self._append_updates(agent_id, receipt.index, body["entries"], updates)
         return receipt, 0 if receipt is None else len(body["entries"])
+
+    def _append_updates(
+        self, agent_id: str, index: int, entries: Sequence[Mapping[str, Any]], updates: Mapping[int, str]
+    ) -> list[Receipt]:
+        """The distiller said these entries state new values of known facts: policy-signed
+        ``memory.replaced`` entries (rule ``distiller_update``) link each to the fact it
+        replaces (replayed only if both are still active memories then)."""
+        decisions = []
+        for n, old_ref in sorted(updates.items()):
+            old = self.projection.item(agent_id, old_ref)
+            if old is None or old.status != "active":
+                continue
+            was, now = fact_of(old.content), fact_of(entries[n]["content"])
+            decisions.append(
+                Decision(
+                    kind="memory.replaced",
+                    body={
+                        "item": old_ref,
+                        "by": f"{index}.{n}",
+                        "rule": "distiller_update",
+                        "policy_version": POLICY_VERSION,
+                        "subject": (now.subject if now else was.subject if was else "(as distilled)")[:64],
+                        "attribute": (now.attribute if now else was.attribute if was else "(as distilled)")[
+                            :96
+                        ],
+                        "was": (was.value if was else old.content)[:200],
+                        "now": (now.value if now else str(entries[n]["content"]))[:200],
+                    },
+                )
+            )
+        return self._decide_and_append(agent_id, lambda state: decisions) if decisions else []
 
     def _append_distillation(self, agent_id: str, session: str, body: Mapping[str, Any]) -> Receipt | None:
         """Append the session's one ``memory.distilled`` entry, or nothing (None) if another

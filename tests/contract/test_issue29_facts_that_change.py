@@ -153,3 +153,21 @@ def test_issue29_distilled_sessions_replace_a_changed_fact(
     res = memory.recall("ada", "What is Caroline's latest occupation?", record_access=False)
     memories = [r for r in res.ranked if not r.is_record]  # the turns stay what was said
     assert "pilot" in memories[0].content and "nurse" not in " ".join(r.content for r in memories)
+
+
+def test_issue29_when_and_in_a_year_questions_rank_by_the_dates_memories_state(
+    make_agent: Callable[..., Agent], memory: MemoryService, memory_of: MemoryOf, clock: StepClock
+) -> None:
+    ada = memory_of(make_agent("ada"))
+    for text in (
+        "Melanie likes painting the lake at sunrise with her kids.",
+        "Melanie enjoys the lake and paints it often.",
+        "Melanie painted that lake sunrise last year (2022).",
+        "Caroline went to a support group yesterday (7 May 2023).",
+        "Caroline finds the support group helpful and keeps going.",
+    ):
+        ada.write(category="CONTEXT", content=text)
+    when = memory.recall("ada", "When did Caroline go to the support group?", record_access=False)
+    assert "7 May 2023" in when.ranked[0].content
+    year = memory.recall("ada", "What did Melanie paint in 2022?", record_access=False)
+    assert "(2022)" in year.ranked[0].content

@@ -306,7 +306,7 @@ def test_rule_distiller_keeps_speaker_attributed_facts_and_drops_filler() -> Non
     )
     entries = RuleBasedDistiller().distill("s-9", turns)
     assert [e["content"] for e in entries] == [
-        "Caroline went to a LGBTQ support group yesterday (7 May 2023) and it was so powerful.",
+        "Caroline went to a LGBTQ support group yesterday (7 May 2023).",  # the evaluation goes
         "Melanie's daughter Rosa turned 7 last month (April 2023).",
     ]
     assert [e["tags"] for e in entries] == [["caroline", "fact"], ["fact", "melanie"]]
