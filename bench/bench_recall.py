@@ -5,7 +5,7 @@
 
 A deterministic generator writes multi-session conversations between pairs of speakers over
 about six months, with planted facts (pets, trips, health, classes, gifts, races, food
-preferences, and jobs that change: "latest"-type questions), filler and distractor turns that
+preferences, and jobs and homes that change: "latest"-type questions), filler and distractor turns that
 share the questions' words. Each planted fact gets a paraphrased question whose evidence is the
 turn that states it. Two modes, as in issue 11:
 
@@ -114,7 +114,7 @@ def _pick(rng: random.Random, xs: Sequence[str]) -> str:
 
 
 def planted_fact(rng: random.Random, a: str, b: str, n: int) -> Fact:
-    kind = _pick(rng, ["pet", "trip", "health", "class", "gift", "race", "food", "job"])
+    kind = _pick(rng, ["pet", "trip", "health", "class", "gift", "race", "food", "job", "home"])
     if kind == "pet":
         animal, name = _pick(rng, ANIMALS), _pick(rng, PET_NAMES)
         return Fact(a, f"Guess what, I adopted a {animal} and named it {name}!",
@@ -150,6 +150,11 @@ def planted_fact(rng: random.Random, a: str, b: str, n: int) -> Fact:
         return Fact(a, f"Honestly I like {f1} way more than {f2}.",
                     f"{a} prefers {f1} to {f2}.",
                     f"Which dish does {a} enjoy most?", kind, f"food{n}")  # fmt: skip
+    if kind == "home":
+        place = _pick(rng, PLACES)
+        return Fact(a, f"We finally moved! I live in {place} now, near the old harbour.",
+                    f"{a} lives in {place}.",
+                    f"Which city is {a}'s home these days?", "home", f"home-{a}")  # fmt: skip
     job, where = JOBS[rng.randrange(len(JOBS))]
     return Fact(a, f"Big news: I started working as a {job} at {where}.",
                 f"{a} works as a {job} at {where}.",
@@ -233,7 +238,7 @@ def questions(convs: Sequence[Conversation]) -> list[Question]:
                     text=last.fact.question,
                     evidence=frozenset({last.index}),
                     early=last.session < third,
-                    latest=last.fact.kind == "job",
+                    latest=last.fact.kind in ("job", "home"),
                 )
             )
     return out
