@@ -8,13 +8,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engram.protocol.schemas import REF_JSON_PATTERN, SESSION_JSON_PATTERN
+from engram.protocol.schemas import MESH_PATTERN, REF_JSON_PATTERN, SESSION_JSON_PATTERN
 
 B64 = r"^[A-Za-z0-9+/]*={0,2}$"
 HEX64 = r"^[0-9a-f]{64}$"
 AGENT = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 SESSION = SESSION_JSON_PATTERN  # engram.protocol.schemas: one rule for every schema
 REF = REF_JSON_PATTERN
+MESH = f"^{MESH_PATTERN.pattern}$"
 KIND = r"^[a-z][a-z0-9_.]{0,63}$"
 
 
@@ -163,6 +164,12 @@ class RecallIn(Strict):
         max_length=8,
         description="keep only memories of these scopes: global, project:<name>, user:<name> (default: all)",
     )
+    meshes: list[Annotated[str, Field(max_length=97, pattern=MESH)]] | None = Field(
+        default=None,
+        max_length=8,
+        description="the Memory Meshes whose shared memories join the ranking (default: every mesh the agent "
+        "is a member of; [] for none)",
+    )
 
 
 class RecalledOut(BaseModel):
@@ -187,6 +194,8 @@ class RecalledOut(BaseModel):
     replaces: str | None = None
     replaced_by: str | None = None
     earlier: str | None = Field(None, description="what the memory it replaced said, and until when")
+    author: str | None = Field(None, description="another agent's memory shared through a mesh: its author")
+    mesh: str | None = Field(None, description="the Memory Mesh that shared it")
 
 
 class RecallOut(BaseModel):
@@ -227,6 +236,12 @@ class ItemOut(BaseModel):
     valid_until_us: int | None = None
     replaced_by: str | None = None
     replaces: str | None = None
+
+
+class MeshesOut(BaseModel):
+    agent: str
+    as_of_size: int
+    meshes: list[dict[str, Any]] = Field(description="each mesh: creator, title, members with their grants")
 
 
 class ItemsOut(BaseModel):

@@ -21,9 +21,10 @@ from ledger.sharing import verify_share_token
 from ledger.witnessing import ensure_witnessed
 from verifier.bundle import MAX_CONSISTENCY_PROOFS, MEDIA_TYPE, heads_text, mean_quality
 from verifier.event import KEY_KINDS, POLICY_AGENT, Leaf
+from verifier.mesh import statement_agents, statement_streams
 from verifier.note import b64encode, sign_note
 
-__all__ = ["create_bundle", "pact_claim"]
+__all__ = ["create_bundle", "mesh_read_claim", "pact_claim"]
 
 
 def pact_claim(ledger: Ledger, agent: str) -> dict[str, Any]:
@@ -89,10 +90,14 @@ def create_bundle(
     if cp is None:
         raise MalformedError(f"no checkpoint was signed at size {at_size}", check="bundle.size")
     size = cp.size
-    claimed = {(s["agent"], s["kind"]) for s in statements}
-    agents = sorted({a for a, _ in claimed} | {POLICY_AGENT})
+    claimed = {st for s in statements for st in statement_streams(s)}
+    claim_agents = {a for s in statements for a in statement_agents(s)}
+    agents = sorted(claim_agents | {POLICY_AGENT})
     heads = [h for a in agents for h in ledger.store.heads_at(a, size)]
-    claim_agents = {a for a, _ in claimed}
+    # A mesh_read names one memory entry: proven and disclosed, its stream not claimed whole.
+    memories = {int(str(s["ref"]).split(".")[0]) for s in statements if s.get("predicate") == "mesh_read"}
+    if any(i >= size for i in memories):
+        raise MalformedError("the memory is not in the checkpoint yet", check="bundle.size")
     if token is not None:
         _check_token_first(ledger, token, audience, claim_agents, {k for _, k in claimed})
     revocations = {(h.agent, h.kind) for h in heads if h.kind == "share.revoked" and h.agent in claim_agents}
@@ -100,7 +105,7 @@ def create_bundle(
     included = claimed | erasures | (revocations if token is not None else set())
     disclosed = included if disclose_bodies else set()
     wanted = included | {(h.agent, h.kind) for h in heads if h.kind in KEY_KINDS}
-    indices = sorted({i for a, k in wanted for i in ledger.store.stream_indices(a, k, size)})
+    indices = sorted({i for a, k in wanted for i in ledger.store.stream_indices(a, k, size)} | memories)
     proofs = ledger.prove_inclusion_many(indices, size) if indices else []
     entries = []
     for i, proof in zip(indices, proofs, strict=True):
@@ -113,7 +118,12 @@ def create_bundle(
         }
         sb = ledger.store.body(i)
         stream = Leaf.from_bytes(leaf).envelope.stream
-        if stream not in disclosed:
+        if i in memories and disclose_bodies:
+            if sb is None:
+                entry["erased"] = True  # fails the claim, proven only with its erasure
+            else:
+                entry["salt"], entry["body"] = b64encode(sb[0]), b64encode(sb[1])
+        elif stream not in disclosed:
             pass  # key history: the leaf proves the key; its body is not disclosed
         elif (
             stream[1] == "memory.erased"
@@ -185,3 +195,25 @@ def _check_token_first(
         raise MalformedError("a bundle with a share token makes claims about one agent", check="claim")
     (agent,) = agents
     verify_share_token(ledger, token, agent=agent, audience=audience, kinds=kinds)
+
+
+def mesh_read_claim(ledger: Ledger, reader: str, mesh: str, ref: str) -> dict[str, Any]:
+    """The claim that memory ``ref`` was shared with ``reader`` through ``mesh``: its author
+    and entry kind read from the log (specs/bundle.md, ``mesh_read``)."""
+    raw = ledger.store.leaf(int(ref.split(".")[0]))
+    if raw is None:
+        raise MalformedError(f"there is no entry {ref.split('.')[0]}", check="bundle.ref")
+    env = Leaf.from_bytes(raw).envelope
+    return {
+        "statements": [
+            {
+                "predicate": "mesh_read",
+                "agent": reader,
+                "author": env.agent,
+                "mesh": mesh,
+                "kind": env.kind,
+                "ref": ref,
+                "value": True,
+            }
+        ]
+    }

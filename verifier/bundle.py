@@ -61,6 +61,7 @@ from verifier.event import KEY_KINDS, POLICY_AGENT, Leaf, check_agent_id, check_
 from verifier.jcs import parse_strict
 from verifier.keys import KeyHistory
 from verifier.merkle import HASH_SIZE, verify_inclusion
+from verifier.mesh import MEMORY_KINDS, MESH_ID, mesh_read, statement_agents, statement_streams
 from verifier.note import (
     SignedNote,
     VerifiedCheckpoint,
@@ -173,6 +174,12 @@ def heads_text(
 def describe_statement(statement: dict[str, Any], value: Any = None) -> str:
     """``count of alice/pact.outcome where {"result":"violated"} = 0``: everything a claim
     line must name (agent, kind, filter, field, value) so that nothing is hidden."""
+    if statement["predicate"] == "mesh_read":
+        shown = statement["value"] if value is None else value
+        return (
+            f"mesh_read of {statement['author']}'s {statement['kind']} {statement['ref']} by "
+            f"{statement['agent']} through mesh {statement['mesh']} = {json.dumps(shown)}"
+        )
     where = statement.get("where")
     text = f"{statement['predicate']}"
     if statement.get("field") is not None:
@@ -272,6 +279,9 @@ def _claim_statements(claim: object) -> list[dict[str, Any]]:
         raise MalformedError(f"a claim holds 1-{MAX_STATEMENTS} statements", check="format.claim")
     out = []
     for raw in stmts:
+        if isinstance(raw, dict) and raw.get("predicate") == "mesh_read":
+            out.append(_mesh_statement(raw))
+            continue
         s = _exact(raw, {"predicate", "agent", "kind", "value"}, {"where", "field"}, "statement")
         if s["predicate"] not in ("count", "mean", "exists"):
             raise MalformedError(f"unknown predicate {s['predicate']!r}", check="format.claim")
@@ -290,6 +300,27 @@ def _claim_statements(claim: object) -> list[dict[str, Any]]:
             raise MalformedError(f"a {s['predicate']} value is a {expected.__name__}", check="format.claim")
         out.append(s)
     return out
+
+
+_REF = re.compile(r"(0|[1-9][0-9]{0,15})\.(0|[1-9][0-9]?)")
+
+
+def _mesh_statement(raw: dict[str, Any]) -> dict[str, Any]:
+    """``mesh_read``: {agent (the reader), author, mesh, kind (the memory's entry kind), ref
+    (the memory), value (true)}: the memory was shared with the reader through the mesh under
+    grants valid at the checkpoint (verifier.mesh)."""
+    s = _exact(raw, {"predicate", "agent", "author", "mesh", "kind", "ref", "value"}, set(), "statement")
+    check_agent_id(s["agent"])
+    check_agent_id(s["author"])
+    if not isinstance(s["mesh"], str) or not MESH_ID.fullmatch(s["mesh"]):
+        raise MalformedError("mesh is a mesh id <creator>/<name>", check="format.claim")
+    if s["kind"] not in MEMORY_KINDS:
+        raise MalformedError(f"a mesh_read names a {' or '.join(MEMORY_KINDS)} entry", check="format.claim")
+    if not isinstance(s["ref"], str) or not _REF.fullmatch(s["ref"]):
+        raise MalformedError("ref is a memory reference <index>.<n>", check="format.claim")
+    if s["value"] is not True:
+        raise MalformedError("a mesh_read value is true", check="format.claim")
+    return s
 
 
 # -- the steps -----------------------------------------------------------------------------
@@ -498,9 +529,11 @@ def _step_signatures(bundle: _Bundle) -> KeyHistory:
 def _needed_streams(bundle: _Bundle, heads: StreamHeads) -> set[tuple[str, str]]:
     """The streams that must be complete: claimed ones, the key streams of the claimed
     agents and of the policy agent, and (with a token) the agent's revocation list."""
-    needed = {(s["agent"], s["kind"]) for s in bundle.statements}
-    claim_agents = {a for a, _ in needed}
+    needed = {st for s in bundle.statements for st in statement_streams(s)}
+    claim_agents = {a for s in bundle.statements for a in statement_agents(s)}
     if bundle.token is not None:
+        if any(s["predicate"] == "mesh_read" for s in bundle.statements):
+            raise MalformedError("a bundle with a share token makes no mesh_read claim", check="format.claim")
         if len(claim_agents) != 1:
             raise MalformedError(
                 "a bundle with a share token makes claims about one agent", check="format.claim"
@@ -512,7 +545,7 @@ def _needed_streams(bundle: _Bundle, heads: StreamHeads) -> set[tuple[str, str]]
 
 def _step_completeness(bundle: _Bundle, heads: StreamHeads) -> set[tuple[str, str]]:
     """9. Coverage, then every needed stream from version 0 to its attested head."""
-    for agent in sorted({s["agent"] for s in bundle.statements} | {POLICY_AGENT}):
+    for agent in sorted({a for s in bundle.statements for a in statement_agents(s)} | {POLICY_AGENT}):
         if agent not in heads.covered:
             raise StreamChainError(
                 f"the log's stream-head statement does not cover agent {agent!r}, so this bundle "
@@ -664,6 +697,9 @@ def _step_claim(bundle: _Bundle, bodies: dict[int, dict[str, Any] | None]) -> li
         by_stream.setdefault(leaf.envelope.stream, []).append(leaf)
     results = []
     for s in bundle.statements:
+        if s["predicate"] == "mesh_read":
+            results.append(_mesh_claim(s, by_stream, bodies))
+            continue
         stream = sorted(by_stream.get((s["agent"], s["kind"]), []), key=lambda lf: lf.envelope.version)
         value = _evaluate(s, [bodies[lf.index] for lf in stream])
         holds = _same(value, s["value"])
@@ -673,6 +709,29 @@ def _step_claim(bundle: _Bundle, bodies: dict[int, dict[str, Any] | None]) -> li
                 f"claim says {describe_statement(s)}; the records say {value!r}", check="claim.value"
             )
     return results
+
+
+def _mesh_claim(
+    s: dict[str, Any], by_stream: dict[tuple[str, str], list[Leaf]], bodies: dict[int, dict[str, Any] | None]
+) -> ClaimResult:
+    """A ``mesh_read`` recomputed: the memory's entry (proven, body disclosed) and the mesh
+    folded from the complete mesh streams (step 9 proved nothing was left out, so no
+    revocation before the checkpoint is hidden)."""
+    index = int(s["ref"].split(".")[0])
+    memory = next((lf for lfs in by_stream.values() for lf in lfs if lf.index == index), None)
+    if memory is None:
+        raise ClaimError(f"the bundle does not carry entry {index}", check="claim.undisclosed")
+    streams = {
+        st: [
+            (lf.index, bodies.get(lf.index))
+            for lf in sorted(by_stream.get(st, []), key=lambda x: x.envelope.version)
+        ]
+        for st in statement_streams(s)
+    }
+    holds, why = mesh_read(s, streams, (memory.envelope.agent, memory.envelope.kind, bodies.get(index)))
+    if not holds:
+        raise ClaimError(f"claim says {describe_statement(s)}; the log says no: {why}", check="claim.mesh")
+    return ClaimResult(statement=s, recomputed=True, holds=True)
 
 
 WitnessCheck = Callable[[VerifiedCheckpoint], tuple[str, ...]]
@@ -740,7 +799,7 @@ def verify_bundle(
     )
     # 9. completeness
     needed = _step_completeness(bundle, heads)
-    agents = sorted({s["agent"] for s in bundle.statements})
+    agents = sorted({a for s in bundle.statements for a in statement_agents(s)})
     steps.append(
         (
             "completeness",

@@ -8,7 +8,7 @@ of the kinds the token allows.
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Response
 from starlette.concurrency import run_in_threadpool
 
 from api import convert
@@ -24,12 +24,14 @@ from api.deps import (
 )
 from api.problems import problem_responses
 from api.schemas import (
+    MESH,
     REF,
     SESSION,
     CloseOut,
     Decisions,
     ItemProofOut,
     ItemsOut,
+    MeshesOut,
     RecallIn,
     RecallOut,
     ReceiptOut,
@@ -43,6 +45,7 @@ from engram.protocol.kinds import kinds_where
 from engram.protocol.records import RECORD_KINDS
 from engram.protocol.schemas import parse_ref
 from ledger.memory.state import Session
+from verifier.bundle import MEDIA_TYPE as BUNDLE_MEDIA_TYPE
 
 router = APIRouter(tags=["memory"], responses=problem_responses())
 
@@ -154,6 +157,7 @@ async def recall(
         limit=req.limit,
         scopes=req.scopes,
         min_index=min_index,
+        meshes=req.meshes,
     )
     return RecallOut(
         agent=result.agent,
@@ -167,6 +171,34 @@ async def recall(
         notes=list(result.notes),
         context=result.render(),
     )
+
+
+@router.get("/v1/agents/{agent}/meshes", responses=_PROBLEMS)
+def meshes(agent: AgentPath, access: SelfDep, svc: ServicesDep) -> MeshesOut:
+    """The Memory Meshes the agent is an active member of (signed by the agent: only a
+    member reads a mesh), folded from the log: creator, members and each member's grant."""
+    size = svc.memory.ledger.size()
+    return MeshesOut(
+        agent=access.agent, as_of_size=size, meshes=[m.to_json() for m in svc.memory.meshes_of(access.agent)]
+    )
+
+
+@router.get(
+    "/v1/agents/{agent}/meshes/proof",
+    responses={200: {"content": {BUNDLE_MEDIA_TYPE: {}}, "description": "a mesh_read bundle"}, **_PROBLEMS},
+)
+async def mesh_proof(
+    agent: AgentPath,
+    access: SelfDep,
+    svc: ServicesDep,
+    mesh: Annotated[str, Query(pattern=MESH, max_length=97)],
+    ref: Annotated[str, Query(pattern=REF)],
+) -> Response:
+    """A bundle proving offline that memory ``ref`` was written by its author and shared with
+    the agent through ``mesh`` under grants valid at the latest checkpoint (signed by the
+    reading agent; refused, ``mesh.not_shared``, unless it holds)."""
+    data = await run_in_threadpool(svc.memory.mesh_proof, access.agent, mesh, ref)
+    return Response(data, media_type=BUNDLE_MEDIA_TYPE, headers={"Cache-Control": "no-store"})
 
 
 @router.get("/v1/agents/{agent}/memory", responses=_PROBLEMS)

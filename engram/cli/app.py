@@ -25,6 +25,7 @@ from engram.cli.common import (
 )
 from engram.cli.log import export_app, log_app
 from engram.cli.memory import memory_app, memory_rebuild, session_app
+from engram.cli.mesh import mesh_app
 from engram.cli.share import bundle_app, token_app
 from engram.cli.witness import witness_app
 from engram.protocol.errors import EngramError
@@ -41,6 +42,7 @@ app = typer.Typer(
 )
 app.add_typer(session_app, name="session")
 app.add_typer(memory_app, name="memory")
+app.add_typer(mesh_app, name="mesh")
 app.add_typer(bundle_app, name="bundle")
 app.add_typer(token_app, name="token")
 app.add_typer(log_app, name="log")

@@ -238,11 +238,19 @@ def memory_recall(
         list[str] | None,
         typer.Option(help="Only this scope (repeatable): global, project:<name>, user:<name>; default: all."),
     ] = None,
+    mesh: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Only this Memory Mesh's shared memories (repeatable); default: every mesh joined."
+        ),
+    ] = None,
+    no_mesh: Annotated[bool, typer.Option("--no-mesh", help="No memories shared by other agents.")] = False,
     server: Server = None,
     log_key: LogKey = None,
 ) -> None:
     """HOT first, then memories and raw session turns (records) ranked by rank fusion of
-    facets, full text and embedding similarity; prints a <memory-context> block."""
+    facets, full text and embedding similarity, with the memories other agents share through
+    a Memory Mesh labelled by author and mesh; prints a <memory-context> block."""
     opts: dict[str, Any] = {
         "include_cold": include_cold,
         "include_archived": include_archived,
@@ -250,6 +258,7 @@ def memory_recall(
         "budget_tokens": budget_tokens,
         "session": session,
         "scopes": scope,
+        "meshes": [] if no_mesh else mesh,
     }
     if server:
         if key_file is None:

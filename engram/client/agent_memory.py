@@ -117,7 +117,16 @@ class MemoryTransport(Transport, Protocol):
         budget_tokens: int | None = None,
         session: str | None = None,
         scopes: Sequence[str] | None = None,
+        meshes: Sequence[str] | None = None,
     ) -> Recalled: ...
+
+    def meshes(self, signer: AgentSigner) -> list[dict[str, Any]]:
+        """The Memory Meshes the agent is an active member of, as folded from the log."""
+        ...
+
+    def mesh_proof(self, signer: AgentSigner, mesh: str, ref: str) -> bytes:
+        """A bundle proving a memory was shared with the agent through a mesh."""
+        ...
 
     def hot_block(
         self, signer: AgentSigner, *, session: str | None = None, scopes: Sequence[str] | None = None
@@ -302,6 +311,40 @@ class AgentMemory:
             index=self.agent.append("memory.decay_exempted", exempt_body(ref, reason=reason)).index
         )
 
+    # -- Memory Mesh (issue 30, ledger.mesh): signed events in this agent's own streams ------
+
+    def mesh_create(self, name: str, *, title: str | None = None) -> str:
+        """Create the mesh ``<this agent>/<name>``; returns its id."""
+        mesh = f"{self.agent_id}/{name}"
+        body: dict[str, Any] = {"mesh": mesh}
+        if title is not None:
+            body["title"] = title
+        self.agent.append("mesh.created", body)
+        return mesh
+
+    def mesh_invite(self, mesh: str, agent: str) -> Appended:
+        return Appended(index=self.agent.append("mesh.invited", {"mesh": mesh, "agent": agent}).index)
+
+    def mesh_join(self, mesh: str) -> Appended:
+        return Appended(index=self.agent.append("mesh.joined", {"mesh": mesh}).index)
+
+    def mesh_grant(
+        self, mesh: str, *, share: Sequence[str], read: Sequence[str], backfill: bool = False
+    ) -> Appended:
+        """This agent's grant in ``mesh`` (it replaces the earlier one): the WARM categories
+        it shares and those it reads; ``backfill`` shares memories older than the grant too."""
+        body = {"mesh": mesh, "share": sorted(set(share)), "read": sorted(set(read)), "backfill": backfill}
+        return Appended(index=self.agent.append("mesh.granted", body).index)
+
+    def mesh_leave(self, mesh: str) -> Appended:
+        return Appended(index=self.agent.append("mesh.left", {"mesh": mesh}).index)
+
+    def mesh_remove(self, mesh: str, agent: str) -> Appended:
+        return Appended(index=self.agent.append("mesh.removed", {"mesh": mesh, "agent": agent}).index)
+
+    def mesh_dissolve(self, mesh: str) -> Appended:
+        return Appended(index=self.agent.append("mesh.dissolved", {"mesh": mesh}).index)
+
     def erase(self, index: int, *, reason: str) -> Appended:
         """Erase entry ``index`` and what it fed (engram.protocol.erasure, the plan the
         service checks): one logged ``memory.erased`` deletes the bodies and salts of the
@@ -342,7 +385,10 @@ class AgentMemory:
         budget_tokens: int | None = None,
         session: str | None = None,
         scopes: Sequence[str] | None = None,
+        meshes: Sequence[str] | None = None,
     ) -> Recalled:
+        """``meshes``: the Memory Meshes whose shared memories join the ranking (None: every
+        mesh this agent is a member of; empty: none)."""
         return self.transport.recall(
             self._me,
             query,
@@ -352,7 +398,18 @@ class AgentMemory:
             budget_tokens=budget_tokens,
             session=session,
             scopes=scopes,
+            meshes=meshes,
         )
+
+    def meshes(self) -> list[dict[str, Any]]:
+        """The meshes this agent is a member of: creator, members and each one's grant."""
+        return self.transport.meshes(self._me)
+
+    def mesh_proof(self, mesh: str, ref: str) -> bytes:
+        """A bundle (specs/bundle.md, ``mesh_read``) that proves offline, with the log key
+        alone, that memory ``ref`` was written by its author and shared with this agent
+        through ``mesh`` under grants valid at the checkpoint: ``engram-verify bundle``."""
+        return self.transport.mesh_proof(self._me, mesh, ref)
 
     def items(self, *, tier: str | None = None, status: str = "active") -> list[ItemRow]:
         return self.transport.items(self._me, tier=tier, status=status)

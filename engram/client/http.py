@@ -120,6 +120,13 @@ ROUTES: dict[str, Route] = {
     "boundary.event": _under("/records"),
     "commitment": _under("/records"),
     "share.revoked": _under("/tokens/revoke"),
+    "mesh.created": _generic,
+    "mesh.invited": _generic,
+    "mesh.joined": _generic,
+    "mesh.granted": _generic,
+    "mesh.left": _generic,
+    "mesh.removed": _generic,
+    "mesh.dissolved": _generic,
 }
 
 
@@ -471,10 +478,13 @@ class HttpTransport:
         budget_tokens: int | None = None,
         session: str | None = None,
         scopes: Sequence[str] | None = None,
+        meshes: Sequence[str] | None = None,
     ) -> Recalled:
         body: dict[str, Any] = {"query": query, "include_cold": include_cold, "limit": limit}
         if scopes is not None:
             body["scopes"] = list(scopes)
+        if meshes is not None:
+            body["meshes"] = list(meshes)
         if include_archived:
             body["include_archived"] = True
         if budget_tokens is not None:
@@ -489,6 +499,14 @@ class HttpTransport:
             notes=out.get("notes", []),
             as_of_size=out.get("as_of_size"),
         )
+
+    def meshes(self, signer: AgentSigner) -> list[dict[str, Any]]:
+        out = self.signed(signer, "GET", f"{_base(signer)}/meshes").json()
+        return list(out["meshes"])
+
+    def mesh_proof(self, signer: AgentSigner, mesh: str, ref: str) -> bytes:
+        params = {"mesh": mesh, "ref": ref}
+        return bytes(self.signed(signer, "GET", f"{_base(signer)}/meshes/proof", params=params).content)
 
     def hot_block(
         self, signer: AgentSigner, *, session: str | None = None, scopes: Sequence[str] | None = None

@@ -38,6 +38,7 @@ from engram.protocol.schemas import (
     CATEGORIES,
     MAX_CONTENT_CHARS,
     MAX_TURN_CHARS,
+    MESH_PATTERN,
     REF_JSON_PATTERN,
     ROLES,
     SESSION_JSON_PATTERN,
@@ -106,6 +107,7 @@ Ref = Annotated[
     Field(pattern=REF_JSON_PATTERN, description="An item reference <log index>.<position>, e.g. 12.0"),
 ]
 SESSION_PATTERN = SESSION_JSON_PATTERN
+MESH_JSON_PATTERN = f"^{MESH_PATTERN.pattern}$"
 SessionId = Annotated[str, Field(pattern=SESSION_PATTERN, description="A session id from session_open")]
 MAX_CONTENT = MAX_CONTENT_CHARS
 MAX_TURN = MAX_TURN_CHARS
@@ -123,6 +125,7 @@ TOOLS = (
     "memory_erase",
     "log_prove",
     "token_mint",
+    "mesh_share",
 )
 
 
@@ -304,6 +307,14 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
                 "labelled with its scope (default: every scope)",
             ),
         ] = None,
+        meshes: Annotated[
+            list[Annotated[str, Field(pattern=MESH_JSON_PATTERN)]] | None,
+            Field(
+                max_length=8,
+                description="Only these Memory Meshes' shared memories, each labelled with its author and "
+                "mesh ([] for none; default: every mesh this agent is a member of)",
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         out = mem.call(
             lambda m: m.recall(
@@ -314,6 +325,7 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
                 budget_tokens=budget_tokens,
                 session=session or mem.current_session,
                 scopes=scopes,
+                meshes=meshes,
             )
         )
         return {
@@ -444,6 +456,26 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
         expires = int(time.time()) + expires_in_s
         token: str = mem.call(lambda m: m.mint_token(audience=audience, kinds=kinds, expires=expires))
         return {"token": token, "expires": expires}
+
+    @tool(
+        description=(
+            "Share memory with a Memory Mesh this agent is a member of: set which WARM categories of "
+            "this agent's memories flow to the mesh's members (share) and which of theirs flow to this "
+            "agent's recall (read). It replaces the last grant: a category left out stops flowing. "
+            "Each shared memory stays provable to its author and this grant."
+        )
+    )
+    def mesh_share(
+        mesh: Annotated[str, Field(pattern=MESH_JSON_PATTERN, description="The mesh id, <creator>/<name>")],
+        share: Annotated[
+            list[Category], Field(max_length=len(CATEGORIES), description="Categories this agent shares")
+        ],
+        read: Annotated[
+            list[Category], Field(max_length=len(CATEGORIES), description="Categories this agent reads")
+        ],
+        backfill: Annotated[bool, Field(description="Also share memories older than this grant")] = False,
+    ) -> dict[str, Any]:
+        return mem.call(lambda m: m.mesh_grant(mesh, share=share, read=read, backfill=backfill)).to_json()
 
     @resource(
         "engram://memory/hot",

@@ -82,7 +82,7 @@ ROW_FIELDS = (
     "session",
 )
 #: Optional recall-row fields (issue 29): validity and what the memory replaced.
-TIME_FIELDS = ("valid_from_us", "valid_until_us", "replaces", "replaced_by", "earlier")
+TIME_FIELDS = ("valid_from_us", "valid_until_us", "replaces", "replaced_by", "earlier", "author", "mesh")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,6 +107,9 @@ class RecallRow(_Json):
     replaces: str | None = None
     replaced_by: str | None = None
     earlier: str | None = None
+    #: Another agent's memory shared through a Memory Mesh: its author and the mesh.
+    author: str | None = None
+    mesh: str | None = None
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> RecallRow:

@@ -38,7 +38,7 @@ __all__ = [
 
 REGISTRY_VERSION = 2
 
-Group = Literal["key", "session", "memory", "record", "share"]
+Group = Literal["key", "session", "memory", "record", "share", "mesh"]
 #: ``agent``: the agent's own key (a ``key.registered`` is self-signed and needs operator
 #: authorization); ``policy``: the ledger's policy agent, on the agent's stream.
 Signer = Literal["agent", "policy"]
@@ -236,6 +236,49 @@ _SPECS = (
         group="share",
         description="a share token revoked by its id",
         schema=schemas.share_revoked,
+    ),
+    KindSpec(
+        name="mesh.created",
+        group="mesh",
+        description="a Memory Mesh created by the agent its id names",
+        schema=schemas.mesh_created,
+        verbatim=_members("title"),
+    ),
+    KindSpec(
+        name="mesh.invited",
+        group="mesh",
+        description="the mesh's creator invited an agent",
+        schema=schemas.mesh_member,
+    ),
+    KindSpec(
+        name="mesh.joined",
+        group="mesh",
+        description="an invited agent joined the mesh",
+        schema=schemas.mesh_only,
+    ),
+    KindSpec(
+        name="mesh.granted",
+        group="mesh",
+        description="a member's grant: the WARM categories it shares and reads",
+        schema=schemas.mesh_granted,
+    ),
+    KindSpec(
+        name="mesh.left",
+        group="mesh",
+        description="a member left the mesh",
+        schema=schemas.mesh_only,
+    ),
+    KindSpec(
+        name="mesh.removed",
+        group="mesh",
+        description="the mesh's creator removed a member",
+        schema=schemas.mesh_member,
+    ),
+    KindSpec(
+        name="mesh.dissolved",
+        group="mesh",
+        description="the mesh's creator dissolved it",
+        schema=schemas.mesh_only,
     ),
 )
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engram.protocol.errors import RejectedEventError
+from verifier.mesh import MESH_ID
 
 __all__ = [
     "CATEGORIES",
@@ -40,6 +41,10 @@ __all__ = [
     "memory_superseded",
     "memory_tier_changed",
     "memory_written",
+    "mesh_created",
+    "mesh_granted",
+    "mesh_member",
+    "mesh_only",
     "pact_outcome",
     "parse_ref",
     "session_closed",
@@ -436,6 +441,46 @@ def commitment(b: BodyReader) -> None:
     b.text("promise", max_len=MAX_CONTENT_CHARS)
     b.text("due", max_len=32, required=False, pattern=re.compile(r"\d{4}-\d{2}-\d{2}"))
     b.text("counterparty", max_len=128, required=False)
+
+
+#: A mesh id: "<creator agent>/<name>" (the creator's id namespaces it).
+MESH_PATTERN = MESH_ID  # verifier.mesh: one rule for the schema and the verifier
+_AGENT = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+
+
+def _mesh(b: BodyReader) -> None:
+    b.text("mesh", max_len=97, pattern=MESH_PATTERN)
+
+
+def _categories(b: BodyReader, name: str) -> None:
+    v = b.get(name, True)
+    if not isinstance(v, list) or len(set(v)) != len(v) or not all(c in CATEGORIES for c in v):
+        raise b._fail(name, f"must be a list of distinct categories ({', '.join(CATEGORIES)})")
+
+
+def mesh_created(b: BodyReader) -> None:
+    _mesh(b)
+    b.text("title", max_len=200, required=False)
+
+
+def mesh_member(b: BodyReader) -> None:
+    """mesh.invited and mesh.removed: the mesh and the agent."""
+    _mesh(b)
+    b.text("agent", max_len=64, pattern=_AGENT)
+
+
+def mesh_only(b: BodyReader) -> None:
+    """mesh.joined, mesh.left, mesh.dissolved: the mesh alone."""
+    _mesh(b)
+
+
+def mesh_granted(b: BodyReader) -> None:
+    """A member's grant, replacing its earlier one: the WARM categories it shares with the
+    mesh and those it reads from it, and whether memories older than the grant are shared."""
+    _mesh(b)
+    _categories(b, "share")
+    _categories(b, "read")
+    b.boolean("backfill")
 
 
 def share_revoked(b: BodyReader) -> None:

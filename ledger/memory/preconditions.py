@@ -22,6 +22,7 @@ from engram.protocol.errors import RejectedEventError
 from engram.protocol.gate import WriteGate
 from ledger.memory.projection import Projection
 from ledger.memory.state import RECORD, SESSION_ENTRY_KINDS
+from ledger.mesh import MESH_KINDS, Mesh, MeshReader, MeshRuleError, apply_event
 from ledger.storage.store import SqlStore
 from verifier.event import Envelope, Leaf
 from verifier.jcs import parse_strict
@@ -38,6 +39,8 @@ class _Batch:
         self.gate = gate
         self.projection = Projection(store)
         self.opened: dict[tuple[str, str], str] = {}
+        #: Meshes as folded from the log plus this batch's earlier mesh events.
+        self.meshes: dict[str, Mesh | None] = {}
 
 
 Check = Callable[[_Batch, Envelope, Mapping[str, Any]], None]
@@ -122,6 +125,22 @@ def _erasable_session_entry(batch: _Batch, env: Envelope, index: int, session: s
         raise RejectedEventError(f"entry {index} is not of session {session}", check="memory.erase")
 
 
+#: Every entry stored so far (leaves not yet in a checkpoint included).
+_ALL = 1 << 62
+
+
+def _mesh_rules(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
+    """A mesh event the fold would give no effect is refused with the rule's check name
+    (ledger.mesh): folded from the log and this batch's earlier mesh events."""
+    mesh = str(body["mesh"])
+    if mesh not in batch.meshes:
+        batch.meshes[mesh] = MeshReader(batch.store).mesh(mesh, _ALL)
+    try:
+        batch.meshes[mesh] = apply_event(batch.meshes[mesh], _ALL, env.agent, env.kind, body)
+    except MeshRuleError as e:
+        raise RejectedEventError(str(e).split("] ", 1)[-1], check=e.check) from e
+
+
 def _not_verbatim(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
     if body.get("provenance"):
         sources = MemoryPreconditions.source_texts(batch.store, body["provenance"], env.agent)
@@ -150,11 +169,12 @@ PRECONDITIONS: dict[str, Check] = {
     "boundary.event": _none,
     "commitment": _none,
     "share.revoked": _none,
+    **dict.fromkeys(MESH_KINDS, _mesh_rules),
 }
 
 #: Kinds whose checks read the projection, which is synced first (memory.written alone
 #: reads only stored bodies).
-_NEEDS_STATE = frozenset(k for k, c in PRECONDITIONS.items() if c not in (_none, _not_verbatim))
+_NEEDS_STATE = frozenset(k for k, c in PRECONDITIONS.items() if c not in (_none, _not_verbatim, _mesh_rules))
 #: Kinds whose check may pass on the projection as it stands, before it is synced (issue 28,
 #: Deliver 2: a turn, the hot path, never waits on the projection): a turn for a session the
 #: projection shows open. The projection only lags the log, so what it shows open was opened;

@@ -91,6 +91,9 @@ class Recalled:
     replaced_by: str | None = None
     #: What the memory it replaced said ("nurse", until when): filled in by recall.
     earlier: str | None = None
+    #: Another agent's memory shared through a Memory Mesh: its author and the mesh.
+    author: str | None = None
+    mesh: str | None = None
 
     @property
     def is_record(self) -> bool:
@@ -335,7 +338,10 @@ def _line(r: Recalled) -> str:
         where = f" | session {html.escape(r.session)}" if r.session else ""
         return f"- [turn | {role}{where} | log {r.index} | {r.age_days} d] quoted: \u201c{text}\u201d"
     tags = f" #{' #'.join(r.tags)}" if r.tags else ""
-    return f"- [{r.category} | ref {r.ref} | log {r.index} | {_validity(r)}]{tags} {text}{_earlier(r)}"
+    shared = f" | by {html.escape(r.author)} via mesh {html.escape(r.mesh or '')}" if r.author else ""
+    return (
+        f"- [{r.category} | ref {r.ref} | log {r.index} | {_validity(r)}{shared}]{tags} {text}{_earlier(r)}"
+    )
 
 
 def day_of(us: int) -> str:
@@ -385,6 +391,8 @@ def section_of(r: Recalled, query: str) -> str | None:
         return None
     if r.is_record:
         return _RECORDS
+    if r.author is not None:
+        return _MESH
     if r.tier == "WARM":
         return _WARM_QUERY if query.strip() else _WARM_RECENT
     if r.tier == "COLD":
@@ -416,8 +424,11 @@ _COLD = "## COLD (permanent record)"
 _ARCHIVED = "## ARCHIVED (decayed memories, recalled because they match)"
 _RECORDS = "## RECORDS (raw session turns from the log, verbatim: what was said, not a distilled memory)"
 _EARLIER = "## EARLIER (past values a newer memory replaced: true then, not now)"
+_MESH = (
+    "## MESH (other agents' memories shared with this one through a Memory Mesh: theirs, not this agent's)"
+)
 #: The ranked sections, in the block's order.
-_SECTIONS = (_WARM_QUERY, _WARM_RECENT, _COLD, _EARLIER, _ARCHIVED, _RECORDS)
+_SECTIONS = (_WARM_QUERY, _WARM_RECENT, _MESH, _COLD, _EARLIER, _ARCHIVED, _RECORDS)
 
 
 def render(result: RecallResult) -> str:

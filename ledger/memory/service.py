@@ -28,9 +28,10 @@ from engram.protocol.errors import (
     MalformedError,
     NotFoundError,
     RejectedEventError,
+    VerificationError,
 )
 from engram.protocol.kinds import kinds_where, validate_body
-from engram.protocol.schemas import CATEGORIES
+from engram.protocol.schemas import CATEGORIES, parse_ref
 from engram.protocol.scopes import GLOBAL, parse_scopes, scope_of
 from engram.protocol.wire import Outcome
 from ledger.log import Ledger, PolicyEvent, Prepared, Receipt, Submission
@@ -68,6 +69,7 @@ from ledger.memory.state import RECORD, Item, Session
 from ledger.memory.terms import content_terms
 from ledger.memory.tokens import count_tokens
 from ledger.memory.vectors import VectorIndex
+from ledger.mesh import Mesh, MeshReader
 from verifier.event import Leaf
 from verifier.jcs import canonical_bytes, parse_strict
 
@@ -746,6 +748,7 @@ class MemoryService:
         sources: str = "all",
         scopes: Sequence[str] | None = None,
         min_index: int | None = None,
+        meshes: Sequence[str] | None = None,
     ) -> RecallResult:
         """HOT (the session's frozen snapshot inside a session), then up to ``limit`` memories
         and raw records ranked for ``query`` within ``budget_tokens`` (ledger.memory.recall).
@@ -758,7 +761,12 @@ class MemoryService:
         ``project:<name>``, ``user:<name>``), HOT included; None searches every scope.
 
         ``min_index``: recall as soon as the projection holds this entry (:meth:`sync_through`)
-        instead of bringing it to the latest checkpoint first."""
+        instead of bringing it to the latest checkpoint first.
+
+        ``meshes`` (issue 30, ledger.mesh): the Memory Meshes whose shared memories join the
+        ranking, each labelled with its author and mesh (None: every mesh the agent is an
+        active member of; empty: none). Only WARM memories of the categories the author
+        shares and this agent reads flow; HOT stays private."""
         try:
             wanted = parse_scopes(scopes)
         except MalformedError as e:
@@ -800,6 +808,14 @@ class MemoryService:
             hot_src = [h for h in hot_src if scope_of(h.tags) in wanted]
         notes: list[str] = []
         ranked_items = self._rank(agent_id, query, include_cold, include_archived, limit, notes, sources)
+        mesh_of: dict[tuple[str, str], str] = {}  # (author, ref) -> the mesh that shared it
+        if sources != "records" and (meshes is None or meshes):
+            shared = self._shared(agent_id, query, applied, meshes, limit, notes, mesh_of)
+            if shared:
+                ranked_items = sorted(
+                    [*ranked_items, *shared],
+                    key=lambda cs: (-cs[1], -cs[0].created_us, cs[0].agent, cs[0].ref),
+                )
         # Every line of the block counts against the budget (issue 29, finding 3): the frame
         # with its notes and this size, each entry, and each section's heading.
         hot, used = hot_within_budget(
@@ -822,8 +838,10 @@ class MemoryService:
             heading = section_of(r, query)
             if heading is None:
                 continue  # not shown in the block
+            if it.agent != agent_id:  # another agent's memory, shared through a mesh
+                r = dataclasses.replace(r, author=it.agent, mesh=mesh_of.get((it.agent, it.ref)))
             if r.replaces:  # a current value says what it replaced, on its line
-                [r] = self._with_earlier(agent_id, [r])
+                [r] = self._with_earlier(it.agent, [r])
             cost = line_tokens(r) + (0 if heading in opened else heading_tokens(heading))
             if len(ranked) >= limit:
                 break
@@ -853,7 +871,7 @@ class MemoryService:
         if record_access and self.access_mode != "off":
             refs = [
                 *self._used_hot(agent_id, query, hot, hot_items),
-                *(r.ref for r in result.ranked if not r.is_record),
+                *(r.ref for r in result.ranked if not r.is_record and r.author is None),
             ]
             if refs:
                 use = Use(agent=agent_id, refs=tuple(refs[:100]), query=query, session=session)
@@ -943,6 +961,53 @@ class MemoryService:
         elif sources == "records":
             memories = []
         return merge_pools(memories, records, include_archived=include_archived)
+
+    def mesh_proof(self, reader: str, mesh: str, ref: str) -> bytes:
+        """A bundle proving, offline, that memory ``ref`` was shared with ``reader`` through
+        ``mesh`` under grants valid at the latest checkpoint (specs/bundle.md ``mesh_read``).
+        Refused unless it holds (``mesh.not_shared``): nothing is disclosed to a reader the
+        memory was not shared with."""
+        from ledger.bundle import create_bundle, mesh_read_claim
+        from verifier.bundle import verify_bundle
+        from verifier.note import VerifierKey
+
+        parse_ref(ref)
+        data = create_bundle(self.ledger, mesh_read_claim(self.ledger, reader, mesh, ref))
+        try:
+            verify_bundle(data, VerifierKey.parse(self.ledger.vkey))
+        except VerificationError as e:
+            raise RejectedEventError(
+                f"memory {ref} is not shared with {reader} through {mesh}: {e}", check="mesh.not_shared"
+            ) from e
+        return data
+
+    def meshes_of(self, agent_id: str) -> list[Mesh]:
+        """The Memory Meshes ``agent_id`` is an active member of, folded from the log."""
+        return MeshReader(self.ledger.store).meshes_of(agent_id, self.ledger.size())
+
+    def _shared(
+        self,
+        agent_id: str,
+        query: str,
+        applied: int,
+        meshes: Sequence[str] | None,
+        limit: int,
+        notes: list[str],
+        mesh_of: dict[tuple[str, str], str],
+    ) -> list[tuple[Item, float]]:
+        """The memories ``agent_id``'s meshes share with it for ``query``: each author's own
+        ranking, kept to the WARM memories of the categories it shares and this agent reads,
+        from the index each category began flowing (ledger.mesh)."""
+        out: list[tuple[Item, float]] = []
+        for share in MeshReader(self.ledger.store).shares_for(agent_id, applied, meshes):
+            for it, score in self._rank(share.author, query, False, False, limit, notes, "memories"):
+                since = share.since.get(it.category)
+                if (it.agent, it.ref) in mesh_of:
+                    continue  # shared through two meshes: once
+                if it.tier == "WARM" and it.status == "active" and since is not None and it.index >= since:
+                    mesh_of.setdefault((it.agent, it.ref), share.mesh)
+                    out.append((it, score))
+        return out
 
     def _with_earlier(self, agent_id: str, ranked: Sequence[Recalled]) -> list[Recalled]:
         """Each current value that replaced another says what that was ("earlier: nurse,

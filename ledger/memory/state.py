@@ -526,6 +526,14 @@ EVOLVE: dict[str, Handler] = {
     "boundary.event": _record,
     "commitment": _record,
     "share.revoked": _nothing,
+    # A mesh is folded from its members' streams when read (ledger.mesh), not projected.
+    "mesh.created": _nothing,
+    "mesh.invited": _nothing,
+    "mesh.joined": _nothing,
+    "mesh.granted": _nothing,
+    "mesh.left": _nothing,
+    "mesh.removed": _nothing,
+    "mesh.dissolved": _nothing,
 }
 
 

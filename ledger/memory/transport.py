@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 from engram.protocol.answers import EntryProof, ItemProof, ItemRow, Recalled, SessionRow
 from engram.protocol.errors import NotFoundError
@@ -109,6 +110,7 @@ class InProcessMemory:
         budget_tokens: int | None = None,
         session: str | None = None,
         scopes: Sequence[str] | None = None,
+        meshes: Sequence[str] | None = None,
     ) -> Recalled:
         res = self.memory.recall(
             signer.agent,
@@ -119,6 +121,7 @@ class InProcessMemory:
             session=session,
             limit=limit,
             scopes=scopes,
+            meshes=meshes,
         )
         return Recalled.of(
             context=res.render(),
@@ -127,6 +130,12 @@ class InProcessMemory:
             notes=res.notes,
             as_of_size=res.as_of_size,
         )
+
+    def meshes(self, signer: AgentSigner) -> list[dict[str, Any]]:
+        return [m.to_json() for m in self.memory.meshes_of(signer.agent)]
+
+    def mesh_proof(self, signer: AgentSigner, mesh: str, ref: str) -> bytes:
+        return self.memory.mesh_proof(signer.agent, mesh, ref)
 
     def hot_block(
         self, signer: AgentSigner, *, session: str | None = None, scopes: Sequence[str] | None = None

@@ -19,6 +19,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
+from engram.harness.mcp_tools import TOOLS
 from tests.e2e.processes import ENGRAM, engram_serve, free_port, listening
 from verifier.merkle import verify_inclusion
 from verifier.note import VerifierKey, b64decode_strict, verify_checkpoint
@@ -166,6 +167,12 @@ async def _journey(c: Client, log_key: str) -> None:
         await c.call_tool("session_turn", {"session": "never-opened", "role": "user", "content": "hi"})
     )
     assert p["type"].startswith("https://engram.dev/problems/")
+    # Memory Mesh (issue 30): a grant in a mesh bob is not in is refused with the rule's check;
+    # recall takes the meshes argument
+    p = _problem(await c.call_tool("mesh_share", {"mesh": "ada/ops", "share": ["LEARNING"], "read": []}))
+    assert p["type"].endswith("/rejected") and p["check"] == "mesh.missing"
+    assert (await c.call_tool("mesh_share", {"mesh": "ada/ops", "share": ["GOSSIP"], "read": []})).is_error
+    assert not (await c.call_tool("memory_recall", {"query": "IE11", "meshes": []})).is_error
     # still serving
     assert not (await c.call_tool("memory_recall", {"query": "IE11"})).is_error
 
@@ -248,7 +255,7 @@ def test_a_server_that_is_down_is_a_tool_error_not_a_crash(home: tuple[dict[str,
             command=ENGRAM, args=["mcp", "--server", down, "--key-file", str(key)], env=env
         )
         async with Client(params, read_timeout_seconds=60) as c:
-            assert len((await c.list_tools()).tools) == 11
+            assert len((await c.list_tools()).tools) == len(TOOLS)
             for _ in range(2):
                 p = _problem(await c.call_tool("memory_recall", {"query": "anything"}))
                 assert p["type"].endswith("/storage") and "cannot reach" in p["detail"]

@@ -24,8 +24,13 @@ def _section(readme: str, heading: str) -> str:
 
 def test_the_readme_quickstart_runs_as_written(tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    script = (
-        _section(readme, "## Give your agent memory") + "\n" + _section(readme, "## Check an agent's claim")
+    script = "\n".join(
+        _section(readme, h)
+        for h in (
+            "## Give your agent memory",
+            "## Share memory between agents (Memory Mesh)",
+            "## Check an agent's claim",
+        )
     )
     assert "engram serve" in script and "kill $SERVER" in script and "engram-verify bundle" in script
     script = script.replace("8080", str(free_port()))
@@ -46,9 +51,17 @@ def test_the_readme_quickstart_runs_as_written(tmp_path: Path) -> None:
     assert "The user wants short answers" in run.stdout  # recalled over HTTP
     # the changed fact (issue 29): the current value says what it replaced, the past one is
     # recalled for the question about the past
-    now, then = run.stdout.split("<memory-context")[-2:]
+    blocks = run.stdout.split("<memory-context")
+    now, then = blocks[-3:-1]
     assert "VS Code" in now and "earlier: vim, until" in now and "## EARLIER" not in now
     assert "## EARLIER" in then and "The user's editor is vim." in then.split("## EARLIER", 1)[1]
+    # the Mesh tour (issue 30): cy recalls claude's learning, labelled; bob's proof verifies
+    shared = blocks[-1]
+    assert "## MESH" in shared and "by claude via mesh claude/team" in shared and "cache warmed" in shared
+    assert (
+        "mesh_read of claude's memory.written" in run.stdout
+        and "through mesh claude/team = true" in run.stdout
+    )
     assert "VERIFIED" in run.stdout and "FAILED" not in run.stdout
     assert (tmp_path / "home" / ".config" / "engram" / "claude.key").exists()
     log = (tmp_path / "engram-serve.log").read_text()

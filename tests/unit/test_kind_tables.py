@@ -29,7 +29,7 @@ def test_every_registered_kind_has_a_row_in_each_table(name: str) -> None:
 def test_registry_entries_are_complete() -> None:
     for name, spec in KINDS.items():
         assert spec.name == name
-        assert spec.group in {"key", "session", "memory", "record", "share"}
+        assert spec.group in {"key", "session", "memory", "record", "share", "mesh"}
         assert spec.signer in {"agent", "policy"}
         assert callable(spec.schema) and spec.schema.__module__ == schemas.__name__
         assert require_kind(name) is spec

@@ -1,0 +1,128 @@
+"""Memory Mesh (issue 30): agents that share chosen WARM categories, as a log object.
+
+A mesh is made of signed events in its members' own streams (engram.protocol.kinds, group
+``mesh``), and its state is folded from them when read: nothing about a mesh lives outside
+the log, so anyone holding the log (an auditor, a verifier with the entries) folds the same
+state. The mesh id is ``<creator>/<name>``: the creator's streams hold its life
+(``mesh.created``, ``mesh.invited``, ``mesh.removed``, ``mesh.dissolved``), and each member's
+streams hold its part (``mesh.joined``, ``mesh.granted``, ``mesh.left``).
+
+Rules, applied in log order (an event that breaks one has no effect; the append
+preconditions refuse it up front with the rule's check name):
+
+* ``mesh.created``: only by the agent the id names, once (``mesh.exists``); the creator is a
+  member from then on.
+* ``mesh.invited``, ``mesh.removed``, ``mesh.dissolved``: only by the creator
+  (``mesh.policy``); an invitation names an agent that is not a member; the creator is never
+  removed; nothing happens in a dissolved mesh (``mesh.dissolved``).
+* ``mesh.joined``: only by an agent invited since it last left (``mesh.not_invited``), once
+  (``mesh.member``); joining consumes the invitation.
+* ``mesh.granted``: only by a member (``mesh.not_member``); it replaces the member's grant:
+  the WARM categories it shares and those it reads. A member shares nothing until it grants.
+* ``mesh.left``: a member other than the creator (who dissolves instead).
+
+What a member B reads of a member A: A's active WARM memories in a category A shares and B
+reads, written at or after the grant that began sharing that category without a break
+(``backfill`` in A's current grant: also older memories of those categories). Isolation by
+default: HOT, COLD, other tiers and categories, and every memory of a non-member, never flow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.storage.store import SqlStore
+from verifier.jcs import parse_strict
+from verifier.mesh import (
+    CREATOR_KINDS,
+    MEMBER_KINDS,
+    MESH_KINDS,
+    Member,
+    Mesh,
+    MeshRuleError,
+    apply_event,
+    creator_of,
+    fold,
+)
+
+__all__ = [
+    "MESH_KINDS",
+    "Member",
+    "Mesh",
+    "MeshReader",
+    "MeshRuleError",
+    "Share",
+    "apply_event",
+    "creator_of",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """What ``reader`` reads of ``author`` through ``mesh``: WARM memories of ``categories``,
+    each category from its log index on."""
+
+    mesh: str
+    author: str
+    since: Mapping[str, int]
+
+
+class MeshReader:
+    """Meshes folded from the store's streams as of a log size."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+
+    def _bodies(self, agent: str, kind: str, size: int) -> list[tuple[int, dict[str, Any]]]:
+        out = []
+        for i in self.store.stream_indices(agent, kind, size):
+            sb = self.store.body(i)
+            if sb is not None:  # an erased body takes no part
+                out.append((i, parse_strict(sb[1], max_bytes=1 << 16)))
+        return out
+
+    def events(self, mesh: str, size: int) -> list[tuple[int, str, str, dict[str, Any]]]:
+        creator = creator_of(mesh)
+        out: list[tuple[int, str, str, dict[str, Any]]] = []
+        for kind in CREATOR_KINDS:
+            out += [
+                (i, creator, kind, b) for i, b in self._bodies(creator, kind, size) if b.get("mesh") == mesh
+            ]
+        invited = {str(b["agent"]) for _, _, k, b in out if k == "mesh.invited"} - {creator}
+        for agent in sorted(invited):
+            for kind in MEMBER_KINDS:
+                out += [
+                    (i, agent, kind, b) for i, b in self._bodies(agent, kind, size) if b.get("mesh") == mesh
+                ]
+        return out
+
+    def mesh(self, mesh: str, size: int) -> Mesh | None:
+        return fold(self.events(mesh, size))
+
+    def meshes_of(self, agent: str, size: int) -> list[Mesh]:
+        """The meshes ``agent`` is an active member of (not dissolved)."""
+        ids = {str(b["mesh"]) for _, b in self._bodies(agent, "mesh.created", size)}
+        ids |= {str(b["mesh"]) for _, b in self._bodies(agent, "mesh.joined", size)}
+        out = []
+        for mesh_id in sorted(ids):
+            m = self.mesh(mesh_id, size)
+            if m is not None and not m.dissolved and agent in m.members and m.members[agent].active:
+                out.append(m)
+        return out
+
+    def shares_for(self, reader: str, size: int, only: Sequence[str] | None = None) -> list[Share]:
+        """What ``reader`` reads through its meshes (``only``: these meshes), per author."""
+        out = []
+        for m in self.meshes_of(reader, size):
+            if only is not None and m.mesh not in only:
+                continue
+            reads = m.members[reader].reads
+            for author in m.active_members():
+                if author.agent == reader:
+                    continue
+                since = {c: i for c, i in author.shared_since().items() if c in reads}
+                if since:
+                    out.append(Share(mesh=m.mesh, author=author.agent, since=since))
+        return out
