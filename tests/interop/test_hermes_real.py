@@ -37,6 +37,28 @@ def test_issue26_f1_real_hermes_discovers_and_drives_the_provider(tmp_path: Path
         [ENGRAM, "agent", "create", "hermes-bot", "--key-file", str(key)], env=env, capture_output=True
     )
     assert made.returncode == 0, made.stderr
+    # issue 30: ada shares her LEARNING memories with hermes-bot through a Memory Mesh
+    ada = str(tmp_path / "ada.key")
+    for argv in (
+        ["agent", "create", "ada", "--key-file", ada],
+        ["mesh", "create", "--key-file", ada, "--name", "ops"],
+        ["mesh", "invite", "--key-file", ada, "--mesh", "ada/ops", "--agent", "hermes-bot"],
+        ["mesh", "join", "--key-file", str(key), "--mesh", "ada/ops"],
+        ["mesh", "grant", "--key-file", str(key), "--mesh", "ada/ops", "--share", "", "--read", "LEARNING"],
+        ["mesh", "grant", "--key-file", ada, "--mesh", "ada/ops", "--share", "LEARNING", "--read", ""],
+        [
+            "memory",
+            "write",
+            "--key-file",
+            ada,
+            "--category",
+            "LEARNING",
+            "--content",
+            "Zorblax deploys need the cache warmed first.",
+        ],
+    ):
+        done = run([ENGRAM, *argv], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
     home = tmp_path / "hermes-home"
     henv = {k: v for k, v in os.environ.items() if not k.startswith(("ENGRAM_", "VIRTUAL_ENV"))}
     henv |= {"HERMES_HOME": str(home), "PATH": f"{HERMES_VENV / 'bin'}:{henv.get('PATH', '')}"}
@@ -66,3 +88,5 @@ def test_issue26_f1_real_hermes_discovers_and_drives_the_provider(tmp_path: Path
     assert result["discovered"].get("engram") is True
     assert "engram_recall" in result["first"]["tools"]
     assert "tabs" in result["second"]["prefetch"].lower(), result["second"]
+    third = result["third"]["prefetch"]
+    assert "cache warmed" in third and "by ada via mesh ada/ops" in third, third

@@ -43,7 +43,9 @@ def main() -> None:
         "hello",
     )
     second = chat("chat-2", [], "Should I indent this Python file with tabs or spaces?")
-    json.dump({"discovered": found, "first": first, "second": second}, sys.stdout)
+    # issue 30: what another agent shares through a Memory Mesh comes back in the prefetch
+    third = chat("chat-3", [], "What do Zorblax deploys need first?")
+    json.dump({"discovered": found, "first": first, "second": second, "third": third}, sys.stdout)
 
 
 if __name__ == "__main__":
