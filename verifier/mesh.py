@@ -163,7 +163,8 @@ def _check_shape(kind: str, body: Mapping[str, Any]) -> None:
         ok = isinstance(body.get("agent"), str)
     if ok and kind == "mesh.granted":
         ok = all(
-            isinstance(body.get(k), list) and all(c in _CATEGORY_NAMES for c in body[k])
+            isinstance(body.get(k), list)
+            and all(isinstance(c, str) and c in _CATEGORY_NAMES for c in body[k])
             for k in ("share", "read")
         ) and isinstance(body.get("backfill", False), bool)
     if not ok:
@@ -292,6 +293,8 @@ def mesh_read(
         category = entry.get("category") if isinstance(entry, Mapping) else None
     else:
         category = body.get("category") if pos == "0" else None
+    if not isinstance(category, str):
+        return False, f"memory {s['ref']} has no category"
     events = []
     for (who, k), rows in stream_bodies.items():
         if k in MESH_KINDS:
@@ -304,7 +307,7 @@ def mesh_read(
     a, r = mesh.members.get(author), mesh.members.get(reader)
     if a is None or not a.active or r is None or not r.active:
         return False, f"{author} and {reader} are not both members of {mesh_id}"
-    since = a.shared_since().get(str(category))
+    since = a.shared_since().get(category)
     if since is None or since > int(index):
         return False, f"{author}'s grant does not share {category} memories from entry {index}"
     if category not in r.reads:

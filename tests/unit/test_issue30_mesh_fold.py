@@ -30,10 +30,15 @@ BODY = st.fixed_dictionaries(
 EVENT = st.tuples(st.sampled_from(AGENTS), st.sampled_from(MESH_KINDS), BODY)
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(EVENT, max_size=14), st.randoms(use_true_random=False))
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(EVENT, max_size=14),
+    st.randoms(use_true_random=False),
+    st.dictionaries(st.sampled_from(["category", "entries", "x"]), JSON | st.sampled_from(CATS), max_size=3),
+    st.sampled_from(["memory.written", "memory.distilled"]),
+)
 def test_issue30_the_fold_is_total_and_order_free(
-    events: list[tuple[str, str, dict[str, Any]]], rnd: Any
+    events: list[tuple[str, str, dict[str, Any]]], rnd: Any, memory: dict[str, Any], kind: str
 ) -> None:
     indexed = [(i, a, k, b) for i, (a, k, b) in enumerate(events)]
     shuffled = list(indexed)
@@ -42,7 +47,8 @@ def test_issue30_the_fold_is_total_and_order_free(
     assert (a is None) == (b is None)
     if a is not None and b is not None:
         assert a.to_json() == b.to_json()
-    statement = {"agent": "bob", "author": "ada", "mesh": "ada/m", "kind": "memory.written", "ref": "99.0"}
+    statement = {"agent": "bob", "author": "ada", "mesh": "ada/m", "kind": kind, "ref": "99.0"}
     streams = {(ag, k): [(i, bd)] for i, ag, k, bd in indexed}
-    holds, why = mesh_read(statement, streams, ("ada", "memory.written", {"category": "LEARNING"}))
-    assert isinstance(holds, bool) and why
+    for body in ({"category": "LEARNING"}, memory):
+        holds, why = mesh_read(statement, streams, ("ada", kind, body))
+        assert isinstance(holds, bool) and why
