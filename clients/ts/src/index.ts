@@ -1,10 +1,10 @@
 /**
  * @engram/verifier: the TypeScript port of Engram's verifier (issue 31).
  *
- * This first slice verifies C2SP signed-note checkpoints, RFC 9162 inclusion and
- * consistency proofs, and RFC 8785 canonical JSON, failing with the same dotted check
- * names as the Python verifier (verifier/). It runs the shared known-answer vectors in
- * specs/vectors/.
+ * It verifies C2SP signed-note checkpoints, RFC 9162 inclusion and consistency proofs,
+ * RFC 8785 canonical JSON, log leaves, event envelopes, agent event signatures, proofs of
+ * possession and body commitments, failing with the same dotted check names as the Python
+ * verifier (verifier/). It runs the shared known-answer vectors in specs/vectors/.
  */
 
 export * from "./errors.js";
@@ -57,3 +57,35 @@ export {
   type ParseLimits,
   type ShapeLimits,
 } from "./jcs.js";
+export {
+  AGENT_OR_POLICY_KINDS,
+  BODY_DOMAIN,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_MAX_LEAF_BYTES,
+  ENVELOPE_VERSION,
+  EVENT_DOMAIN,
+  KEY_ID_DOMAIN,
+  KEY_KINDS,
+  LEAF_FORMAT,
+  MAX_ENVELOPE_BYTES,
+  POLICY_AGENT,
+  POLICY_KINDS,
+  POP_DOMAIN,
+  SALT_SIZE,
+  Envelope,
+  Leaf,
+  NewKey,
+  agentKeyId,
+  bodyCommitment,
+  checkAgentId,
+  checkKind,
+  eventSigningInput,
+  popSigningInput,
+  signEvent,
+  signPop,
+  verifyBody,
+  verifyEventSignature,
+  verifyPop,
+  type EnvelopeFields,
+  type LeafFields,
+} from "./event.js";

@@ -14,6 +14,14 @@ export function loadVectors<T>(name: string): T {
   return JSON.parse(readFileSync(new URL(name, VECTORS), "utf8")) as T;
 }
 
+/** clients/ts/test/fixtures/, found the same way (dist/test-support/ -> test/fixtures/). */
+const FIXTURES = new URL("../../test/fixtures/", import.meta.url);
+
+/** A JSON fixture of test/fixtures/ (test data that only this client uses), typed by the caller. */
+export function loadFixture<T>(name: string): T {
+  return JSON.parse(readFileSync(new URL(name, FIXTURES), "utf8")) as T;
+}
+
 /** Assert that `fn` throws a VerificationError (of `cls`, if given) whose check is `check`. */
 export function throwsCheck(
   fn: () => unknown,
