@@ -21,7 +21,7 @@
  * Mapping of Python types: `int` fields are JS numbers (every one is a safe integer, so
  * exact), `bytes` are `Uint8Array` (copied in and never shared), `None` is `null`, a
  * parsed JSON object is a plain object (see jcs.ts). The key history rules of
- * verifier/keys.py (which key is valid at which index) are not ported here.
+ * verifier/keys.py (which key is valid at which index) are in keys.ts.
  */
 
 import { sha256 } from "@noble/hashes/sha2.js";
@@ -425,7 +425,7 @@ export function signPop(args: { origin: string; agent: string; seed: Uint8Array 
  * Throw {@link SignatureError} unless `signature` is the key's over the envelope.
  *
  * The caller has chosen `publicKey` as the key valid for `envelope.keyId` at this log
- * position (verifier/keys.py, not yet ported) and that key passed checkPublicKey when it
+ * position (keys.ts, `KeyHistory.checkAndApply`) and that key passed checkPublicKey when it
  * was registered; the key id must match the key. `envelopeJcs` may pass the exact bytes
  * the envelope was parsed from (already proven canonical by {@link Envelope.fromBytes}, or
  * {@link Leaf.envelopeJcs}) to save re-encoding them.
@@ -568,8 +568,8 @@ export class Leaf {
    * form; `leaf.fields`; `leaf.format`; `envelope.index`; `envelope.timestamp_us` (>= 1);
    * `leaf.sig`; `envelope.*` ({@link Envelope.fromObj}); `leaf.origin` when the expected
    * `origin` is given; `leaf.form` (a guard). The agent signature is *not* checked here
-   * (it needs the key valid at `index`; see verifier/keys.py): use
-   * {@link verifyEventSignature}.
+   * (it needs the key valid at `index`): use `KeyHistory.checkAndApply` (keys.ts), or
+   * {@link verifyEventSignature} with that key.
    */
   static fromBytes(data: Uint8Array, options: { maxBytes?: number; origin?: string } = {}): Leaf {
     const maxBytes = options.maxBytes ?? DEFAULT_MAX_LEAF_BYTES;

@@ -3,8 +3,10 @@
  *
  * It verifies C2SP signed-note checkpoints, RFC 9162 inclusion and consistency proofs,
  * RFC 8785 canonical JSON, log leaves, event envelopes, agent event signatures, proofs of
- * possession and body commitments, failing with the same dotted check names as the Python
- * verifier (verifier/). It runs the shared known-answer vectors in specs/vectors/.
+ * possession and body commitments, key histories, Memory Mesh folds and attestation
+ * bundles (checks 1-12 of specs/bundle.md but share tokens), failing with the same dotted
+ * check names as the Python verifier (verifier/). It runs the shared known-answer vectors
+ * in specs/vectors/.
  */
 
 export * from "./errors.js";
@@ -89,3 +91,65 @@ export {
   type EnvelopeFields,
   type LeafFields,
 } from "./event.js";
+export {
+  authorize,
+  KeyHistory,
+  type KeyChange,
+  type KeyDecision,
+  type KeyRecord,
+  type KeyView,
+  type RetiredHow,
+} from "./keys.js";
+export {
+  CREATOR_KINDS,
+  MEMBER_KINDS,
+  MEMORY_KINDS,
+  MESH_ID,
+  MESH_KINDS,
+  Member,
+  Mesh,
+  MeshRuleError,
+  applyEvent,
+  compareCodePoints,
+  creatorOf,
+  fold,
+  meshRead,
+  statementAgents,
+  statementStreams,
+  type Body,
+  type Grant,
+  type GrantJson,
+  type MeshEvent,
+  type MeshJson,
+  type Statement,
+  type StreamRows,
+} from "./mesh.js";
+export { StateError, requireExtends, type StatePrefix } from "./state.js";
+export {
+  HEADS_HEADER,
+  MAX_BUNDLE_BYTES,
+  MAX_CONSISTENCY_PROOFS,
+  MAX_CONTAINERS,
+  MAX_ENTRIES,
+  MAX_STATEMENTS,
+  MAX_VALUES,
+  MEDIA_TYPE,
+  RETIRED_MEDIA_TYPES,
+  ClaimError,
+  TokenError,
+  describeStatement,
+  headsText,
+  meanQuality,
+  parseHeads,
+  pythonJsonDumps,
+  streamKey,
+  verifyBundle,
+  type ClaimResult,
+  type ClaimStatement,
+  type Step,
+  type StreamHead,
+  type StreamHeads,
+  type VerifiedBundle,
+  type VerifyBundleOptions,
+  type WitnessCheck,
+} from "./bundle.js";
