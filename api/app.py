@@ -34,6 +34,7 @@ from api.problems import (
 from api.ratelimit import HostBuckets, ProcessBuckets, RateLimiter
 from api.routes import agents, memory, sharing, transparency
 from api.settings import ApiSettings
+from api.ui import mount_ui
 from engram.protocol.errors import EngramError
 from ledger.compose import open_services
 from ledger.log import Ledger
@@ -177,6 +178,7 @@ def create_app(
     for r in (transparency.router, agents.router, memory.router, sharing.router):
         app.include_router(r)
     _offline_docs(app)
+    mount_ui(app)
     return app
 
 
@@ -188,6 +190,8 @@ code{background:#f3f3f3;padding:0 .2em}</style></head>
 <body><h1>Engram</h1>
 <p>Verifiable memory for AI agents: every memory event is a signed entry in one Merkle log.</p>
 <ul>
+<li><a href="/ui"><strong>Open the explorer</strong></a>: the log, agents and their track records,
+a bundle verifier that runs in your browser, and your agent's memory</li>
 <li><a href="/docs">API documentation</a> (the OpenAPI document, <a href="/openapi.json">/openapi.json</a>)</li>
 <li><a href="/checkpoint">The latest signed checkpoint</a> and <a href="/v1/log/key">the log's verifier key</a>:
 check them offline with <code>engram-verify</code></li>

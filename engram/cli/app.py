@@ -27,6 +27,7 @@ from engram.cli.log import export_app, log_app
 from engram.cli.memory import memory_app, memory_rebuild, session_app
 from engram.cli.mesh import mesh_app
 from engram.cli.share import bundle_app, token_app
+from engram.cli.ui import ui_cmd
 from engram.cli.witness import witness_app
 from engram.protocol.errors import EngramError
 from ledger.compose import init_ledger, open_services
@@ -50,6 +51,7 @@ app.add_typer(export_app, name="export")
 app.add_typer(agent_app, name="agent")
 app.add_typer(event_app, name="event")
 app.add_typer(witness_app, name="witness")
+app.command("ui")(ui_cmd)
 
 
 @app.command()

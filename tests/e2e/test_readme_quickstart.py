@@ -63,6 +63,8 @@ def test_the_readme_quickstart_runs_as_written(tmp_path: Path) -> None:
         and "through mesh claude/team = true" in run.stdout
     )
     assert "VERIFIED" in run.stdout and "FAILED" not in run.stdout
+    # issue 31: the owner's link to the web UI, a one-time ticket the agent's key signed
+    assert re.search(r"http://127\.0\.0\.1:\d+/ui/login\?ticket=[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+", run.stdout)
     assert (tmp_path / "home" / ".config" / "engram" / "claude.key").exists()
     log = (tmp_path / "engram-serve.log").read_text()
     assert "GET /healthz" in log or "healthz" in log  # the access log went to the file, not the terminal

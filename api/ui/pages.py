@@ -1,0 +1,408 @@
+"""The web UI's pages (``/ui``): server-rendered HTML (Jinja2 templates in ``templates/``)
+and a little JavaScript (``static/ui.js``) that verifies in the browser with the TypeScript
+verifier built into ``static/engram-verify.js``.
+
+Read-only: no page writes to the log (the recall playground recalls without recording the
+use). Every query is bounded (ledger.explore). Public pages show what the log already makes
+public (leaves, proofs, key histories, the trust oracle's figures); bodies and memory are
+shown only to the agent's owner, in a session opened with the agent's key (api/ui/session).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi import Path as PathParam
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.concurrency import run_in_threadpool
+
+from api.deps import Services
+from api.schemas import AGENT, KIND, REF
+from api.ui import plots
+from api.ui.session import COOKIE, SESSION_S, OwnerSession, OwnerSessions
+from engram.protocol.errors import EngramError
+from engram.protocol.schemas import parse_ref
+from ledger import explore
+from ledger.oracle import agent_statement
+
+__all__ = ["router", "sessions_of"]
+
+HERE = Path(__file__).parent
+_env = Environment(
+    loader=FileSystemLoader(HERE / "templates"),
+    autoescape=select_autoescape(["html"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+#: What a page may load and where it may connect: only this origin (the bundle verifier may
+#: also fetch a bundle from a URL the user pastes).
+_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src {connect}; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+_TIERS = ("HOT", "WARM", "COLD", "archived", "past")
+_PAGE = 50
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+
+
+def _ts(us: int | None) -> str:
+    if not us:
+        return ""
+    return datetime.fromtimestamp(us / 1e6, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _day(us: int | None) -> str:
+    return "" if not us else datetime.fromtimestamp(us / 1e6, UTC).strftime("%Y-%m-%d")
+
+
+_env.filters["ts"] = _ts
+_env.filters["day"] = _day
+_env.filters["b64"] = lambda b: base64.b64encode(b).decode("ascii")
+_env.filters["hex"] = lambda b: b.hex()
+
+
+def services(request: Request) -> Services:
+    svc: Services = request.app.state.services
+    return svc
+
+
+def sessions_of(request: Request) -> OwnerSessions:
+    """The app's owner sessions (made on first use: they need the ledger the lifespan opens)."""
+    state = request.app.state
+    found: OwnerSessions | None = getattr(state, "ui_sessions", None)
+    if found is None or found.ledger is not services(request).ledger:
+        found = OwnerSessions(services(request).ledger)
+        state.ui_sessions = found
+    return found
+
+
+def _owner(request: Request) -> OwnerSession | None:
+    return sessions_of(request).check(request.cookies.get(COOKIE))
+
+
+def _page(
+    request: Request,
+    template: str,
+    status: int = 200,
+    *,
+    connect: str = "'self'",
+    **ctx: Any,
+) -> HTMLResponse:
+    owner = ctx.pop("owner", None) or _owner(request)
+    html = _env.get_template(template).render(request=request, owner=owner, **ctx)
+    return HTMLResponse(
+        html,
+        status_code=status,
+        headers={
+            "Content-Security-Policy": _CSP.format(connect=connect),
+            "Referrer-Policy": "no-referrer",
+            "X-Content-Type-Options": "nosniff",
+            "Cache-Control": "no-store",
+        },
+    )
+
+
+def _error(request: Request, status: int, title: str, message: str) -> HTMLResponse:
+    return _page(request, "error.html", status, title=title, message=message)
+
+
+# -- the explorer --------------------------------------------------------------------------
+
+
+@router.get("")
+@router.get("/")
+async def home(request: Request) -> HTMLResponse:
+    svc = services(request)
+
+    def load() -> dict[str, Any]:
+        cp, lines = svc.ledger.store.latest_cosigned()
+        points = explore.growth(svc.ledger.store, cp.size)
+        latest = explore.entries_page(svc.ledger.store, cp.size, limit=10)
+        return {"cp": cp, "cosignatures": lines, "points": points, "latest": latest.rows}
+
+    data = await run_in_threadpool(load)
+    points = data["points"]
+    chart = plots.time_chart("Log size over time", [(t, float(s)) for t, s in points], "entries")
+    return _page(
+        request,
+        "home.html",
+        origin=svc.ledger.origin,
+        vkey=svc.ledger.vkey,
+        note=data["cp"].note.decode("utf-8"),
+        chart=chart,
+        **data,
+    )
+
+
+@router.get("/entries")
+async def entries(
+    request: Request,
+    agent: Annotated[str | None, Query(pattern=AGENT)] = None,
+    kind: Annotated[str | None, Query(pattern=KIND)] = None,
+    before: Annotated[int | None, Query(ge=0, le=2**53)] = None,
+    limit: Annotated[int, Query(ge=1, le=explore.MAX_PAGE)] = _PAGE,
+) -> HTMLResponse:
+    svc = services(request)
+    size = svc.ledger.size()
+    page = await run_in_threadpool(
+        lambda: explore.entries_page(
+            svc.ledger.store, size, agent=agent, kind=kind, before=before, limit=limit
+        )
+    )
+    return _page(request, "entries.html", page=page, agent=agent, kind=kind, before=before, limit=limit)
+
+
+@router.get("/entry")
+async def entry_at(index: Annotated[int, Query(ge=0, le=2**53)]) -> Response:
+    """The "entry at index" form's target (a form cannot put a value in the path)."""
+    return RedirectResponse(f"/ui/entries/{index}", status_code=303)
+
+
+@router.get("/entries/{index}")
+async def entry(request: Request, index: Annotated[int, PathParam(ge=0, le=2**53)]) -> HTMLResponse:
+    svc = services(request)
+    owner = _owner(request)
+
+    def load() -> dict[str, Any] | None:
+        size = svc.ledger.size()
+        row = explore.entry_row(svc.ledger.store, index) if index < size else None
+        if row is None:
+            return None
+        leaf = svc.ledger.leaf(index)
+        assert leaf is not None
+        body = None
+        erased = svc.ledger.body(index) is None
+        if owner is not None and owner.agent == row.agent and not erased:
+            sb = svc.ledger.body(index)
+            body = None if sb is None else sb[1].decode("utf-8")
+        return {"row": row, "leaf": leaf, "body": body, "erased": erased, "size": size}
+
+    data = await run_in_threadpool(load)
+    if data is None:
+        return _error(request, 404, "No such entry", f"entry {index} is not in the latest checkpoint")
+    parsed = json.loads(data["leaf"])
+    return _page(
+        request,
+        "entry.html",
+        owner=owner,
+        leaf_b64=base64.b64encode(data["leaf"]).decode("ascii"),
+        leaf_pretty=json.dumps(parsed, indent=2, ensure_ascii=False, sort_keys=True),
+        sig=parsed.get("sig", ""),
+        event=parsed.get("event", {}),
+        origin=svc.ledger.origin,
+        **data,
+    )
+
+
+@router.get("/agents")
+async def agents(
+    request: Request,
+    q: Annotated[str, Query(max_length=64, pattern=r"^[A-Za-z0-9._-]*$")] = "",
+    after: Annotated[str | None, Query(pattern=AGENT)] = None,
+) -> HTMLResponse:
+    svc = services(request)
+    q = q.lower()
+    rows, nxt = await run_in_threadpool(lambda: explore.agents_page(svc.ledger.store, prefix=q, after=after))
+    if len(rows) == 1 and q and rows[0].agent == q and after is None:
+        return RedirectResponse(f"/ui/agents/{q}", status_code=303)  # type: ignore[return-value]
+    return _page(request, "agents.html", rows=rows, next_after=nxt, q=q)
+
+
+@router.get("/agents/{agent}")
+async def agent_page(request: Request, agent: Annotated[str, PathParam(pattern=AGENT)]) -> HTMLResponse:
+    svc = services(request)
+
+    def load() -> dict[str, Any] | None:
+        keys = svc.ledger.agent_keys(agent)
+        if not keys:
+            return None
+        answer = agent_statement(svc.ledger, agent)
+        series = explore.agent_series(svc.ledger.store, agent, answer.size)
+        return {
+            "keys": keys,
+            "active": svc.ledger.active_key_id(agent),
+            "oracle": answer.payload,
+            "oracle_note": answer.note.decode("utf-8"),
+            "series": series,
+            "heads": svc.ledger.stream_heads(agent),
+            "size": answer.size,
+        }
+
+    data = await run_in_threadpool(load)
+    if data is None:
+        return _error(request, 404, "No such agent", f"no agent {agent} in this log")
+    s: explore.AgentSeries = data["series"]
+    months = [m for m, *_ in s.quality_by_month]
+    quality = (
+        plots.line_chart(
+            "Quality by month",
+            months,
+            [
+                ("pact quality", [q for _, q, _, _ in s.quality_by_month]),
+                ("eval score", [e for _, _, e, _ in s.quality_by_month]),
+            ],
+            y_max=100,
+        )
+        if months
+        else ""
+    )
+    weeks = [w for w, *_ in s.outcomes_by_week]
+    outcomes = (
+        plots.bar_chart(
+            "Outcomes by week",
+            weeks,
+            [
+                ("fulfilled", [f for _, f, _, _, _ in s.outcomes_by_week]),
+                ("violated", [v for _, _, v, _, _ in s.outcomes_by_week]),
+                ("eval pass", [p for _, _, _, p, _ in s.outcomes_by_week]),
+                ("eval fail", [f for _, _, _, _, f in s.outcomes_by_week]),
+            ],
+        )
+        if weeks
+        else ""
+    )
+    return _page(
+        request,
+        "agent.html",
+        agent=agent,
+        quality_chart=quality,
+        outcomes_chart=outcomes,
+        vkey=svc.ledger.vkey,
+        **data,
+    )
+
+
+@router.get("/verify")
+async def verify(request: Request) -> HTMLResponse:
+    svc = services(request)
+    # The bundle verifier may fetch a bundle from a URL the user pastes: any origin.
+    return _page(request, "verify.html", connect="*", vkey=svc.ledger.vkey)
+
+
+# -- the owner's view ------------------------------------------------------------------------
+
+
+@router.get("/login")
+async def login(request: Request, ticket: Annotated[str, Query(max_length=1024)] = "") -> Response:
+    """Trade a one-time ticket (``engram ui``) for a session cookie, then show the memory."""
+    try:
+        cookie, session = await run_in_threadpool(sessions_of(request).redeem, ticket)
+    except EngramError as e:
+        return _error(
+            request,
+            401,
+            "This link does not open a session",
+            f"{e} [{getattr(e, 'check', type(e).__name__)}]",
+        )
+    resp = RedirectResponse(f"/ui/agents/{session.agent}/memory", status_code=303)
+    resp.set_cookie(
+        COOKIE,
+        cookie,
+        max_age=SESSION_S,
+        path="/ui",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+    resp.headers["Referrer-Policy"] = "no-referrer"
+    resp.headers["Cache-Control"] = "no-store"
+    return resp
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    resp = RedirectResponse("/ui", status_code=303)
+    resp.delete_cookie(COOKIE, path="/ui")
+    return resp
+
+
+@router.get("/me")
+async def me(request: Request) -> Response:
+    owner = _owner(request)
+    if owner is None:
+        return _error(request, 401, "Your agent's memory", "")
+    return RedirectResponse(f"/ui/agents/{owner.agent}/memory", status_code=303)
+
+
+@router.get("/agents/{agent}/memory")
+async def memory(
+    request: Request,
+    agent: Annotated[str, PathParam(pattern=AGENT)],
+    tier: Annotated[Literal["HOT", "WARM", "COLD", "archived", "past"], Query()] = "WARM",
+    after: Annotated[str | None, Query(pattern=REF)] = None,
+    q: Annotated[str, Query(max_length=2000)] = "",
+) -> HTMLResponse:
+    owner = _owner(request)
+    if owner is None:
+        return _error(
+            request,
+            401,
+            "This view needs the agent's authority",
+            f"Open it with the agent's key: engram ui --key-file <{agent}'s key file> --server <this service>",
+        )
+    if owner.agent != agent:
+        return _error(
+            request, 403, "Not your agent", f"this session is {owner.agent}'s; it shows no other agent"
+        )
+    svc = services(request)
+
+    def load() -> dict[str, Any]:
+        size = svc.memory.sync_through(None)
+        if tier == "archived":
+            query: dict[str, Any] = {"tiers": None, "status": "archived"}
+        elif tier == "past":
+            query = {"tiers": None, "status": "superseded"}
+        else:
+            query = {"tiers": [tier], "status": "active"}
+        items = svc.memory.items(
+            agent, **query, after=None if after is None else parse_ref(after), limit=_PAGE + 1
+        )
+        counts = {
+            t: len(
+                svc.memory.items(
+                    agent,
+                    tiers=None if t in ("archived", "past") else [t],
+                    status={"archived": "archived", "past": "superseded"}.get(t, "active"),
+                    limit=1001,
+                )
+            )
+            for t in _TIERS
+        }
+        recall = None
+        if q.strip():
+            result = svc.memory.recall(agent, q, record_access=False)
+            recall = result.render()
+        return {
+            "items": items[:_PAGE],
+            "more": len(items) > _PAGE,
+            "counts": counts,
+            "recall": recall,
+            "size": size,
+        }
+
+    try:
+        data = await run_in_threadpool(load)
+    except EngramError as e:
+        return _error(
+            request, 400, "Recall refused the query", f"{e} [{getattr(e, 'check', type(e).__name__)}]"
+        )
+    items = data["items"]
+    return _page(
+        request,
+        "memory.html",
+        owner=owner,
+        agent=agent,
+        tier=tier,
+        tiers=_TIERS,
+        q=q,
+        next_after=items[-1].ref if data["more"] and items else None,
+        **data,
+    )

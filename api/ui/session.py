@@ -1,0 +1,119 @@
+"""Owner sessions of the web UI: a one-time ticket signed by the agent's key (``engram ui``,
+engram.protocol.uiticket) is traded for a short-lived session cookie that shows that agent's
+memory and nothing of any other agent (specs/http-api.md §9).
+
+* The ticket must name this log's origin and the agent's *active* key, verify under it,
+  expire within :data:`~engram.protocol.uiticket.MAX_TICKET_S` and not be spent: its nonce
+  is recorded in the database's nonce table, so it opens one session across every worker.
+* The cookie is ``base64url(agent "\\n" key id "\\n" expires "\\n" session id) "." tag``,
+  tag = HMAC-SHA256 under a key derived from the log's private key (every worker holds it;
+  nothing is stored per session). It is HttpOnly, SameSite=Strict, scoped to ``/ui`` and
+  Secure over https. It stops working when it expires (:data:`SESSION_S`) or when the key
+  that signed the ticket is no longer the agent's active key (rotated or revoked).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import re
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from engram.protocol.errors import AuthError, ReplayError
+from engram.protocol.uiticket import MAX_TICKET_S, parse_ticket
+from ledger.log import Ledger
+
+__all__ = ["COOKIE", "SESSION_S", "OwnerSession", "OwnerSessions"]
+
+COOKIE = "engram_ui"
+#: How long an owner session lasts (then run ``engram ui`` again).
+SESSION_S = 30 * 60
+_SESSION_DOMAIN = b"engram.ui-session/v1 cookie key"
+_MAX_COOKIE = 512
+_COOKIE_TEXT = re.compile(r"([a-z0-9][a-z0-9._-]{0,63})\n([0-9a-f]{32})\n([1-9][0-9]{0,11})\n([0-9a-f]{32})")
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerSession:
+    agent: str
+    key_id: str
+    expires_s: int
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+class OwnerSessions:
+    def __init__(self, ledger: Ledger, *, clock: Callable[[], float] = time.time) -> None:
+        self.ledger = ledger
+        self.clock = clock
+        raw = ledger.log_key.private_key.private_bytes_raw()
+        self._mac_key = hmac.new(raw, _SESSION_DOMAIN, hashlib.sha256).digest()
+
+    def _tag(self, text: bytes) -> bytes:
+        return hmac.new(self._mac_key, text, hashlib.sha256).digest()
+
+    def redeem(self, wire: str) -> tuple[str, OwnerSession]:
+        """Check a ticket and spend it: the cookie value and the session it opens. Raises
+        :class:`AuthError` naming the check (``ui.ticket``, ``ui.origin``, ``ui.expired``,
+        ``ui.key``, ``ui.signature``) or :class:`ReplayError` (``ui.replay``)."""
+        t = parse_ticket(wire)
+        now = int(self.clock())
+        if t.origin != self.ledger.origin:
+            raise AuthError(
+                f"the ticket is for the log {t.origin}, not {self.ledger.origin}", check="ui.origin"
+            )
+        if t.expires_s <= now:
+            raise AuthError("the ticket has expired: run `engram ui` again", check="ui.expired")
+        if t.expires_s > now + MAX_TICKET_S:
+            raise AuthError(f"a ticket may live at most {MAX_TICKET_S} s", check="ui.expired")
+        active = self.ledger.active_key_id(t.agent)
+        if active is None or not hmac.compare_digest(active, t.key_id):
+            raise AuthError(f"the ticket is not signed by {t.agent}'s active key", check="ui.key")
+        found = self.ledger.public_key(t.key_id)
+        if found is None or found[0] != t.agent:
+            raise AuthError(f"the ticket is not signed by {t.agent}'s active key", check="ui.key")
+        try:
+            Ed25519PublicKey.from_public_bytes(found[1]).verify(t.signature, t.text)
+        except InvalidSignature:
+            raise AuthError("the ticket's signature does not verify", check="ui.signature") from None
+        if not self.ledger.store.claim_nonce(
+            f"ui:{t.agent}", t.nonce, now_s=now, expires_s=t.expires_s + 1, grace_s=MAX_TICKET_S
+        ):
+            raise ReplayError("this ticket was already used: run `engram ui` again", check="ui.replay")
+        session = OwnerSession(agent=t.agent, key_id=t.key_id, expires_s=now + SESSION_S)
+        text = f"{session.agent}\n{session.key_id}\n{session.expires_s}\n{secrets.token_hex(16)}".encode()
+        return _b64url(text) + "." + _b64url(self._tag(text)), session
+
+    def check(self, cookie: str | None) -> OwnerSession | None:
+        """The session a cookie holds, or None (absent, forged, expired, or its key is no
+        longer the agent's active key)."""
+        if not cookie or len(cookie) > _MAX_COOKIE or cookie.count(".") != 1:
+            return None
+        text_part, tag_part = cookie.split(".")
+        try:
+            text = base64.urlsafe_b64decode(text_part + "=" * (-len(text_part) % 4))
+            tag = base64.urlsafe_b64decode(tag_part + "=" * (-len(tag_part) % 4))
+        except (binascii.Error, ValueError):
+            return None
+        if not hmac.compare_digest(tag, self._tag(text)):
+            return None
+        m = _COOKIE_TEXT.fullmatch(text.decode("ascii", "replace"))
+        if m is None:
+            return None
+        agent, key_id, expires = m.group(1), m.group(2), int(m.group(3))
+        if expires <= int(self.clock()):
+            return None
+        active = self.ledger.active_key_id(agent)
+        if active is None or not hmac.compare_digest(active, key_id):
+            return None
+        return OwnerSession(agent=agent, key_id=key_id, expires_s=expires)
