@@ -130,6 +130,29 @@ def test_a_stream_head_statement_that_hides_a_record_is_a_fraud_proof(world: tup
     assert e.value.check == "completeness.fraud"
 
 
+@pytest.mark.parametrize("version", [2**31, 2**62])
+def test_a_signed_head_version_far_beyond_the_records_is_missing_versions_not_a_crash(
+    world: tuple, version: int
+) -> None:
+    """Regression: the completeness check built ``list(range(head version + 1))``, so a
+    stream-head statement naming version 2^62 (a log that signs nonsense) made the verifier
+    raise MemoryError, and 2^31 allocate gigabytes, instead of failing the bundle."""
+    ledger, _, _ = world
+    doc = json.loads(create_bundle(ledger, pact_claim(ledger, "alice")))
+    cp_lines = doc["checkpoint"].split("\n")
+    heads = [
+        (h.agent, h.kind, version if h.kind == "pact.outcome" else h.version, h.index, h.leaf_hash.hex())
+        for a in ("alice", "engram.policy")
+        for h in ledger.store.heads_at(a, ledger.size())
+    ]
+    text = heads_text(ledger.origin, int(cp_lines[1]), cp_lines[2], heads, agents=["alice", "engram.policy"])
+    doc["stream_heads"] = sign_note(text, ledger.origin, ledger.log_key.private_key).decode()
+    with pytest.raises(VerificationError) as e:
+        _verify(ledger, json.dumps(doc).encode())
+    assert e.value.check == "completeness.missing"
+    assert f"lacks versions [{len(QUALITIES)}, {len(QUALITIES) + 1}," in str(e.value)
+
+
 def test_stale_and_forked_checkpoints_fail_against_a_trusted_one(
     world: tuple,
     tmp_path: Path,
