@@ -986,11 +986,10 @@ class Ledger:
     ) -> list[tuple[int, dict[str, Any] | None]]:
         """A stream's entries below ``size`` (default: the log's size), in version order, each
         with its parsed body, or None where the body was erased."""
-        out: list[tuple[int, dict[str, Any] | None]] = []
-        for i in self.store.stream_indices(agent, kind, self.size() if size is None else size):
-            sb = self.store.body(i)
-            out.append((i, None if sb is None else parse_strict(sb[1], max_bytes=max_bytes)))
-        return out
+        return [
+            (i, None if raw is None else parse_strict(raw, max_bytes=max_bytes))
+            for i, raw in self.store.stream_bodies(agent, kind, self.size() if size is None else size)
+        ]
 
     def stream_head(self, agent: str, kind: str) -> StreamHead | None:
         return self.store.stream_head(agent, kind)

@@ -1033,6 +1033,21 @@ class SqlStore:
             return None
         return blob(row.salt, "bodies", index, "salt"), blob(row.body, "bodies", index, "body")
 
+    def stream_bodies(self, agent: str, kind: str, size: int) -> list[tuple[int, bytes | None]]:
+        """A stream's entries below ``size`` in version order, each with its body, or None
+        where it was erased: one read (a body per query cost the trust oracle 2.7 s for an
+        agent of 10^4 records)."""
+        with self.read() as conn:
+            rows = conn.execute(
+                select(leaves.c.idx, bodies.c.body)
+                .select_from(leaves.outerjoin(bodies, bodies.c.idx == leaves.c.idx))
+                .where(and_(leaves.c.agent == agent, leaves.c.kind == kind, leaves.c.idx < size))
+                .order_by(leaves.c.version)
+            ).all()
+        return [
+            (int(r.idx), None if r.body is None else blob(r.body, "bodies", int(r.idx), "body")) for r in rows
+        ]
+
     def heads_at(self, agent: str, size: int) -> list[StreamHead]:
         """Every stream head of ``agent`` in the tree of ``size`` (as of that checkpoint)."""
         with self.read() as conn:
