@@ -101,6 +101,31 @@ def _tampered(bundle: dict[str, Any]) -> dict[str, Callable[[dict[str, Any]], An
     }
 
 
+_A11Y = """() => {
+  const bad = [];
+  if (!document.documentElement.lang) bad.push("no lang");
+  if (document.querySelectorAll("h1").length !== 1) bad.push("not one h1");
+  if (!document.querySelector("main")) bad.push("no main landmark");
+  for (const el of document.querySelectorAll("input:not([type=hidden]), textarea, select")) {
+    if (!(el.labels && el.labels.length) && !el.getAttribute("aria-label")) bad.push("unlabelled " + (el.id || el.name));
+  }
+  for (const svg of document.querySelectorAll("svg")) {
+    if (svg.getAttribute("role") !== "img" || !svg.querySelector("title")) bad.push("svg without role/title");
+  }
+  for (const b of document.querySelectorAll("button, a")) {
+    if (!b.textContent.trim() && !b.getAttribute("aria-label")) bad.push("nameless " + b.tagName);
+  }
+  return bad;
+}"""
+
+
+def _accessible(page: Any) -> None:
+    """The basics a screen reader needs: a language, one h1, a main landmark, a label on every
+    control, a role and title on every plot, a name on every link and button."""
+    bad = page.evaluate(_A11Y)
+    assert not bad, (page.url, bad)
+
+
 def test_issue31_the_web_ui_in_a_real_browser(tmp_path: Path, cli_db: str | None) -> None:  # noqa: F811
     assert CHROMIUM is not None, "CI installs Debian's chromium (.ci/install-interop.sh)"
     from playwright.sync_api import Route, sync_playwright
@@ -165,6 +190,7 @@ def test_issue31_the_web_ui_in_a_real_browser(tmp_path: Path, cli_db: str | None
             assert page.locator("svg.plot").count() == 1  # the log's size over time
             if shots:
                 page.screenshot(path=str(shots / "explorer.png"), full_page=True)
+            _accessible(page)
 
             # 2. find an agent, see its plots and figures
             page.fill("#q", "support")
@@ -176,6 +202,7 @@ def test_issue31_the_web_ui_in_a_real_browser(tmp_path: Path, cli_db: str | None
             assert page.locator("text=Key history").count() == 1
             if shots:
                 page.screenshot(path=str(shots / "agent.png"), full_page=True)
+            _accessible(page)
 
             # 3. an entry: inclusion verified in the browser; a proof altered in flight fails
             page.click("a:has-text('pact.outcome')")
@@ -184,6 +211,7 @@ def test_issue31_the_web_ui_in_a_real_browser(tmp_path: Path, cli_db: str | None
             assert page.inner_text("#inclusion-result").startswith("VERIFIED")
             if shots:
                 page.screenshot(path=str(shots / "entry.png"), full_page=True)
+            _accessible(page)
 
             def tamper(route: Route) -> None:
                 resp = route.fetch()
@@ -213,6 +241,7 @@ def test_issue31_the_web_ui_in_a_real_browser(tmp_path: Path, cli_db: str | None
             assert shown == [[c["check"], c["ok"]] for c in cli["checks"]]
             if shots:
                 page.screenshot(path=str(shots / "verify.png"), full_page=True)
+            _accessible(page)
 
             # ...or from a URL the buyer pastes (here a host the page has never seen, answered by
             # the test with CORS, as a bundle host would)
@@ -280,6 +309,7 @@ def test_issue31_the_web_ui_in_a_real_browser(tmp_path: Path, cli_db: str | None
             assert block.startswith("<memory-context") and "VS Code" in block and "earlier: vim" in block
             if shots:
                 page.screenshot(path=str(shots / "memory.png"), full_page=True)
+            _accessible(page)
             page.click("a:has-text('Past values')")
             assert "The user's editor is vim." in page.inner_text("main")
             page.goto(url + "/ui/agents/support-bot/memory")
