@@ -140,3 +140,119 @@ def _python(c: dict[str, Any]) -> str:
     except VerificationError as e:
         return e.check
     return "ok"
+
+
+_TOKENS = """
+import { readFileSync } from "node:fs";
+import * as v from "./dist/src/index.js";
+const cases = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const b = (s) => Uint8Array.from(Buffer.from(s, "base64"));
+const out = [];
+for (const c of cases) {
+  try {
+    const r = v.verifyToken(c.token, { agentKeys: c.keys.map(b), origin: c.origin, agent: c.agent,
+      audience: c.audience, kinds: c.kinds, at: c.at, revokedIds: c.revoked });
+    out.push("VERIFIED:" + r.kinds.join(",") + ":" + r.revocationIds.join(","));
+  } catch (e) { out.push(e.check ?? "crash:" + e); }
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def test_issue31_both_verifiers_agree_on_share_tokens_biscuit_python_mints(
+    built: Path, tmp_path: Path
+) -> None:
+    """Share tokens as biscuit-python mints and attenuates them (fresh random ephemeral keys on
+    every run, unlike the TypeScript fixtures): both verifiers accept the honest ones with the
+    same kinds and revocation ids, and refuse each tampered one with the same check."""
+    import hashlib
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from verifier.token import attenuate, mint, revocation_ids, verify_token
+
+    seed = hashlib.sha256(b"interop/token/ann").digest()
+    other = hashlib.sha256(b"interop/token/bob").digest()
+    pk = Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes_raw()
+    bob = Ed25519PrivateKey.from_private_bytes(other).public_key().public_bytes_raw()
+    origin, at = "example.com/interop", 1_800_000_000
+    root = mint(
+        seed=seed,
+        origin=origin,
+        agent="ann",
+        audience="buyer-1",
+        kinds=["pact.outcome", "commitment"],
+        expires=1_900_000_000,
+    )
+    narrowed = attenuate(root, agent_keys=[pk], kinds=["pact.outcome"], expires=1_850_000_000)
+    twice = attenuate(narrowed, agent_keys=[pk], expires=1_840_000_000)
+    flipped = root[:60] + ("A" if root[60] != "A" else "B") + root[61:]
+    base: dict[str, Any] = {
+        "origin": origin,
+        "agent": "ann",
+        "audience": "buyer-1",
+        "kinds": ["pact.outcome"],
+        "at": at,
+        "keys": [base64.b64encode(pk).decode()],
+        "revoked": [],
+    }
+    cases: list[dict[str, Any]] = [
+        {**base, "token": root},
+        {**base, "token": root, "kinds": ["pact.outcome", "commitment"]},
+        {**base, "token": narrowed},
+        {**base, "token": narrowed, "kinds": ["commitment"]},
+        {**base, "token": twice, "at": 1_840_000_001},
+        {**base, "token": twice},
+        {**base, "token": root, "audience": "buyer-2"},
+        {**base, "token": root, "at": 1_900_000_001},
+        {**base, "token": narrowed, "revoked": revocation_ids(root, agent_keys=[pk])[:1]},
+        {**base, "token": twice, "revoked": revocation_ids(twice, agent_keys=[pk])[2:]},
+        {**base, "token": root, "keys": [base64.b64encode(bob).decode()]},
+        {**base, "token": root, "origin": "example.com/other"},
+        {**base, "token": root, "agent": "bob"},
+        {**base, "token": flipped},
+        {**base, "token": root + "!"},
+    ]
+    expected: list[str] = []
+    for c in cases:
+        try:
+            r = verify_token(
+                c["token"],
+                agent_keys=[base64.b64decode(k) for k in c["keys"]],
+                origin=c["origin"],
+                agent=c["agent"],
+                audience=c["audience"],
+                kinds=c["kinds"],
+                now=c["at"],
+                revoked_ids=c["revoked"],
+            )
+            expected.append(f"VERIFIED:{','.join(r.kinds)}:{','.join(r.revocation_ids)}")
+        except VerificationError as e:
+            expected.append(e.check)
+    (tmp_path / "tokens.json").write_text(json.dumps(cases))
+    (built / "tokens.mjs").write_text(_TOKENS)
+    got = subprocess.run(
+        ["node", "tokens.mjs", str(tmp_path / "tokens.json")],
+        cwd=built,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout) == expected
+    assert sum(e.startswith("VERIFIED") for e in expected) == 4
+
+
+def test_issue31_the_browser_build_in_the_package_is_the_build_of_these_sources(
+    built: Path, tmp_path: Path
+) -> None:
+    """The web UI verifies with api/ui/static/engram-verify.js, which `npm run build:web`
+    makes from clients/ts (esbuild, deterministic): a source changed without rebuilding would
+    leave the browser running an older verifier than the one these tests check."""
+    out = tmp_path / "engram-verify.js"
+    run = subprocess.run(
+        ["node", "scripts/build-web.mjs", str(out)], cwd=built, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    committed = (ROOT / "api" / "ui" / "static" / "engram-verify.js").read_bytes()
+    assert out.read_bytes() == committed, "run `cd clients/ts && npm run build:web` and commit the result"

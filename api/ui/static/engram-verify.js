@@ -401,18 +401,18 @@ var SHA2_32B = class extends HashMD {
     this.H = IV[7] | 0;
   }
   get() {
-    const { A, B, C, D, E, F, G: G2, H } = this;
-    return [A, B, C, D, E, F, G2, H];
+    const { A, B: B2, C, D, E, F, G: G3, H } = this;
+    return [A, B2, C, D, E, F, G3, H];
   }
   // prettier-ignore
-  set(A, B, C, D, E, F, G2, H) {
+  set(A, B2, C, D, E, F, G3, H) {
     this.A = A | 0;
-    this.B = B | 0;
+    this.B = B2 | 0;
     this.C = C | 0;
     this.D = D | 0;
     this.E = E | 0;
     this.F = F | 0;
-    this.G = G2 | 0;
+    this.G = G3 | 0;
     this.H = H | 0;
   }
   _cloneInto(to) {
@@ -429,30 +429,30 @@ var SHA2_32B = class extends HashMD {
       const s1 = rotr(W2, 17) ^ rotr(W2, 19) ^ W2 >>> 10;
       SHA256_W[i] = s1 + SHA256_W[i - 7] + s0 + SHA256_W[i - 16] | 0;
     }
-    let { A, B, C, D, E, F, G: G2, H } = this;
+    let { A, B: B2, C, D, E, F, G: G3, H } = this;
     for (let i = 0; i < 64; i++) {
       const sigma1 = rotr(E, 6) ^ rotr(E, 11) ^ rotr(E, 25);
-      const T1 = H + sigma1 + Chi(E, F, G2) + SHA256_K[i] + SHA256_W[i] | 0;
+      const T1 = H + sigma1 + Chi(E, F, G3) + SHA256_K[i] + SHA256_W[i] | 0;
       const sigma0 = rotr(A, 2) ^ rotr(A, 13) ^ rotr(A, 22);
-      const T2 = sigma0 + Maj(A, B, C) | 0;
-      H = G2;
-      G2 = F;
+      const T2 = sigma0 + Maj(A, B2, C) | 0;
+      H = G3;
+      G3 = F;
       F = E;
       E = D + T1 | 0;
       D = C;
-      C = B;
-      B = A;
+      C = B2;
+      B2 = A;
       A = T1 + T2 | 0;
     }
     A = A + this.A | 0;
-    B = B + this.B | 0;
+    B2 = B2 + this.B | 0;
     C = C + this.C | 0;
     D = D + this.D | 0;
     E = E + this.E | 0;
     F = F + this.F | 0;
-    G2 = G2 + this.G | 0;
+    G3 = G3 + this.G | 0;
     H = H + this.H | 0;
-    this.set(A, B, C, D, E, F, G2, H);
+    this.set(A, B2, C, D, E, F, G3, H);
   }
   roundClean() {
     clean(SHA256_W);
@@ -1207,18 +1207,18 @@ var Point = class _Point {
     const { X: X1, Y: Y1, Z: Z1 } = this;
     const a = _a;
     const A = modP(X1 * X1);
-    const B = modP(Y1 * Y1);
+    const B2 = modP(Y1 * Y1);
     const C = modP(2n * Z1 * Z1);
     const D = modP(a * A);
     const x1y1 = mod(X1 + Y1);
-    const E = mod(modP(x1y1 * x1y1) - A - B);
-    const G2 = mod(D + B);
-    const F = mod(G2 - C);
-    const H = mod(D - B);
+    const E = mod(modP(x1y1 * x1y1) - A - B2);
+    const G3 = mod(D + B2);
+    const F = mod(G3 - C);
+    const H = mod(D - B2);
     const X3 = modP(E * F);
-    const Y3 = modP(G2 * H);
+    const Y3 = modP(G3 * H);
     const T3 = modP(E * H);
-    const Z3 = modP(F * G2);
+    const Z3 = modP(F * G3);
     return new _Point(X3, Y3, Z3, T3);
   }
   /** Point addition. Complete formula. Cost: `9M + 1*a + 1*d + 7add`. */
@@ -1228,17 +1228,17 @@ var Point = class _Point {
     const a = _a;
     const d = _d;
     const A = modP(X1 * X2);
-    const B = modP(Y1 * Y2);
+    const B2 = modP(Y1 * Y2);
     const C = modP(modP(T1 * d) * T2);
     const D = modP(Z1 * Z2);
-    const E = mod(modP(mod(X1 + Y1) * mod(X2 + Y2)) - A - B);
+    const E = mod(modP(mod(X1 + Y1) * mod(X2 + Y2)) - A - B2);
     const F = mod(D - C);
-    const G2 = mod(D + C);
-    const H = mod(B - modP(a * A));
+    const G3 = mod(D + C);
+    const H = mod(B2 - modP(a * A));
     const X3 = modP(E * F);
-    const Y3 = modP(G2 * H);
+    const Y3 = modP(G3 * H);
     const T3 = modP(E * H);
-    const Z3 = modP(F * G2);
+    const Z3 = modP(F * G3);
     return new _Point(X3, Y3, Z3, T3);
   }
   subtract(other) {
@@ -1263,13 +1263,13 @@ var Point = class _Point {
     if (this.equals(G))
       return wNAF(n).p;
     let p = I;
-    let f = G;
+    let f2 = G;
     let d = this;
     for (let i = 0; safe ? i < 256 : n > 0n; i++) {
       if (n & 1n)
         p = p.add(d);
       else if (safe)
-        f = f.add(d);
+        f2 = f2.add(d);
       d = d.double();
       n >>= 1n;
     }
@@ -1338,8 +1338,8 @@ var RM1 = 0x2b8324804fc1df0b2b4d00993dfbd7a72f431806ad2fe478c4ee1b274a0ea0b0n;
 var uvRatio = (u, v) => {
   const v3 = modP(v * modP(v * v));
   const v7 = modP(modP(v3 * v3) * v);
-  const pow = pow_2_252_3(modP(u * v7));
-  let x = modP(u * modP(v3 * pow));
+  const pow3 = pow_2_252_3(modP(u * v7));
+  let x = modP(u * modP(v3 * pow3));
   const vx2 = modP(v * modP(x * x));
   const root1 = x;
   const root2 = modP(x * RM1);
@@ -1376,8 +1376,8 @@ var _sign = (e, rBytes, msg) => {
   const R = G.multiply(r).toBytes();
   const hashable = concatBytes2(R, A, msg);
   const finish = (hashed) => {
-    const S = modN(r + modL_LE(hashed) * s);
-    return abytes2(concatBytes2(R, numTo32bLE(S)), 64);
+    const S2 = modN(r + modL_LE(hashed) * s);
+    return abytes2(concatBytes2(R, numTo32bLE(S2)), 64);
   };
   return [hashable, finish];
 };
@@ -1453,7 +1453,7 @@ var ctneg = (cnd, p) => {
 var wNAF = (n) => {
   const comp = Gpows || (Gpows = precompute());
   let p = I;
-  let f = G;
+  let f2 = G;
   for (let w = 0; w < 33; w++) {
     let wbits = Number(n & 255n);
     n >>= 8n;
@@ -1466,14 +1466,14 @@ var wNAF = (n) => {
     const isOddW = w % 2 !== 0;
     const isNeg = wbits < 0;
     if (wbits === 0) {
-      f = f.add(ctneg(isOddW, comp[off]));
+      f2 = f2.add(ctneg(isOddW, comp[off]));
     } else {
       p = p.add(ctneg(isNeg, comp[offP]));
     }
   }
   if (n !== 0n)
     throw new Error("invalid wnaf");
-  return { p, f };
+  return { p, f: f2 };
 };
 
 // src/ed25519.ts
@@ -1539,6 +1539,33 @@ function publicKeyFromSeed(seed) {
 }
 function signWithSeed(message, seed) {
   return sign(message, seed);
+}
+function isDalekPoint(bytes) {
+  if (bytes.length !== PUBLIC_KEY_SIZE) return false;
+  try {
+    Point.fromBytes(bytes, true);
+    return true;
+  } catch {
+    return false;
+  }
+}
+function verifyDalekStrict(signature, message, publicKey) {
+  if (signature.length !== SIGNATURE_SIZE || publicKey.length !== PUBLIC_KEY_SIZE) return false;
+  let a;
+  let r;
+  try {
+    a = Point.fromBytes(publicKey, true);
+    r = Point.fromBytes(signature.subarray(0, 32), true);
+  } catch {
+    return false;
+  }
+  const s = bytesToNumberLE2(signature.subarray(32, 64));
+  if (s >= L) return false;
+  if (r.isSmallOrder() || a.isSmallOrder()) return false;
+  const rBytes = signature.subarray(0, 32);
+  const k = bytesToNumberLE2(sha512(concatBytes(rBytes, publicKey, message))) % L;
+  const expected = Point.BASE.multiply(s, false).subtract(a.multiply(k, false));
+  return bytesEqual(expected.toBytes(), rBytes);
 }
 
 // src/note.ts
@@ -2704,8 +2731,8 @@ function authorize(view, envelope, index) {
         check: "key.registered"
       });
     }
-    const add2 = record({ keyId: nk.keyId, agent: envelope.agent, publicKey: nk.publicKey, addedAt: index });
-    return Object.freeze({ signerPublicKey: nk.publicKey, change: change({ add: add2, agent: envelope.agent }) });
+    const add3 = record({ keyId: nk.keyId, agent: envelope.agent, publicKey: nk.publicKey, addedAt: index });
+    return Object.freeze({ signerPublicKey: nk.publicKey, change: change({ add: add3, agent: envelope.agent }) });
   }
   const signer = view.key(envelope.keyId);
   if (signer === null) {
@@ -2755,10 +2782,10 @@ function authorize(view, envelope, index) {
     if (view.key(nk.keyId) !== null) {
       throw new KeyStateError(`key ${nk.keyId} is already registered`, { check: "key.rotated" });
     }
-    const add2 = record({ keyId: nk.keyId, agent: envelope.agent, publicKey: nk.publicKey, addedAt: index });
+    const add3 = record({ keyId: nk.keyId, agent: envelope.agent, publicKey: nk.publicKey, addedAt: index });
     return Object.freeze({
       signerPublicKey: signer.publicKey,
-      change: change({ add: add2, retireKeyId: signer.keyId, retireHow: "rotated", agent: envelope.agent })
+      change: change({ add: add3, retireKeyId: signer.keyId, retireHow: "rotated", agent: envelope.agent })
     });
   }
   if (envelope.newKey !== null) {
@@ -3156,6 +3183,1544 @@ function requireExtends(remembered, cp, proof, prefix) {
   }
 }
 
+// src/p256.ts
+var P2 = 0xffffffff00000001000000000000000000000000ffffffffffffffffffffffffn;
+var B = 0x5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604bn;
+var N2 = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n;
+var GX = 0x6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296n;
+var GY = 0x4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5n;
+function mod2(a, m = P2) {
+  const r = a % m;
+  return r < 0n ? r + m : r;
+}
+function pow(base, exp, m) {
+  let result = 1n;
+  let b = mod2(base, m);
+  let e = exp;
+  while (e > 0n) {
+    if (e & 1n) result = result * b % m;
+    b = b * b % m;
+    e >>= 1n;
+  }
+  return result;
+}
+function invert2(a, m) {
+  return pow(a, m - 2n, m);
+}
+var INFINITY = [0n, 1n, 0n];
+function double(p) {
+  const [x, y, z] = p;
+  if (z === 0n || y === 0n) return INFINITY;
+  const delta = mod2(z * z);
+  const gamma = mod2(y * y);
+  const beta = mod2(x * gamma);
+  const alpha = mod2(3n * (x - delta) * (x + delta));
+  const x3 = mod2(alpha * alpha - 8n * beta);
+  const z3 = mod2((y + z) * (y + z) - gamma - delta);
+  const y3 = mod2(alpha * (4n * beta - x3) - 8n * gamma * gamma);
+  return [x3, y3, z3];
+}
+function add2(p, q) {
+  if (p[2] === 0n) return q;
+  if (q[2] === 0n) return p;
+  const [x1, y1, z1] = p;
+  const [x2, y2, z2] = q;
+  const z1z1 = mod2(z1 * z1);
+  const z2z2 = mod2(z2 * z2);
+  const u1 = mod2(x1 * z2z2);
+  const u2 = mod2(x2 * z1z1);
+  const s1 = mod2(y1 * z2 * z2z2);
+  const s2 = mod2(y2 * z1 * z1z1);
+  if (u1 === u2) return s1 === s2 ? double(p) : INFINITY;
+  const h = mod2(u2 - u1);
+  const i = mod2(4n * h * h);
+  const j = mod2(h * i);
+  const r = mod2(2n * (s2 - s1));
+  const v = mod2(u1 * i);
+  const x3 = mod2(r * r - j - 2n * v);
+  const y3 = mod2(r * (v - x3) - 2n * s1 * j);
+  const z3 = mod2(((z1 + z2) * (z1 + z2) - z1z1 - z2z2) * h);
+  return [x3, y3, z3];
+}
+function multiply(p, k) {
+  let result = INFINITY;
+  let d = p;
+  let n = k;
+  while (n > 0n) {
+    if (n & 1n) result = add2(result, d);
+    d = double(d);
+    n >>= 1n;
+  }
+  return result;
+}
+function toAffine(p) {
+  if (p[2] === 0n) return null;
+  const zi = invert2(p[2], P2);
+  const zi2 = mod2(zi * zi);
+  return { x: mod2(p[0] * zi2), y: mod2(p[1] * zi2 * zi) };
+}
+var G2 = [GX, GY, 1n];
+function bytesToBig(data) {
+  let n = 0n;
+  for (const b of data) n = n << 8n | BigInt(b);
+  return n;
+}
+function bigTo32(n) {
+  const out = new Uint8Array(32);
+  let v = n;
+  for (let i = 31; i >= 0; i--) {
+    out[i] = Number(v & 0xffn);
+    v >>= 8n;
+  }
+  return out;
+}
+function onCurve(x, y) {
+  return mod2(y * y) === mod2(x * x * x - 3n * x + B);
+}
+function decompress(x, odd) {
+  const rhs = mod2(x * x * x - 3n * x + B);
+  const y = pow(rhs, (P2 + 1n) / 4n, P2);
+  if (mod2(y * y) !== rhs) return null;
+  return (y & 1n) === (odd ? 1n : 0n) ? y : mod2(-y);
+}
+function parsePublicKey(data) {
+  const tag = data[0];
+  if (tag === 2 || tag === 3) {
+    if (data.length !== 33) return null;
+    const x = bytesToBig(data.subarray(1));
+    if (x >= P2) return null;
+    const y = decompress(x, tag === 3);
+    return y === null ? null : { x, y };
+  }
+  if (tag === 4) {
+    if (data.length !== 65) return null;
+    const x = bytesToBig(data.subarray(1, 33));
+    const y = bytesToBig(data.subarray(33));
+    if (x >= P2 || y >= P2 || !onCurve(x, y)) return null;
+    return { x, y };
+  }
+  if (tag === 5) {
+    if (data.length !== 33) return null;
+    const x = bytesToBig(data.subarray(1));
+    if (x >= P2) return null;
+    const y = decompress(x, false);
+    if (y === null) return null;
+    return { x, y: y < P2 - y ? y : P2 - y };
+  }
+  return null;
+}
+function compressPublicKey(point) {
+  const out = new Uint8Array(33);
+  out[0] = point.y & 1n ? 3 : 2;
+  out.set(bigTo32(point.x), 1);
+  return out;
+}
+function publicKeyFromSecret(secret) {
+  if (secret.length !== 32) return null;
+  const d = bytesToBig(secret);
+  if (d === 0n || d >= N2) return null;
+  return toAffine(multiply(G2, d));
+}
+function pointsEqual(a, b) {
+  return a.x === b.x && a.y === b.y;
+}
+function derLength(data, pos) {
+  const first = data[pos];
+  if (first === void 0) return null;
+  if (first < 128) return [first, pos + 1];
+  if (first === 128 || first > 132) return null;
+  const n = first - 128;
+  if (pos + 1 + n > data.length) return null;
+  let len = 0;
+  for (let i = 0; i < n; i++) len = len * 256 + data[pos + 1 + i];
+  const needed = len < 128 ? 0 : len <= 255 ? 129 : len <= 65535 ? 130 : len <= 16777215 ? 131 : 132;
+  if (needed !== first) return null;
+  return [len, pos + 1 + n];
+}
+function derUint(data, pos, end) {
+  if (pos >= end || data[pos] !== 2) return null;
+  const len = derLength(data.subarray(0, end), pos + 1);
+  if (len === null) return null;
+  const [n, start] = len;
+  if (start + n > end) return null;
+  const bytes = data.subarray(start, start + n);
+  if (bytes.length === 0) return null;
+  let value;
+  if (bytes.length === 1 && bytes[0] === 0) value = bytes;
+  else if (bytes[0] === 0) {
+    if (bytes[1] < 128) return null;
+    value = bytes.subarray(1);
+  } else if (bytes[0] >= 128) return null;
+  else value = bytes;
+  return [value, start + n];
+}
+function parseDerSignature(data) {
+  if (data[0] !== 48) return null;
+  const len = derLength(data, 1);
+  if (len === null) return null;
+  const [n, start] = len;
+  if (start + n !== data.length) return null;
+  const r = derUint(data, start, data.length);
+  if (r === null) return null;
+  const s = derUint(data, r[1], data.length);
+  if (s === null || s[1] !== data.length) return null;
+  if (r[0].length > 32 || s[0].length > 32) return null;
+  const rv = bytesToBig(r[0]);
+  const sv = bytesToBig(s[0]);
+  if (rv === 0n || rv >= N2 || sv === 0n || sv >= N2) return null;
+  return [rv, sv];
+}
+function verifyEcdsa(signature, message, publicKey) {
+  const rs = parseDerSignature(signature);
+  if (rs === null) return false;
+  const [r, s] = rs;
+  const z = bytesToBig(sha256(message)) % N2;
+  const w = invert2(s, N2);
+  const u1 = z * w % N2;
+  const u2 = r * w % N2;
+  const point = toAffine(add2(multiply(G2, u1), multiply([publicKey.x, publicKey.y, 1n], u2)));
+  if (point === null) return false;
+  return point.x % N2 === r;
+}
+
+// src/protobuf.ts
+var ProtobufError = class extends Error {
+};
+var RECURSION_LIMIT = 100;
+var WIRE_VARINT = 0;
+var WIRE_64 = 1;
+var WIRE_LEN = 2;
+var WIRE_START_GROUP = 3;
+var WIRE_END_GROUP = 4;
+var WIRE_32 = 5;
+var MASK64 = (1n << 64n) - 1n;
+var Reader = class {
+  constructor(buf, start, end) {
+    this.buf = buf;
+    this.end = end;
+    this.pos = start;
+  }
+  buf;
+  end;
+  pos;
+  get remaining() {
+    return this.end - this.pos;
+  }
+  /** prost's decode_varint: at most 10 bytes, the tenth at most 0x01. */
+  varint() {
+    let value = 0n;
+    for (let count = 0; count < 10; count++) {
+      if (this.pos >= this.end) throw new ProtobufError("invalid varint");
+      const byte = this.buf[this.pos++];
+      value |= BigInt(byte & 127) << BigInt(7 * count);
+      if (byte < 128) {
+        if (count === 9 && byte >= 2) throw new ProtobufError("invalid varint");
+        return value & MASK64;
+      }
+    }
+    throw new ProtobufError("invalid varint");
+  }
+  /** A length prefix and the bounds of the bytes it delimits. */
+  delimited() {
+    const len = this.varint();
+    if (len > BigInt(this.remaining)) throw new ProtobufError("buffer underflow");
+    const start = this.pos;
+    this.pos += Number(len);
+    return [start, this.pos];
+  }
+  /** prost's decode_key: a varint of at most 32 bits, wire type 0-5, field number > 0. */
+  key() {
+    const key = this.varint();
+    if (key > 0xffffffffn) throw new ProtobufError("invalid key value");
+    const wireType = Number(key & 7n);
+    if (wireType > 5) throw new ProtobufError("invalid wire type value");
+    const tag = Number(key >> 3n);
+    if (tag < 1) throw new ProtobufError("invalid tag value: 0");
+    return [tag, wireType];
+  }
+  skip(n) {
+    if (n > this.remaining) throw new ProtobufError("buffer underflow");
+    this.pos += n;
+  }
+};
+function skipField(r, wireType, tag, ctx) {
+  if (ctx === 0) throw new ProtobufError("recursion limit reached");
+  switch (wireType) {
+    case WIRE_VARINT:
+      r.varint();
+      return;
+    case WIRE_64:
+      r.skip(8);
+      return;
+    case WIRE_32:
+      r.skip(4);
+      return;
+    case WIRE_LEN:
+      r.delimited();
+      return;
+    case WIRE_START_GROUP:
+      for (; ; ) {
+        const [innerTag, innerWire] = r.key();
+        if (innerWire === WIRE_END_GROUP) {
+          if (innerTag !== tag) throw new ProtobufError("unexpected end group tag");
+          return;
+        }
+        skipField(r, innerWire, innerTag, ctx - 1);
+      }
+    default:
+      throw new ProtobufError("unexpected end group tag");
+  }
+}
+function expectWire(actual, expected) {
+  if (actual !== expected) throw new ProtobufError(`invalid wire type: expected ${expected}, got ${actual}`);
+}
+function scalarFromVarint(type, v) {
+  switch (type) {
+    case "uint32":
+      return Number(v & 0xffffffffn);
+    case "int32":
+    case "enum":
+      return Number(BigInt.asIntN(32, v));
+    case "uint64":
+      return v;
+    case "int64":
+      return BigInt.asIntN(64, v);
+    case "bool":
+      return v !== 0n;
+    default:
+      throw new ProtobufError(`not a varint type: ${type}`);
+  }
+}
+function readScalar(r, type, wireType) {
+  if (type === "bytes" || type === "string") {
+    expectWire(wireType, WIRE_LEN);
+    const [start, end] = r.delimited();
+    const bytes = r.buf.slice(start, end);
+    if (type === "bytes") return bytes;
+    const text = decodeUtf8Strict(bytes);
+    if (text === null) throw new ProtobufError("invalid string value: data is not UTF-8 encoded");
+    return text;
+  }
+  expectWire(wireType, WIRE_VARINT);
+  return scalarFromVarint(type, r.varint());
+}
+function defaultMessage(schema2) {
+  const msg = {};
+  for (const spec of schema2.fields.values()) {
+    if (spec.oneof !== void 0) continue;
+    if (spec.repeated) msg[spec.name] = [];
+    else if (spec.required) msg[spec.name] = defaultValue(spec);
+  }
+  return msg;
+}
+function defaultValue(spec) {
+  switch (spec.type) {
+    case "message":
+      return defaultMessage(spec.message());
+    case "bytes":
+      return new Uint8Array(0);
+    case "string":
+      return "";
+    case "bool":
+      return false;
+    case "uint64":
+    case "int64":
+      return 0n;
+    default:
+      return 0;
+  }
+}
+function mergeNested(r, wireType, schema2, target, ctx) {
+  expectWire(wireType, WIRE_LEN);
+  if (ctx === 0) throw new ProtobufError("recursion limit reached");
+  const [start, end] = r.delimited();
+  mergeFields(new Reader(r.buf, start, end), schema2, target, ctx - 1);
+}
+function mergeFields(r, schema2, msg, ctx) {
+  while (r.remaining > 0) {
+    const [tag, wireType] = r.key();
+    const spec = schema2.fields.get(tag);
+    if (spec === void 0) {
+      skipField(r, wireType, tag, ctx);
+      continue;
+    }
+    if (spec.oneof !== void 0) {
+      const current = msg[spec.oneof];
+      if (spec.type === "message") {
+        const sub2 = spec.message();
+        let target;
+        if (current !== void 0 && current.field === spec.name) {
+          target = current.value;
+        } else {
+          target = defaultMessage(sub2);
+        }
+        mergeNested(r, wireType, sub2, target, ctx);
+        msg[spec.oneof] = { field: spec.name, value: target };
+      } else {
+        msg[spec.oneof] = { field: spec.name, value: readScalar(r, spec.type, wireType) };
+      }
+      continue;
+    }
+    if (spec.type === "message") {
+      const sub2 = spec.message();
+      if (spec.repeated) {
+        const target = defaultMessage(sub2);
+        mergeNested(r, wireType, sub2, target, ctx);
+        msg[spec.name].push(target);
+      } else {
+        let target = msg[spec.name];
+        if (target === void 0) target = defaultMessage(sub2);
+        mergeNested(r, wireType, sub2, target, ctx);
+        msg[spec.name] = target;
+      }
+      continue;
+    }
+    if (spec.repeated) {
+      const list = msg[spec.name];
+      if (wireType === WIRE_LEN && spec.type !== "bytes" && spec.type !== "string") {
+        const [start, end] = r.delimited();
+        const inner = new Reader(r.buf, start, end);
+        while (inner.remaining > 0) list.push(scalarFromVarint(spec.type, inner.varint()));
+      } else {
+        list.push(readScalar(r, spec.type, wireType));
+      }
+      continue;
+    }
+    msg[spec.name] = readScalar(r, spec.type, wireType);
+  }
+}
+function decodeMessage(data, schema2) {
+  const msg = defaultMessage(schema2);
+  mergeFields(new Reader(data, 0, data.length), schema2, msg, RECURSION_LIMIT);
+  return msg;
+}
+function schema(name, fields) {
+  return Object.freeze({ name, fields: new Map(fields) });
+}
+
+// src/token.ts
+var TOKEN_FORMAT = "engram.share/v1";
+var MAX_TOKEN_CHARS = 16 * 1024;
+var KIND2 = /^[a-z][a-z0-9_.]{0,63}$/;
+var AUDIENCE = /^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$/;
+var MAX_ATTENUATION_EXPIRY = 999999999999n;
+var I64_MIN = -(1n << 63n);
+var I64_MAX = (1n << 63n) - 1n;
+var TokenError = class extends VerificationError {
+  static defaultCheck = "token";
+};
+var URL_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+var URL_VALUES = new Map([...URL_ALPHABET].map((c, i) => [c, i]));
+function decodeBase64Url(text) {
+  const n = text.length;
+  const rem = n % 8;
+  if (rem === 1 || rem === 5) return null;
+  const lastStart = rem === 0 ? Math.max(0, n - 8) : n - rem;
+  const morsels = [];
+  for (let i = 0; i < lastStart; i++) {
+    const v = URL_VALUES.get(text[i]);
+    if (v === void 0) return null;
+    morsels.push(v);
+  }
+  let padding = 0;
+  for (let i = lastStart; i < n; i++) {
+    const c = text[i];
+    if (c === "=") {
+      if ((i - lastStart) % 4 < 2) return null;
+      padding++;
+      continue;
+    }
+    if (padding > 0) return null;
+    const v = URL_VALUES.get(c);
+    if (v === void 0) return null;
+    morsels.push(v);
+  }
+  const out = new Uint8Array(Math.floor(morsels.length * 6 / 8));
+  let acc = 0;
+  let bits = 0;
+  let at = 0;
+  for (const m of morsels) {
+    acc = (acc << 6 | m) & 65535;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[at++] = acc >> bits & 255;
+    }
+  }
+  if (bits > 0 && (acc & (1 << bits) - 1) !== 0) return null;
+  return out;
+}
+var f = (name, type, opts = {}) => ({ name, type, ...opts });
+var S = {};
+S["PublicKey"] = schema("PublicKey", [
+  [1, f("algorithm", "enum", { required: true })],
+  [2, f("key", "bytes", { required: true })]
+]);
+S["ExternalSignature"] = schema("ExternalSignature", [
+  [1, f("signature", "bytes", { required: true })],
+  [2, f("publicKey", "message", { message: () => S["PublicKey"], required: true })]
+]);
+S["SignedBlock"] = schema("SignedBlock", [
+  [1, f("block", "bytes", { required: true })],
+  [2, f("nextKey", "message", { message: () => S["PublicKey"], required: true })],
+  [3, f("signature", "bytes", { required: true })],
+  [4, f("externalSignature", "message", { message: () => S["ExternalSignature"] })],
+  [5, f("version", "uint32")]
+]);
+S["Proof"] = schema("Proof", [
+  [1, f("nextSecret", "bytes", { oneof: "content" })],
+  [2, f("finalSignature", "bytes", { oneof: "content" })]
+]);
+S["Biscuit"] = schema("Biscuit", [
+  [1, f("rootKeyId", "uint32")],
+  [2, f("authority", "message", { message: () => S["SignedBlock"], required: true })],
+  [3, f("blocks", "message", { message: () => S["SignedBlock"], repeated: true })],
+  [4, f("proof", "message", { message: () => S["Proof"], required: true })]
+]);
+S["Scope"] = schema("Scope", [
+  [1, f("scopeType", "enum", { oneof: "content" })],
+  [2, f("publicKey", "int64", { oneof: "content" })]
+]);
+S["Empty"] = schema("Empty", []);
+S["TermSet"] = schema("TermSet", [[1, f("set", "message", { message: () => S["TermV2"], repeated: true })]]);
+S["Array"] = schema("Array", [[1, f("array", "message", { message: () => S["TermV2"], repeated: true })]]);
+S["MapKey"] = schema("MapKey", [
+  [1, f("integer", "int64", { oneof: "content" })],
+  [2, f("string", "uint64", { oneof: "content" })]
+]);
+S["MapEntry"] = schema("MapEntry", [
+  [1, f("key", "message", { message: () => S["MapKey"], required: true })],
+  [2, f("value", "message", { message: () => S["TermV2"], required: true })]
+]);
+S["Map"] = schema("Map", [[1, f("entries", "message", { message: () => S["MapEntry"], repeated: true })]]);
+S["TermV2"] = schema("TermV2", [
+  [1, f("variable", "uint32", { oneof: "content" })],
+  [2, f("integer", "int64", { oneof: "content" })],
+  [3, f("string", "uint64", { oneof: "content" })],
+  [4, f("date", "uint64", { oneof: "content" })],
+  [5, f("bytes", "bytes", { oneof: "content" })],
+  [6, f("bool", "bool", { oneof: "content" })],
+  [7, f("set", "message", { message: () => S["TermSet"], oneof: "content" })],
+  [8, f("null", "message", { message: () => S["Empty"], oneof: "content" })],
+  [9, f("array", "message", { message: () => S["Array"], oneof: "content" })],
+  [10, f("map", "message", { message: () => S["Map"], oneof: "content" })]
+]);
+S["PredicateV2"] = schema("PredicateV2", [
+  [1, f("name", "uint64", { required: true })],
+  [2, f("terms", "message", { message: () => S["TermV2"], repeated: true })]
+]);
+S["OpUnary"] = schema("OpUnary", [
+  [1, f("kind", "enum", { required: true })],
+  [2, f("ffiName", "uint64")]
+]);
+S["OpBinary"] = schema("OpBinary", [
+  [1, f("kind", "enum", { required: true })],
+  [2, f("ffiName", "uint64")]
+]);
+S["OpClosure"] = schema("OpClosure", [
+  [1, f("params", "uint32", { repeated: true })],
+  [2, f("ops", "message", { message: () => S["Op"], repeated: true })]
+]);
+S["Op"] = schema("Op", [
+  [1, f("value", "message", { message: () => S["TermV2"], oneof: "content" })],
+  [2, f("unary", "message", { message: () => S["OpUnary"], oneof: "content" })],
+  [3, f("binary", "message", { message: () => S["OpBinary"], oneof: "content" })],
+  [4, f("closure", "message", { message: () => S["OpClosure"], oneof: "content" })]
+]);
+S["ExpressionV2"] = schema("ExpressionV2", [
+  [1, f("ops", "message", { message: () => S["Op"], repeated: true })]
+]);
+S["RuleV2"] = schema("RuleV2", [
+  [1, f("head", "message", { message: () => S["PredicateV2"], required: true })],
+  [2, f("body", "message", { message: () => S["PredicateV2"], repeated: true })],
+  [3, f("expressions", "message", { message: () => S["ExpressionV2"], repeated: true })],
+  [4, f("scope", "message", { message: () => S["Scope"], repeated: true })]
+]);
+S["CheckV2"] = schema("CheckV2", [
+  [1, f("queries", "message", { message: () => S["RuleV2"], repeated: true })],
+  [2, f("kind", "enum")]
+]);
+S["FactV2"] = schema("FactV2", [
+  [1, f("predicate", "message", { message: () => S["PredicateV2"], required: true })]
+]);
+S["Block"] = schema("Block", [
+  [1, f("symbols", "string", { repeated: true })],
+  [2, f("context", "string")],
+  [3, f("version", "uint32")],
+  [4, f("facts", "message", { message: () => S["FactV2"], repeated: true })],
+  [5, f("rules", "message", { message: () => S["RuleV2"], repeated: true })],
+  [6, f("checks", "message", { message: () => S["CheckV2"], repeated: true })],
+  [7, f("scope", "message", { message: () => S["Scope"], repeated: true })],
+  [8, f("publicKeys", "message", { message: () => S["PublicKey"], repeated: true })]
+]);
+var msgs = (m, name) => m[name] ?? [];
+var sub = (m, name) => m[name];
+var oneof = (m) => m["content"];
+var ALG_ED255192 = 0;
+var ALG_SECP256R1 = 1;
+function parseKey(proto) {
+  const alg = proto["algorithm"];
+  const key = proto["key"];
+  if (alg === ALG_ED255192) return isDalekPoint(key) ? { alg, bytes: key } : null;
+  if (alg === ALG_SECP256R1) {
+    const point = parsePublicKey(key);
+    return point === null ? null : { alg, point };
+  }
+  return null;
+}
+function keyBytes(k) {
+  return k.alg === ALG_ED255192 ? k.bytes : compressPublicKey(k.point);
+}
+function keysEqual(a, b) {
+  if (a.alg === ALG_ED255192) return b.alg === ALG_ED255192 && bytesEqual(a.bytes, b.bytes);
+  return b.alg === ALG_SECP256R1 && pointsEqual(a.point, b.point);
+}
+function verifyWith(k, signature, message) {
+  return k.alg === ALG_ED255192 ? verifyDalekStrict(signature, message, k.bytes) : verifyEcdsa(signature, message, k.point);
+}
+function keyOfSecret(alg, secret) {
+  if (secret.length !== 32) return null;
+  if (alg === ALG_ED255192) return { alg, bytes: publicKeyFromSeed(secret) };
+  const point = publicKeyFromSecret(secret);
+  return point === null ? null : { alg: ALG_SECP256R1, point };
+}
+var le32 = (n) => {
+  const out = new Uint8Array(4);
+  new DataView(out.buffer).setUint32(0, n >>> 0, true);
+  return out;
+};
+var TAG = (s) => utf8(s);
+function blockPayload(b, previous) {
+  const alg = le32(b.nextKey.alg);
+  const next = keyBytes(b.nextKey);
+  if (b.version === 0) {
+    return concatBytes(b.data, b.external?.signature ?? new Uint8Array(0), alg, next);
+  }
+  const parts = [TAG("\0BLOCK\0\0VERSION\0"), le32(b.version), TAG("\0PAYLOAD\0"), b.data];
+  parts.push(TAG("\0ALGORITHM\0"), alg, TAG("\0NEXTKEY\0"), next);
+  if (previous !== null) {
+    parts.push(TAG("\0PREVSIG\0"), previous);
+    if (b.external !== null) parts.push(TAG("\0EXTERNALSIG\0"), b.external.signature);
+  }
+  return concatBytes(...parts);
+}
+function externalPayload(b, previous) {
+  return concatBytes(TAG("\0EXTERNAL\0\0VERSION\0"), le32(b.version), TAG("\0PAYLOAD\0"), b.data, TAG("\0PREVSIG\0"), previous);
+}
+var DEFAULT_SYMBOLS = [
+  "read",
+  "write",
+  "resource",
+  "operation",
+  "right",
+  "time",
+  "role",
+  "owner",
+  "tenant",
+  "namespace",
+  "user",
+  "team",
+  "service",
+  "admin",
+  "email",
+  "group",
+  "member",
+  "ip_address",
+  "client",
+  "client_ip",
+  "domain",
+  "path",
+  "version",
+  "cluster",
+  "node",
+  "hostname",
+  "nonce",
+  "query"
+];
+var DEFAULT_SET = new Set(DEFAULT_SYMBOLS);
+var OFFSET = 1024n;
+var Symbols = class {
+  constructor(custom, keys) {
+    this.custom = custom;
+    this.keys = keys;
+  }
+  custom;
+  keys;
+  get(index) {
+    if (index < OFFSET) return index < BigInt(DEFAULT_SYMBOLS.length) ? DEFAULT_SYMBOLS[Number(index)] : void 0;
+    const i = index - OFFSET;
+    return i < BigInt(this.custom.length) ? this.custom[Number(i)] : void 0;
+  }
+};
+var LoadError = class extends Error {
+};
+function fail(message) {
+  throw new LoadError(message);
+}
+function decodeBlock(data) {
+  try {
+    return decodeMessage(data, S["Block"]);
+  } catch (e) {
+    if (e instanceof ProtobufError) fail(`block: ${e.message}`);
+    throw e;
+  }
+}
+function load(token) {
+  const raw = decodeBase64Url(token);
+  if (raw === null) fail("not base64url");
+  let wrapper;
+  try {
+    wrapper = decodeMessage(raw, S["Biscuit"]);
+  } catch (e) {
+    if (e instanceof ProtobufError) fail(`token: ${e.message}`);
+    throw e;
+  }
+  const signedOf = (m, authority2) => {
+    const nextKey = parseKey(sub(m, "nextKey")) ?? fail("bad next key");
+    const version = m["version"];
+    let external = null;
+    const ext = m["externalSignature"];
+    if (ext !== void 0) {
+      if (authority2) fail("the authority block must not contain an external signature");
+      if (version !== 1) fail("unsupported third party block version");
+      const key = parseKey(sub(ext, "publicKey")) ?? fail("bad external key");
+      external = { key, signature: ext["signature"] };
+    }
+    return { data: m["block"], nextKey, signature: m["signature"], external, version: version ?? 0 };
+  };
+  const signed = [signedOf(sub(wrapper, "authority"), true), ...msgs(wrapper, "blocks").map((b) => signedOf(b, false))];
+  const last = signed[signed.length - 1];
+  const proof = oneof(sub(wrapper, "proof")) ?? fail("could not find proof");
+  const proofValue = proof.value;
+  let secretKey = null;
+  if (proof.field === "nextSecret") secretKey = keyOfSecret(last.nextKey.alg, proofValue) ?? fail("bad proof secret");
+  for (const b of signed) if (b.version !== 0 && b.version !== 1) fail(`unsupported block version ${b.version}`);
+  for (let i = 1; i < signed.length; i++) {
+    const b = signed[i];
+    const prev = signed[i - 1];
+    if (!verifyWith(prev.nextKey, b.signature, blockPayload(b, prev.signature))) fail(`block ${i} signature`);
+    if (b.external !== null && !verifyWith(b.external.key, b.external.signature, externalPayload(b, prev.signature))) {
+      fail(`block ${i} external signature`);
+    }
+  }
+  if (secretKey !== null) {
+    if (!keysEqual(secretKey, last.nextKey)) fail("the last public key does not match the private key");
+  } else {
+    const seal = concatBytes(last.data, le32(last.nextKey.alg), keyBytes(last.nextKey), last.signature);
+    if (!verifyWith(last.nextKey, proofValue, seal)) fail("seal signature");
+  }
+  const custom = [];
+  const keys = [];
+  const decoded = signed.map((b) => decodeBlock(b.data));
+  decoded.forEach((block, i) => {
+    if (signed[i].external !== null) return;
+    const symbols = block["symbols"];
+    if (symbols.some((s) => DEFAULT_SET.has(s))) fail("symbol table overlap (default symbols)");
+    const seen = new Set(custom);
+    if (symbols.some((s) => seen.has(s))) fail("symbol table overlap");
+    custom.push(...symbols);
+    for (const pk of msgs(block, "publicKeys")) {
+      const key = parseKey(pk) ?? fail("bad public key in a block");
+      if (keys.some((k) => keysEqual(k, key))) fail("public key table overlap");
+      keys.push(key);
+    }
+  });
+  const tokenSymbols = new Symbols(custom, keys);
+  const blocks = decoded.map((block, i) => {
+    const s = signed[i];
+    if (s.external === null) return { signed: s, block, symbols: tokenSymbols };
+    const own = [];
+    for (const pk of msgs(block, "publicKeys")) {
+      const key = parseKey(pk);
+      if (key !== null) own.push(key);
+    }
+    return { signed: s, block, symbols: new Symbols(block["symbols"], own) };
+  });
+  const authority = signed[0];
+  const verifyRoot = (rootKey) => rootKey.length === 32 && isDalekPoint(rootKey) && verifyWith({ alg: ALG_ED255192, bytes: rootKey }, authority.signature, blockPayload(authority, null));
+  return { blocks, verifyRoot };
+}
+var BIN_LESS_OR_EQUAL = 2;
+var BIN_EQUAL = 4;
+var BIN_CONTAINS = 5;
+var BIN_HETEROGENEOUS_EQUAL = 21;
+var NotTemplate = class extends Error {
+};
+function termOf(term) {
+  return term === void 0 ? null : oneof(term) ?? null;
+}
+function matchCheck(check, symbols, attenuation) {
+  const kindField = check["kind"];
+  if (kindField !== void 0 && kindField !== 0) throw new NotTemplate();
+  const queries = msgs(check, "queries");
+  if (queries.length !== 1) throw new NotTemplate();
+  const q = queries[0];
+  const head = sub(q, "head");
+  const body = msgs(q, "body");
+  const exprs = msgs(q, "expressions");
+  if (msgs(head, "terms").length !== 0 || body.length !== 1 || exprs.length !== 1 || msgs(q, "scope").length !== 0) {
+    throw new NotTemplate();
+  }
+  const pred = body[0];
+  const predTerms = msgs(pred, "terms");
+  if (predTerms.length !== 1) throw new NotTemplate();
+  const bodyVar = termOf(predTerms[0]);
+  const ops = msgs(exprs[0], "ops");
+  if (bodyVar?.field !== "variable" || ops.length !== 3) throw new NotTemplate();
+  const op = (i) => oneof(ops[i]) ?? { field: "", value: 0 };
+  const [o0, o1, o2] = [op(0), op(1), op(2)];
+  if (o2.field !== "binary" || o2.value["ffiName"] !== void 0) throw new NotTemplate();
+  const binary = o2.value["kind"];
+  if (o0.field !== "value" || o1.field !== "value") throw new NotTemplate();
+  const t0 = termOf(o0.value);
+  const t1 = termOf(o1.value);
+  const name = (index) => {
+    const s = symbols.get(index);
+    if (s === void 0) throw new NotTemplate();
+    return s;
+  };
+  const predName = name(pred["name"]);
+  const varName = name(BigInt(bodyVar.value));
+  const sameVar = (t) => t?.field === "variable" && name(BigInt(t.value)) === varName;
+  let template;
+  if (binary === BIN_CONTAINS && t0?.field === "set" && sameVar(t1)) {
+    const values = /* @__PURE__ */ new Set();
+    const elements = msgs(t0.value, "set");
+    if (attenuation && elements.length === 0) throw new NotTemplate();
+    for (const e of elements) {
+      const t = termOf(e);
+      if (t?.field !== "string") throw new NotTemplate();
+      const s = name(t.value);
+      if (attenuation && !KIND2.test(s)) throw new NotTemplate();
+      values.add(s);
+    }
+    if (predName !== "kind" || attenuation && varName !== "k") throw new NotTemplate();
+    template = { kind: "kinds", values };
+  } else if (binary === BIN_LESS_OR_EQUAL && sameVar(t0) && t1?.field === "integer") {
+    const expires = t1.value;
+    if (predName !== "time" || attenuation && (varName !== "t" || expires < 0n || expires > MAX_ATTENUATION_EXPIRY)) {
+      throw new NotTemplate();
+    }
+    template = { kind: "time", expires };
+  } else if (!attenuation && (binary === BIN_EQUAL || binary === BIN_HETEROGENEOUS_EQUAL) && sameVar(t0) && t1?.field === "string") {
+    if (predName !== "audience") throw new NotTemplate();
+    template = { kind: "audience", value: name(t1.value) };
+  } else {
+    throw new NotTemplate();
+  }
+  return template;
+}
+var V3_1_BINARY = /* @__PURE__ */ new Set([17, 18, 19, 20]);
+var V3_3_BINARY = /* @__PURE__ */ new Set([21, 22, 23, 24, 25, 26, 28]);
+var MAX_BINARY = 29;
+var UNARY_FFI = 4;
+var BINARY_FFI = 28;
+var Unreadable = class extends Error {
+};
+function unreadable(message) {
+  throw new Unreadable(message);
+}
+function convertTerm(term) {
+  const t = oneof(term) ?? unreadable("empty term");
+  if (t.field === "set") {
+    let kind = null;
+    for (const e of msgs(t.value, "set")) {
+      const c = oneof(e) ?? unreadable("empty term");
+      if (c.field === "variable" || c.field === "set") unreadable("a set holds a variable or a set");
+      if (kind !== null && kind !== c.field) unreadable("set elements of two types");
+      kind = c.field;
+      convertTerm(e);
+    }
+  } else if (t.field === "array") {
+    for (const e of msgs(t.value, "array")) convertTerm(e);
+  } else if (t.field === "map") {
+    for (const entry of msgs(t.value, "entries")) {
+      if (oneof(sub(entry, "key")) === void 0) unreadable("empty map key");
+      convertTerm(sub(entry, "value"));
+    }
+  }
+}
+function convertOp(op) {
+  const o = oneof(op) ?? unreadable("empty op");
+  const m = o.value;
+  if (o.field === "value") convertTerm(m);
+  else if (o.field === "closure") for (const inner of msgs(m, "ops")) convertOp(inner);
+  else {
+    const kind = m["kind"];
+    const [max, ffi] = o.field === "unary" ? [UNARY_FFI, UNARY_FFI] : [MAX_BINARY, BINARY_FFI];
+    if (kind < 0 || kind > max) unreadable(`${o.field} operation ${kind}`);
+    if (kind === ffi !== (m["ffiName"] !== void 0)) unreadable("ffi name");
+  }
+}
+function convertScope(scope) {
+  const c = oneof(scope) ?? unreadable("empty scope");
+  if (c.field === "scopeType" && c.value !== 0 && c.value !== 1) unreadable(`scope type ${String(c.value)}`);
+}
+function convertPredicate(p) {
+  for (const t of msgs(p, "terms")) convertTerm(t);
+}
+function convertRule(rule, version) {
+  msgs(rule, "body").forEach(convertPredicate);
+  for (const e of msgs(rule, "expressions")) for (const op of msgs(e, "ops")) convertOp(op);
+  if (version < 4 && msgs(rule, "scope").length > 0) unreadable("scopes need datalog v3.1");
+  msgs(rule, "scope").forEach(convertScope);
+  convertPredicate(sub(rule, "head"));
+}
+function isV33Term(term) {
+  const t = oneof(term);
+  if (t?.field === "null") return true;
+  return t?.field === "set" && msgs(t.value, "set").some((e) => oneof(e)?.field === "null");
+}
+function opsOf(rule) {
+  return msgs(rule, "expressions").flatMap((e) => msgs(e, "ops"));
+}
+function isV33Op(op) {
+  const o = oneof(op);
+  const m = o.value;
+  if (o.field === "value") return isV33Term(m);
+  if (o.field === "closure") return true;
+  if (o.field === "unary") return m["kind"] === 3 || m["kind"] === UNARY_FFI;
+  return V3_3_BINARY.has(m["kind"]);
+}
+function conversionError(b) {
+  const block = b.block;
+  const version = block["version"] ?? 0;
+  try {
+    if (version < 3 || version > 6) unreadable(`block version ${version}`);
+    for (const fact of msgs(block, "facts")) convertPredicate(sub(fact, "predicate"));
+    for (const rule of msgs(block, "rules")) convertRule(rule, version);
+    const checks = msgs(block, "checks");
+    for (const c of checks) {
+      const kind = c["kind"];
+      if (version < 4 && kind !== void 0) unreadable("check kinds need datalog v3.1");
+      if (version < 6 && kind === 2) unreadable("reject if needs datalog v3.3");
+    }
+    if (version < 5 && b.signed.external !== null) unreadable("third-party blocks need datalog v3.2");
+    for (const c of checks) {
+      for (const q of msgs(c, "queries")) convertRule(q, version);
+      const kind = c["kind"];
+      if (kind !== void 0 && (kind < 0 || kind > 2)) unreadable("check kind");
+    }
+    msgs(block, "scope").forEach(convertScope);
+    const own = [];
+    for (const pk of msgs(block, "publicKeys")) {
+      const key = parseKey(pk) ?? unreadable("public key");
+      if (own.some((k) => keysEqual(k, key))) unreadable("a public key twice");
+      own.push(key);
+    }
+    if (block["symbols"].some((s) => DEFAULT_SET.has(s))) unreadable("symbol table overlap");
+    const rules = msgs(block, "rules");
+    const queries = checks.flatMap((c) => msgs(c, "queries"));
+    const scopes = msgs(block, "scope").length > 0 || [...rules, ...queries].some((r) => msgs(r, "scope").length > 0);
+    const checkAll = checks.some((c) => c["kind"] === 1);
+    const v31 = [...rules, ...queries].some(
+      (r) => opsOf(r).some((o) => oneof(o)?.field === "binary" && V3_1_BINARY.has((oneof(o)?.value)["kind"]))
+    );
+    const v33 = checks.some((c) => c["kind"] === 2) || rules.some(
+      (r) => msgs(sub(r, "head"), "terms").some(isV33Term) || msgs(r, "body").some((p) => msgs(p, "terms").some(isV33Term)) || opsOf(r).some(isV33Op)
+    ) || queries.some((q) => msgs(q, "body").some((p) => msgs(p, "terms").some(isV33Term)) || opsOf(q).some(isV33Op)) || msgs(block, "facts").some((fact) => msgs(sub(fact, "predicate"), "terms").some(isV33Term));
+    if (version < 4 && (scopes || v31 || checkAll)) unreadable("datalog v3.1 features");
+    if (version >= 4 && version < 6 && v33) unreadable("datalog v3.3 features");
+  } catch (e) {
+    if (e instanceof Unreadable) return e.message;
+    throw e;
+  }
+  return null;
+}
+function translatable(b) {
+  const s = b.symbols;
+  const known = (i) => s.get(BigInt(i)) !== void 0;
+  const term = (t) => {
+    const c = oneof(t);
+    switch (c.field) {
+      case "variable":
+      case "string":
+        return known(c.value);
+      case "set":
+        return msgs(c.value, "set").every(term);
+      case "array":
+        return msgs(c.value, "array").every(term);
+      case "map":
+        return msgs(c.value, "entries").every((e) => {
+          const k = oneof(sub(e, "key"));
+          return (k.field !== "string" || known(k.value)) && term(sub(e, "value"));
+        });
+      default:
+        return true;
+    }
+  };
+  const op = (o) => {
+    const c = oneof(o);
+    const m = c.value;
+    if (c.field === "value") return term(m);
+    if (c.field === "closure") return m["params"].every(known) && msgs(m, "ops").every(op);
+    return m["ffiName"] === void 0 || known(m["ffiName"]);
+  };
+  const scope = (sc) => {
+    const c = oneof(sc);
+    return c.field !== "publicKey" || BigInt.asUintN(64, c.value) < BigInt(s.keys.length);
+  };
+  const predicate = (p) => known(p["name"]) && msgs(p, "terms").every(term);
+  const rule = (r) => predicate(sub(r, "head")) && msgs(r, "body").every(predicate) && opsOf(r).every(op) && msgs(r, "scope").every(scope);
+  const vars = (p) => msgs(p, "terms").flatMap((t) => oneof(t)?.field === "variable" ? [oneof(t)?.value] : []);
+  const safe = (r) => {
+    const body = new Set(msgs(r, "body").flatMap(vars));
+    return vars(sub(r, "head")).every((v) => body.has(v));
+  };
+  return msgs(b.block, "scope").every(scope) && msgs(b.block, "facts").every((f2) => predicate(sub(f2, "predicate"))) && msgs(b.block, "rules").every((r) => safe(r) && rule(r)) && msgs(b.block, "checks").every((c) => msgs(c, "queries").every(rule));
+}
+var AUTHORITY_FACTS = /* @__PURE__ */ new Set(["token_format", "origin", "agent", "right"]);
+function attenuations(blocks) {
+  const checks = [];
+  for (let i = 1; i < blocks.length; i++) {
+    const b = blocks[i];
+    const notAttenuation = () => {
+      throw new TokenError(`block ${i} is not an engram.share/v1 attenuation`, { check: "token.template" });
+    };
+    if (conversionError(b) !== null) notAttenuation();
+    const blockChecks = msgs(b.block, "checks");
+    if (msgs(b.block, "facts").length || msgs(b.block, "rules").length || blockChecks.length === 0) notAttenuation();
+    for (const c of blockChecks) {
+      try {
+        checks.push(matchCheck(c, b.symbols, true));
+      } catch (e) {
+        if (e instanceof NotTemplate) notAttenuation();
+        throw e;
+      }
+    }
+  }
+  return checks;
+}
+function interpret(blocks) {
+  const checks = attenuations(blocks);
+  const a = blocks[0];
+  if (conversionError(a) !== null || !blocks.every(translatable)) {
+    throw new TokenError("the token cannot be evaluated: the authorizer cannot load its blocks", {
+      check: "token.limits"
+    });
+  }
+  const notTemplate = () => {
+    throw new TokenError("the token is not an engram.share/v1 token of this agent and log", {
+      check: "token.template"
+    });
+  };
+  if (msgs(a.block, "rules").length) notTemplate();
+  const facts = [];
+  for (const fact of msgs(a.block, "facts")) {
+    const pred = sub(fact, "predicate");
+    const terms = msgs(pred, "terms");
+    const t = termOf(terms[0]);
+    if (terms.length !== 1 || t?.field !== "string") notTemplate();
+    const name = a.symbols.get(pred["name"]);
+    if (!AUTHORITY_FACTS.has(name)) notTemplate();
+    facts.push([name, a.symbols.get(t.value)]);
+  }
+  const authorityChecks = [];
+  for (const c of msgs(a.block, "checks")) {
+    try {
+      authorityChecks.push(matchCheck(c, a.symbols, false));
+    } catch (e) {
+      if (e instanceof NotTemplate) notTemplate();
+      throw e;
+    }
+  }
+  const values = (name) => [...new Set(facts.filter(([n]) => n === name).map(([, v]) => v))].sort(compareCodePoints);
+  return {
+    formats: values("token_format"),
+    origins: values("origin"),
+    agents: values("agent"),
+    rights: new Set(values("right")),
+    checks: [...authorityChecks, ...checks]
+  };
+}
+function checkAudience(audience) {
+  if (typeof audience !== "string" || !AUDIENCE.test(audience)) {
+    throw new MalformedError("audience must be 1-128 characters of [A-Za-z0-9._:@/-]", { check: "token.audience" });
+  }
+  return audience;
+}
+function codePointLength3(text) {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}
+function parse(token, agentKeys) {
+  if (typeof token !== "string" || token.length === 0 || codePointLength3(token) > MAX_TOKEN_CHARS) {
+    throw new TokenError(`a token is 1-${MAX_TOKEN_CHARS} characters`, { check: "token.format" });
+  }
+  let loaded = null;
+  try {
+    loaded = load(token);
+  } catch (e) {
+    if (!(e instanceof LoadError)) throw e;
+  }
+  if (loaded !== null) {
+    for (const key of agentKeys) {
+      if (key instanceof Uint8Array && loaded.verifyRoot(key)) return { blocks: loaded.blocks, rootKey: key.slice() };
+    }
+  }
+  throw new SignatureError("the token is not signed by a valid key of this agent", { check: "token.signature" });
+}
+function revocationIds(token, options) {
+  const { blocks } = parse(token, options.agentKeys);
+  attenuations(blocks);
+  return blocks.map((b) => toHex(b.signed.signature));
+}
+function toI64(at) {
+  const value = at === void 0 ? BigInt(Math.floor(Date.now() / 1e3)) : typeof at === "bigint" ? at : Number.isFinite(at) ? BigInt(Math.trunc(at)) : null;
+  return value !== null && value >= I64_MIN && value <= I64_MAX ? value : null;
+}
+function allows(t, kind, audience, at) {
+  if (at === null) return false;
+  if (!t.rights.has(kind)) return false;
+  return t.checks.every(
+    (c) => c.kind === "audience" ? c.value === audience : c.kind === "time" ? at <= c.expires : c.values.has(kind)
+  );
+}
+function verifyToken(token, options) {
+  const audience = checkAudience(options.audience);
+  const { blocks, rootKey } = parse(token, options.agentKeys);
+  const t = interpret(blocks);
+  if (t.formats.length !== 1 || t.formats[0] !== TOKEN_FORMAT || t.origins.length !== 1 || t.origins[0] !== options.origin || t.agents.length !== 1 || t.agents[0] !== options.agent) {
+    throw new TokenError("the token is not an engram.share/v1 token of this agent and log", {
+      check: "token.template"
+    });
+  }
+  const ids = blocks.map((b) => toHex(b.signed.signature));
+  const revokedSource = options.revokedIds ?? [];
+  const revokedList = typeof revokedSource === "function" ? revokedSource() : revokedSource;
+  const idSet = new Set(ids);
+  const revoked = [...new Set(revokedList)].filter((id) => idSet.has(id)).sort(compareCodePoints);
+  if (revoked.length > 0) {
+    throw new TokenError(`the token was revoked (${revoked[0].slice(0, 16)}...)`, { check: "token.revoked" });
+  }
+  const at = toI64(options.at);
+  const required = new Set(options.kinds);
+  const all = [.../* @__PURE__ */ new Set([...options.kinds, ...options.candidates ?? []])].sort(compareCodePoints);
+  const allowed = [];
+  for (const kind of all) {
+    if (typeof kind !== "string" || !KIND2.test(kind)) {
+      if (required.has(kind)) {
+        throw new MalformedError(`${JSON.stringify(String(kind).slice(0, 64))} is not a kind`, { check: "token.kinds" });
+      }
+      continue;
+    }
+    if (!allows(t, kind, audience, at)) {
+      if (!required.has(kind)) continue;
+      throw new TokenError(
+        `the token does not allow disclosing ${kind} to ${audience} at ${String(options.at ?? at)} (scope, audience or expiry)`,
+        { check: "token.scope" }
+      );
+    }
+    allowed.push(kind);
+  }
+  return Object.freeze({
+    agent: options.agent,
+    origin: options.origin,
+    audience,
+    kinds: Object.freeze(allowed),
+    revocationIds: Object.freeze(ids),
+    rootKey
+  });
+}
+
+// src/witness.ts
+var ALG_COSIGNATURE_V1 = 4;
+var ALG_MLDSA44_COSIGNATURE = 6;
+var EM_DASH_PREFIX = "— ";
+var COSIGNATURE_BYTES = 4 + 8 + 64;
+var MAX_TIMESTAMP = (1n << 63n) - 1n;
+var MAX_POLICY_BYTES = 64 * 1024;
+var MAX_POLICY_ENTRIES = 256;
+var MAX_PROOF_LINES = 63;
+var MAX_REQUEST_BYTES = MAX_NOTE_BYTES + 8 * 1024;
+var DEFAULT_MAX_SKEW_S = 600;
+var PY_SPACE = /[\t\n\v\f\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
+var PY_SPACES = /[\t\n\v\f\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/;
+var POLICY_CONTROL = /[\x00-\x08\x0b-\x1f\x7f]/;
+var WitnessError = class extends VerificationError {
+  static defaultCheck = "witness";
+};
+function codePointLength4(text) {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}
+function preview2(text, n) {
+  return JSON.stringify([...text].slice(0, n).join(""));
+}
+function checkWitnessName(name) {
+  if (typeof name !== "string" || name.length === 0 || name.includes("+") || PY_SPACE.test(name) || codePointLength4(name) > 255 || !encodesAsUtf8(name)) {
+    throw new WitnessError(
+      `witness name ${preview2(String(name), 60)} must be 1-255 characters of UTF-8 text without spaces or '+'`,
+      { check: "witness.key" }
+    );
+  }
+  return name;
+}
+function cosignerKeyId(name, publicKey) {
+  return sha256(concatBytes(utf8(name), Uint8Array.of(10, ALG_COSIGNATURE_V1), publicKey)).slice(0, 4);
+}
+function formatVkey(name, publicKey) {
+  const blob = base64Encode(concatBytes(Uint8Array.of(ALG_COSIGNATURE_V1), publicKey));
+  return `${name}+${toHex(cosignerKeyId(name, publicKey))}+${blob}`;
+}
+var WitnessKey = class _WitnessKey {
+  constructor(name, keyId, publicKey) {
+    this.name = name;
+    this.keyId = keyId;
+    this.publicKey = publicKey;
+    Object.freeze(this);
+  }
+  name;
+  keyId;
+  publicKey;
+  /** Parse `<name>+<hex8>+<base64(0x04 || key)>`; the key id must match (`witness.key`). */
+  static parse(vkey) {
+    if (typeof vkey !== "string" || codePointLength4(vkey) > 1024) {
+      throw new WitnessError("witness key must be a short string", { check: "witness.key" });
+    }
+    const first = vkey.indexOf("+");
+    const second = first < 0 ? -1 : vkey.indexOf("+", first + 1);
+    if (second < 0) throw new WitnessError("witness key must be name+keyid+key", { check: "witness.key" });
+    const name = checkWitnessName(vkey.slice(0, first));
+    const hexId = vkey.slice(first + 1, second);
+    if (!/^[0-9a-f]{8}$/.test(hexId)) {
+      throw new WitnessError("key id must be 8 lowercase hex digits", { check: "witness.key" });
+    }
+    let raw;
+    try {
+      raw = b64decodeStrict(vkey.slice(second + 1), "witness.key");
+    } catch (e) {
+      if (e instanceof MalformedError) throw new WitnessError(e.message, { check: "witness.key", cause: e });
+      throw e;
+    }
+    if (raw[0] === ALG_MLDSA44_COSIGNATURE) {
+      throw new WitnessError("ML-DSA-44 cosigners (type 0x06) are not supported", { check: "witness.key" });
+    }
+    if (raw.length !== 33 || raw[0] !== ALG_COSIGNATURE_V1) {
+      throw new WitnessError("a witness key is an Ed25519 cosignature/v1 key (type 0x04, 32 bytes)", {
+        check: "witness.key"
+      });
+    }
+    let publicKey;
+    try {
+      publicKey = checkPublicKey(raw.slice(1));
+    } catch (e) {
+      if (e instanceof MalformedError) throw new WitnessError(e.message, { check: "witness.key", cause: e });
+      throw e;
+    }
+    const keyId = Uint8Array.from(hexId.match(/../g), (h) => parseInt(h, 16));
+    if (!constantTimeEqual(keyId, cosignerKeyId(name, publicKey))) {
+      throw new WitnessError("key id does not match name and public key", { check: "witness.key" });
+    }
+    return new _WitnessKey(name, keyId, publicKey);
+  }
+  static fromPublicKey(name, publicKey) {
+    return _WitnessKey.parse(formatVkey(checkWitnessName(name), publicKey));
+  }
+  toString() {
+    return formatVkey(this.name, this.publicKey);
+  }
+};
+function cosignatureMessage(checkpointText2, timestamp) {
+  const t = BigInt(timestamp);
+  if (t < 0n || t > MAX_TIMESTAMP) throw new RangeError("cosignature timestamp is outside [0, 2**63-1]");
+  return utf8(`cosignature/v1
+time ${t}
+${checkpointText2}`);
+}
+function cosign(checkpointText2, name, seed, timestamp) {
+  const t = BigInt(timestamp);
+  if (t < 1n) throw new RangeError("a cosignature carries a non-zero timestamp");
+  const publicKey = publicKeyFromSeed(seed);
+  const sig = signWithSeed(cosignatureMessage(checkpointText2, t), seed);
+  const ts = new Uint8Array(8);
+  new DataView(ts.buffer).setBigUint64(0, t, false);
+  return `${EM_DASH_PREFIX}${name} ${base64Encode(concatBytes(cosignerKeyId(name, publicKey), ts, sig))}
+`;
+}
+function inFuture(ts, now, skew) {
+  if (typeof now === "bigint") return ts > now + BigInt(Math.trunc(skew));
+  const limit = (now ?? Date.now() / 1e3) + skew;
+  if (Number.isNaN(limit) || limit === Infinity) return false;
+  if (limit === -Infinity) return true;
+  return ts > BigInt(Math.floor(limit));
+}
+function verifyCosignatures(note, witnesses, options = {}) {
+  const parsed = note instanceof SignedNote ? note : SignedNote.parse(note);
+  const known = /* @__PURE__ */ new Map();
+  for (const w of witnesses) known.set(`${w.name}
+${toHex(w.keyId)}`, w);
+  const skew = options.maxSkewS ?? DEFAULT_MAX_SKEW_S;
+  const out = /* @__PURE__ */ new Map();
+  for (const sig of parsed.signatures) {
+    const key = known.get(`${sig.name}
+${toHex(sig.keyId)}`);
+    if (key === void 0) continue;
+    if (sig.signature.length !== COSIGNATURE_BYTES - 4) {
+      throw new WitnessError(
+        `cosignature by ${key.name} is ${sig.signature.length + 4} bytes, not ${COSIGNATURE_BYTES}`,
+        { check: "witness.format" }
+      );
+    }
+    const ts = new DataView(sig.signature.buffer, sig.signature.byteOffset, 8).getBigUint64(0, false);
+    if (ts > MAX_TIMESTAMP) {
+      throw new WitnessError(`cosignature by ${key.name}: timestamp exceeds 2**63-1`, { check: "witness.format" });
+    }
+    if (ts === 0n) {
+      throw new WitnessError(`cosignature by ${key.name} carries a zero timestamp`, { check: "witness.timestamp" });
+    }
+    if (inFuture(ts, options.now, skew)) {
+      throw new WitnessError(`cosignature by ${key.name} is dated ${ts}, in the future`, {
+        check: "witness.timestamp"
+      });
+    }
+    if (!verifySignature(sig.signature.subarray(8), cosignatureMessage(parsed.text, ts), key.publicKey)) {
+      throw new WitnessError(`cosignature by ${key.name} does not verify`, { check: "witness.signature" });
+    }
+    const seen = out.get(key);
+    if (seen === void 0 || seen.timestamp < ts) out.set(key, Object.freeze({ witness: key.name, timestamp: ts }));
+  }
+  return out;
+}
+var WitnessPolicy = class _WitnessPolicy {
+  constructor(logs, logUrls, witnesses, groups, quorum) {
+    this.logs = logs;
+    this.logUrls = logUrls;
+    this.witnesses = witnesses;
+    this.groups = groups;
+    this.quorum = quorum;
+    Object.freeze(this);
+  }
+  logs;
+  logUrls;
+  witnesses;
+  groups;
+  quorum;
+  /** Parse a policy file strictly (names must be UTF-8; see the module doc). */
+  static parse(data) {
+    let raw;
+    if (typeof data === "string") {
+      if (!encodesAsUtf8(data)) throw new WitnessError("policy is not UTF-8", { check: "witness.policy" });
+      raw = utf8(data);
+    } else if (data instanceof Uint8Array) {
+      raw = data;
+    } else {
+      throw new WitnessError("a policy is text or bytes", { check: "witness.policy" });
+    }
+    if (raw.length > MAX_POLICY_BYTES) {
+      throw new LimitExceededError(`policy exceeds ${MAX_POLICY_BYTES} bytes`, { check: "witness.policy" });
+    }
+    for (const b of raw) {
+      if (POLICY_CONTROL.test(String.fromCharCode(b))) {
+        throw new WitnessError("policy holds control characters other than tab and newline", {
+          check: "witness.policy"
+        });
+      }
+    }
+    const text = decodeUtf8Strict(raw);
+    if (text === null) throw new WitnessError("policy is not UTF-8", { check: "witness.policy" });
+    const logs = [];
+    const logUrls = /* @__PURE__ */ new Map();
+    const witnesses = [];
+    const groups = /* @__PURE__ */ new Map();
+    const names = /* @__PURE__ */ new Set();
+    const publicKeys = /* @__PURE__ */ new Set();
+    let quorum = null;
+    let seenQuorum = false;
+    let entries = 0;
+    const fail2 = (lineno, msg, cause) => new WitnessError(`policy line ${lineno}: ${msg}`, { check: "witness.policy", cause });
+    const lines = text.split("\n");
+    for (let i = 0; i < lines.length; i++) {
+      const lineno = i + 1;
+      const fields = lines[i].replace(/\t/g, " ").split(PY_SPACES).filter((x) => x !== "");
+      if (fields.length === 0 || fields[0].startsWith("#")) continue;
+      entries += 1;
+      if (entries > MAX_POLICY_ENTRIES) {
+        throw new LimitExceededError(`policy has more than ${MAX_POLICY_ENTRIES} entries`, {
+          check: "witness.policy"
+        });
+      }
+      const word = fields[0];
+      if (word === "log") {
+        if (fields.length !== 2 && fields.length !== 3) throw fail2(lineno, "expected 'log <vkey> [<url>]'");
+        let key;
+        try {
+          key = VerifierKey.parse(fields[1]);
+        } catch (e) {
+          if (e instanceof MalformedError) throw fail2(lineno, `log key: ${e.message}`, e);
+          throw e;
+        }
+        const pk = toHex(key.publicKey);
+        if (publicKeys.has(pk)) throw fail2(lineno, "duplicate public key");
+        publicKeys.add(pk);
+        logs.push(key);
+        if (fields.length === 3) logUrls.set(key.name, fields[2]);
+      } else if (word === "witness") {
+        if (fields.length !== 3 && fields.length !== 4) throw fail2(lineno, "expected 'witness <name> <vkey> [<url>]'");
+        const name = fields[1];
+        if (names.has(name) || name === "none") throw fail2(lineno, `name ${preview2(name, 60)} is already defined`);
+        let wkey;
+        try {
+          wkey = WitnessKey.parse(fields[2]);
+        } catch (e) {
+          if (e instanceof WitnessError) throw fail2(lineno, e.message, e);
+          throw e;
+        }
+        const pk = toHex(wkey.publicKey);
+        if (publicKeys.has(pk)) throw fail2(lineno, "duplicate public key");
+        publicKeys.add(pk);
+        names.add(name);
+        witnesses.push(Object.freeze({ name, key: wkey, url: fields.length === 4 ? fields[3] : null }));
+      } else if (word === "group") {
+        if (fields.length < 4) throw fail2(lineno, "expected 'group <name> <k|all|any> <member>...'");
+        const name = fields[1];
+        const kText = fields[2];
+        const members = fields.slice(3);
+        if (names.has(name) || name === "none") throw fail2(lineno, `name ${preview2(name, 60)} is already defined`);
+        if (new Set(members).size !== members.length) throw fail2(lineno, "a member is listed twice");
+        for (const m of members) {
+          if (!names.has(m)) throw fail2(lineno, `member ${preview2(m, 60)} is not defined on an earlier line`);
+        }
+        const n = members.length;
+        let k;
+        if (kText === "all") k = n;
+        else if (kText === "any") k = 1;
+        else {
+          try {
+            k = Number(parseDecimal(kText, "witness.policy", BigInt(n)));
+          } catch (e) {
+            if (e instanceof MalformedError) {
+              throw fail2(lineno, `threshold ${preview2(kText, 60)} is not a decimal in [1, ${n}]`, e);
+            }
+            throw e;
+          }
+          if (k < 1) throw fail2(lineno, `threshold ${preview2(kText, 60)} is not a decimal in [1, ${n}]`);
+        }
+        names.add(name);
+        groups.set(name, Object.freeze({ name, threshold: k, members: Object.freeze(members) }));
+      } else if (word === "quorum") {
+        if (fields.length !== 2) throw fail2(lineno, "expected 'quorum <name>'");
+        if (seenQuorum) throw fail2(lineno, "a policy has exactly one quorum line");
+        seenQuorum = true;
+        const q = fields[1];
+        if (q === "none") quorum = null;
+        else if (names.has(q)) quorum = q;
+        else throw fail2(lineno, `quorum ${preview2(q, 60)} is not defined on an earlier line`);
+      } else {
+        throw fail2(lineno, `unknown keyword ${preview2(word, 60)}`);
+      }
+    }
+    if (!seenQuorum) throw new WitnessError("policy has no quorum line", { check: "witness.policy" });
+    return new _WitnessPolicy(Object.freeze(logs), logUrls, Object.freeze(witnesses), groups, quorum);
+  }
+  /** A policy of `k` of the given witness keys (no log restriction). */
+  static threshold(keys, k) {
+    const parsed = keys.map((w) => w instanceof WitnessKey ? w : WitnessKey.parse(w));
+    if (parsed.length === 0) {
+      throw new WitnessError("a witness quorum needs at least one witness key", { check: "witness.policy" });
+    }
+    const lines = parsed.map((w, i) => `witness w${i} ${w.toString()}`);
+    lines.push(`group quorum ${k} ` + parsed.map((_, i) => `w${i}`).join(" "));
+    lines.push("quorum quorum");
+    return _WitnessPolicy.parse(lines.join("\n") + "\n");
+  }
+  get keys() {
+    return this.witnesses.map((w) => w.key);
+  }
+  /** Whether the witnesses named (policy names) satisfy the quorum. */
+  satisfied(cosigned) {
+    if (this.quorum === null) return true;
+    const done = new Set(cosigned);
+    const memo = /* @__PURE__ */ new Map();
+    const met = (name) => {
+      let value = memo.get(name);
+      if (value === void 0) {
+        const group = this.groups.get(name);
+        value = group === void 0 ? done.has(name) : group.members.filter((m) => met(m)).length >= group.threshold;
+        memo.set(name, value);
+      }
+      return value;
+    };
+    return met(this.quorum);
+  }
+  /** Require the policy's quorum of cosignatures on a verified checkpoint; return the policy
+   * names of the witnesses that cosigned (sorted). */
+  check(cp, options = {}) {
+    if (this.logs.length > 0 && !this.logs.some((k) => k.name === cp.origin && cp.signedBy.some((s) => constantTimeEqual(s.publicKey, k.publicKey)))) {
+      throw new WitnessError(
+        `the witness policy does not list the log ${JSON.stringify(cp.origin)} under the key that signed it`,
+        { check: "witness.policy" }
+      );
+    }
+    const verified = verifyCosignatures(cp.note, this.keys, options);
+    const byKey = new Map(this.witnesses.map((w) => [w.key, w.name]));
+    const cosigned = [...verified.keys()].map((k) => byKey.get(k)).sort(compareCodePoints);
+    if (!this.satisfied(cosigned)) {
+      const have = cosigned.join(", ") || "no policy witness";
+      throw new WitnessError(
+        `checkpoint ${cp.origin} size ${cp.size} is cosigned by ${have}: the witness quorum ${JSON.stringify(this.quorum)} is not met`,
+        { check: "witness.quorum" }
+      );
+    }
+    return cosigned;
+  }
+};
+function witnessCheck(policy, at) {
+  const p = policy instanceof WitnessPolicy ? policy : WitnessPolicy.parse(policy);
+  return (cp) => p.check(cp, at === void 0 ? {} : { now: at });
+}
+function formatAddCheckpoint(oldSize, proof, checkpoint) {
+  if (proof.length > MAX_PROOF_LINES) throw new RangeError(`at most ${MAX_PROOF_LINES} consistency proof lines`);
+  const head = `old ${BigInt(oldSize)}
+` + proof.map((h) => base64Encode(h) + "\n").join("") + "\n";
+  return concatBytes(utf8(head), checkpoint);
+}
+function parseAddCheckpoint(body) {
+  if (body.length > MAX_REQUEST_BYTES) {
+    throw new LimitExceededError(`request exceeds ${MAX_REQUEST_BYTES} bytes`, { check: "witness.request" });
+  }
+  let split3 = -1;
+  for (let i = 0; i + 1 < body.length; i++) {
+    if (body[i] === 10 && body[i + 1] === 10) {
+      split3 = i;
+      break;
+    }
+  }
+  if (split3 < 0) throw new WitnessError("request has no empty line before the checkpoint", { check: "witness.request" });
+  const headBytes = body.subarray(0, split3 + 1);
+  if (headBytes.some((b) => b > 127)) throw new WitnessError("request header is not ASCII", { check: "witness.request" });
+  const lines = decodeUtf8Strict(headBytes).split("\n").slice(0, -1);
+  const first = lines[0];
+  if (!first.startsWith("old ")) throw new WitnessError("request must start with 'old <size>'", { check: "witness.request" });
+  let old;
+  try {
+    old = parseDecimal(first.slice(4), "witness.request", MAX_TREE_SIZE);
+  } catch (e) {
+    if (e instanceof MalformedError) throw new WitnessError(e.message, { check: "witness.request", cause: e });
+    throw e;
+  }
+  if (lines.length - 1 > MAX_PROOF_LINES) {
+    throw new WitnessError(`more than ${MAX_PROOF_LINES} consistency proof lines`, { check: "witness.request" });
+  }
+  const proof = [];
+  for (const line of lines.slice(1)) {
+    let h;
+    try {
+      h = b64decodeStrict(line, "witness.request");
+    } catch (e) {
+      if (e instanceof MalformedError) throw new WitnessError(e.message, { check: "witness.request", cause: e });
+      throw e;
+    }
+    if (h.length !== HASH_SIZE) {
+      throw new WitnessError("a consistency proof line is not a 32-byte hash", { check: "witness.request" });
+    }
+    proof.push(h);
+  }
+  return Object.freeze({ oldSize: old, proof: Object.freeze(proof), checkpoint: body.slice(split3 + 2) });
+}
+
 // src/bundle.ts
 var MEDIA_TYPE = "application/vnd.engram.bundle.v2+json";
 var HEADS_HEADER = "engram.stream-heads/v2";
@@ -3172,16 +4737,12 @@ var MAX_CONSISTENCY_PROOFS = 8;
 var MAX_PROOF_HASHES2 = 64;
 var MAX_CONTAINERS = 2 * MAX_ENTRIES + 4096;
 var MAX_VALUES = 2e6;
-var MAX_TOKEN_CHARS = 16384;
+var MAX_TOKEN_CHARS2 = 16384;
 var HEX_HASH2 = /^[0-9a-f]{64}$/;
 var TOKEN_ID = /^[A-Za-z0-9_-]{1,128}$/;
-var AUDIENCE = /^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$/;
 var REF = /^(?:0|[1-9][0-9]{0,15})\.(?:0|[1-9][0-9]?)$/;
 var ClaimError = class extends VerificationError {
   static defaultCheck = "claim";
-};
-var TokenError = class extends VerificationError {
-  static defaultCheck = "token";
 };
 function streamKey(agent, kind) {
   return `${agent}/${kind}`;
@@ -3206,7 +4767,7 @@ function has(obj, name) {
 function isInt(value) {
   return typeof value === "number" && Number.isInteger(value);
 }
-function codePointLength3(text) {
+function codePointLength5(text) {
   let n = 0;
   for (const _ of text) n++;
   return n;
@@ -3484,7 +5045,7 @@ function stepFormat(data) {
     }
   }
   const token = get2(b, "token");
-  const tokenOk = typeof token === "string" && token.length > 0 && codePointLength3(token) <= MAX_TOKEN_CHARS;
+  const tokenOk = typeof token === "string" && token.length > 0 && codePointLength5(token) <= MAX_TOKEN_CHARS2;
   if (has(b, "token") && !tokenOk) {
     throw new MalformedError("token is a non-empty string of at most 16 KiB", { check: "format" });
   }
@@ -3635,8 +5196,8 @@ function statementsAgents(bundle) {
 }
 function neededStreams(bundle, heads) {
   const needed = /* @__PURE__ */ new Map();
-  const add2 = (s) => void needed.set(streamKey(s[0], s[1]), s);
-  for (const s of bundle.statements) for (const st of statementStreams(s)) add2(st);
+  const add3 = (s) => void needed.set(streamKey(s[0], s[1]), s);
+  for (const s of bundle.statements) for (const st of statementStreams(s)) add3(st);
   const claimAgents = statementsAgents(bundle);
   if (bundle.token !== null) {
     if (bundle.statements.some((s) => s["predicate"] === "mesh_read")) {
@@ -3645,10 +5206,10 @@ function neededStreams(bundle, heads) {
     if (claimAgents.size !== 1) {
       throw new MalformedError("a bundle with a share token makes claims about one agent", { check: "format.claim" });
     }
-    for (const a of claimAgents) if (heads.heads.has(streamKey(a, "share.revoked"))) add2([a, "share.revoked"]);
+    for (const a of claimAgents) if (heads.heads.has(streamKey(a, "share.revoked"))) add3([a, "share.revoked"]);
   }
   const agents = /* @__PURE__ */ new Set([...claimAgents, POLICY_AGENT]);
-  for (const h of heads.heads.values()) if (agents.has(h.agent) && KEY_KINDS.has(h.kind)) add2([h.agent, h.kind]);
+  for (const h of heads.heads.values()) if (agents.has(h.agent) && KEY_KINDS.has(h.kind)) add3([h.agent, h.kind]);
   return needed;
 }
 function leavesByStream(bundle) {
@@ -3757,18 +5318,21 @@ function stepBodies(bundle) {
   }
   return { bodies, erased };
 }
-function stepToken(bundle, bodies, audience) {
+function stepToken(bundle, bodies, history, origin, audience, at) {
+  const token = bundle.token;
   if (audience === void 0) {
     throw new TokenError("this bundle carries a share token: give the audience you verify as", {
       check: "token.audience"
     });
   }
   const agent = String(bundle.statements[0]["agent"]);
+  const disclosed = (lf) => (bodies.get(lf.index) ?? null) !== null;
   for (const [lf] of bundle.leaves) {
-    if ((bodies.get(lf.index) ?? null) !== null && lf.envelope.agent !== agent) {
+    if (disclosed(lf) && lf.envelope.agent !== agent) {
       throw new TokenError(`entry ${lf.index} of another agent is disclosed`, { check: "token.scope" });
     }
   }
+  const revoked = [];
   for (const [lf] of bundle.leaves) {
     if (lf.envelope.kind !== "share.revoked" || lf.envelope.agent !== agent) continue;
     const body = bodies.get(lf.index) ?? null;
@@ -3780,14 +5344,26 @@ function stepToken(bundle, bodies, audience) {
         { check: "token.revoked" }
       );
     }
+    revoked.push(tokenId);
   }
-  if (!AUDIENCE.test(audience)) {
-    throw new MalformedError("audience must be 1-128 characters of [A-Za-z0-9._:@/-]", { check: "token.audience" });
-  }
-  throw new TokenError(
-    "this verifier does not verify share tokens (Biscuit) yet: verify this bundle with the Python verifier",
-    { check: "token.unsupported" }
-  );
+  const scope = /* @__PURE__ */ new Set([
+    ...bundle.leaves.filter(([lf]) => disclosed(lf)).map(([lf]) => lf.envelope.kind),
+    ...bundle.statements.map((st) => st["kind"])
+  ]);
+  scope.delete("share.revoked");
+  scope.delete("memory.erased");
+  const active = history.activeKey(agent);
+  const record2 = active === null ? void 0 : history.keys.get(active);
+  const verified = verifyToken(token, {
+    agentKeys: record2 === void 0 ? [] : [record2.publicKey],
+    origin,
+    agent,
+    audience,
+    kinds: [...scope].sort(compareCodePoints),
+    ...at === void 0 ? {} : { at },
+    revokedIds: revoked
+  });
+  return `share token of ${agent} allows ${verified.kinds.join(", ")} to ${audience}; not revoked (${revoked.length} revocations checked)`;
 }
 function stepClaim(bundle, bodies) {
   const byStream = leavesByStream(bundle);
@@ -3839,6 +5415,12 @@ function meshClaim(s, bundle, byStream, bodies) {
 }
 function verifyBundle(data, logKey, options = {}) {
   const steps = options.steps ?? [];
+  const at = options.at ?? options.now;
+  let witnessCheck2 = options.witnesses;
+  if (options.witnessPolicy !== void 0) {
+    if (witnessCheck2 !== void 0) throw new TypeError("give either witnesses or witnessPolicy, not both");
+    witnessCheck2 = witnessCheck(options.witnessPolicy, at);
+  }
   const bundle = stepFormat(data);
   steps.push([
     "format",
@@ -3851,8 +5433,8 @@ function verifyBundle(data, logKey, options = {}) {
   );
   steps.push(["checkpoint", `signed by ${logKey.name}: size ${cp.size}`]);
   let cosigned = [];
-  if (options.witnesses !== void 0) {
-    cosigned = options.witnesses(cp);
+  if (witnessCheck2 !== void 0) {
+    cosigned = witnessCheck2(cp);
     steps.push(["witnesses", `cosigned by ${cosigned.join(", ")}: the witness policy's quorum is met`]);
   }
   const anchors = [
@@ -3884,7 +5466,9 @@ function verifyBundle(data, logKey, options = {}) {
   const { bodies, erased } = stepBodies(bundle);
   const shown = [...bodies.values()].filter((v) => v !== null).length;
   steps.push(["bodies", `${shown} bodies match their commitments; ${erased.length} erased`]);
-  if (bundle.token !== null) stepToken(bundle, bodies, options.audience);
+  if (bundle.token !== null) {
+    steps.push(["token", stepToken(bundle, bodies, history, cp.origin, options.audience, at)]);
+  }
   const results = stepClaim(bundle, bodies);
   steps.push(["claim", results.map((r) => describeStatement(r.statement, r.recomputed)).join("; ")]);
   const streams = /* @__PURE__ */ new Map();
@@ -3906,6 +5490,7 @@ function verifyBundle(data, logKey, options = {}) {
 }
 export {
   AGENT_OR_POLICY_KINDS,
+  ALG_COSIGNATURE_V1,
   ALG_ED25519,
   BODY_DOMAIN,
   CREATOR_KINDS,
@@ -3914,6 +5499,7 @@ export {
   ClaimError,
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_MAX_LEAF_BYTES,
+  DEFAULT_MAX_SKEW_S,
   EMPTY_ROOT,
   ENVELOPE_VERSION,
   EVENT_DOMAIN,
@@ -3935,10 +5521,16 @@ export {
   MAX_ENTRIES,
   MAX_ENVELOPE_BYTES,
   MAX_NOTE_BYTES,
+  MAX_POLICY_BYTES,
+  MAX_POLICY_ENTRIES,
   MAX_PROOF_HASHES,
+  MAX_PROOF_LINES,
+  MAX_REQUEST_BYTES,
   MAX_SAFE_INTEGER,
   MAX_SIGNATURES,
   MAX_STATEMENTS,
+  MAX_TIMESTAMP,
+  MAX_TOKEN_CHARS,
   MAX_TREE_SIZE,
   MAX_VALUES,
   MEDIA_TYPE,
@@ -3962,10 +5554,14 @@ export {
   SignedNote,
   StateError,
   StreamChainError,
+  TOKEN_FORMAT,
   TokenError,
   UnknownKeyError,
   VerificationError,
   VerifierKey,
+  WitnessError,
+  WitnessKey,
+  WitnessPolicy,
   agentKeyId,
   applyEvent,
   authorize,
@@ -3978,15 +5574,21 @@ export {
   checkOrigin,
   checkPublicKey,
   checkShape,
+  checkWitnessName,
   checkpointText,
   compareCodePoints,
   consistencyProofLength,
+  cosign,
+  cosignatureMessage,
+  cosignerKeyId,
   creatorOf,
+  decodeBase64Url,
   describeStatement,
   ed25519KeyId,
   encodesAsUtf8,
   eventSigningInput,
   fold,
+  formatAddCheckpoint,
   formatVerifierKey,
   headsText,
   inclusionProofLength,
@@ -3994,6 +5596,7 @@ export {
   meanQuality,
   meshRead,
   nodeHash,
+  parseAddCheckpoint,
   parseCanonical,
   parseDecimal,
   parseHeads,
@@ -4001,6 +5604,7 @@ export {
   popSigningInput,
   pythonJsonDumps,
   requireExtends,
+  revocationIds,
   rootFromLeafHashes,
   signEvent,
   signNote,
@@ -4012,10 +5616,13 @@ export {
   verifyBundle,
   verifyCheckpoint,
   verifyConsistency,
+  verifyCosignatures,
   verifyEventSignature,
   verifyInclusion,
   verifyPop,
-  verifySignature
+  verifySignature,
+  verifyToken,
+  witnessCheck
 };
 /*! Bundled license information:
 

@@ -5,7 +5,8 @@
  * names and the same step lines.
  *
  * Trust role: bytes + the log's verifier key (+ optionally checkpoints the caller already
- * trusts or remembers, and a witness check) in, a {@link VerifiedBundle} out, or a
+ * trusts or remembers, a witness policy, and for share tokens the audience and the time)
+ * in, a {@link VerifiedBundle} out, or a
  * {@link VerificationError} naming the first failed check. Nothing in the bundle is trusted
  * because it is in the bundle: keys come from the key-history entries (which are
  * themselves proven and complete), sizes and roots from the signed checkpoint, stream
@@ -18,9 +19,8 @@
  *    members, bounded containers and values), exact members, strict base64; every optional
  *    member is validated when present.
  * 2. `checkpoint`: the checkpoint is signed by the log key, for the expected origin.
- * 3. `witnesses`: (with a witness check) cosignatures on the checkpoint meet its quorum.
- *    The check itself is the caller's: witness policies (verifier/witness.py) are not
- *    ported yet.
+ * 3. `witnesses`: (with a witness policy, witness.ts, or a witness check of the caller's)
+ *    cosignatures on the checkpoint meet its quorum.
  * 4. `trusted`: (with trusted or remembered checkpoints) the bundle's checkpoint is not
  *    older than any of them and the bundle proves it consistent with each.
  * 5. `inclusion`: every entry's leaf is in the checkpoint's tree at its index.
@@ -38,10 +38,10 @@
  *    fraud proof.
  * 10. `bodies`: every disclosed body matches its signed commitment; erased entries are
  *    reported as undisclosed.
- * 11. `token`: share tokens (Biscuit v3, verifier/token.py) are NOT ported: the checks the
- *    Python verifier makes before it opens the token run (`token.audience`, `token.scope`
- *    for another agent's disclosed body, `token.revoked` for an unreadable revocation
- *    list), then a bundle carrying a token fails `token.unsupported`.
+ * 11. `token`: if the bundle carries a share token (token.ts), it is signed by the agent's
+ *    active key, allows every disclosed and claimed kind to the verifying audience at the
+ *    time given, and none of its revocation ids is in the agent's complete `share.revoked`
+ *    stream.
  * 12. `claim`: each statement, recomputed from the disclosed bodies (and, for `mesh_read`,
  *    the mesh folded from its complete streams, mesh.ts), equals the claim.
  *
@@ -76,6 +76,10 @@ import {
   type VerifierKey,
 } from "./note.js";
 import { StateError, requireExtends, type StatePrefix } from "./state.js";
+import { TokenError, verifyToken } from "./token.js";
+import { witnessCheck as makeWitnessCheck, type WitnessPolicy } from "./witness.js";
+
+export { TokenError } from "./token.js";
 
 export const MEDIA_TYPE = "application/vnd.engram.bundle.v2+json";
 export const HEADS_HEADER = "engram.stream-heads/v2";
@@ -99,17 +103,11 @@ export const MAX_VALUES = 2_000_000;
 const MAX_TOKEN_CHARS = 16_384;
 const HEX_HASH = /^[0-9a-f]{64}$/;
 const TOKEN_ID = /^[A-Za-z0-9_-]{1,128}$/;
-const AUDIENCE = /^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$/;
 const REF = /^(?:0|[1-9][0-9]{0,15})\.(?:0|[1-9][0-9]?)$/;
 
 /** The claim does not match what the records say. */
 export class ClaimError extends VerificationError {
   static override readonly defaultCheck: string = "claim";
-}
-
-/** The share token does not allow this disclosure (verifier/token.py's TokenError). */
-export class TokenError extends VerificationError {
-  static override readonly defaultCheck: string = "token";
 }
 
 /** A parsed JSON object. */
@@ -856,20 +854,29 @@ function stepBodies(bundle: Bundle): { bodies: Map<number, JSONObject | null>; e
   return { bodies, erased };
 }
 
-/** 11. Share tokens are not ported: the Python verifier's checks before it opens the token,
- * then `token.unsupported` where it would verify the Biscuit. */
-function stepToken(bundle: Bundle, bodies: Map<number, JSONObject | null>, audience: string | undefined): never {
+/** 11. The share token allows every disclosed and claimed kind and is not revoked. */
+function stepToken(
+  bundle: Bundle,
+  bodies: Map<number, JSONObject | null>,
+  history: KeyHistory,
+  origin: string,
+  audience: string | undefined,
+  at: number | bigint | undefined,
+): string {
+  const token = bundle.token as string;
   if (audience === undefined) {
     throw new TokenError("this bundle carries a share token: give the audience you verify as", {
       check: "token.audience",
     });
   }
   const agent = String((bundle.statements[0] as ClaimStatement)["agent"]); // one agent (step 9)
+  const disclosed = (lf: Leaf): boolean => (bodies.get(lf.index) ?? null) !== null;
   for (const [lf] of bundle.leaves) {
-    if ((bodies.get(lf.index) ?? null) !== null && lf.envelope.agent !== agent) {
+    if (disclosed(lf) && lf.envelope.agent !== agent) {
       throw new TokenError(`entry ${lf.index} of another agent is disclosed`, { check: "token.scope" });
     }
   }
+  const revoked: string[] = [];
   for (const [lf] of bundle.leaves) {
     if (lf.envelope.kind !== "share.revoked" || lf.envelope.agent !== agent) continue;
     const body = bodies.get(lf.index) ?? null;
@@ -881,13 +888,30 @@ function stepToken(bundle: Bundle, bodies: Map<number, JSONObject | null>, audie
         { check: "token.revoked" },
       );
     }
+    revoked.push(tokenId);
   }
-  if (!AUDIENCE.test(audience)) {
-    throw new MalformedError("audience must be 1-128 characters of [A-Za-z0-9._:@/-]", { check: "token.audience" });
-  }
-  throw new TokenError(
-    "this verifier does not verify share tokens (Biscuit) yet: verify this bundle with the Python verifier",
-    { check: "token.unsupported" },
+  const scope = new Set([
+    ...bundle.leaves.filter(([lf]) => disclosed(lf)).map(([lf]) => lf.envelope.kind),
+    ...bundle.statements.map((st) => st["kind"] as string),
+  ]);
+  scope.delete("share.revoked");
+  scope.delete("memory.erased");
+  // Only the agent's key active at the checkpoint: a token carries no issue time, so a
+  // rotated-out (possibly leaked) key must not mint tokens that still verify.
+  const active = history.activeKey(agent);
+  const record = active === null ? undefined : history.keys.get(active);
+  const verified = verifyToken(token, {
+    agentKeys: record === undefined ? [] : [record.publicKey],
+    origin,
+    agent,
+    audience,
+    kinds: [...scope].sort(compareCodePoints),
+    ...(at === undefined ? {} : { at }),
+    revokedIds: revoked,
+  });
+  return (
+    `share token of ${agent} allows ${verified.kinds.join(", ")} to ${audience}; ` +
+    `not revoked (${revoked.length} revocations checked)`
   );
 }
 
@@ -960,15 +984,23 @@ export interface VerifyBundleOptions {
   trustedCheckpoints?: readonly Uint8Array[];
   /** The newest checkpoint the caller remembers for this log (its failures are `state.*`). */
   remembered?: Uint8Array;
-  /** Checks the checkpoint's cosignatures against a witness policy (step 3). */
+  /** Checks the checkpoint's cosignatures against a witness policy (step 3): a function of
+   * the caller's, as the Python `witnesses` argument. */
   witnesses?: WitnessCheck;
+  /** A c2sp.org/tlog-policy (its text or bytes, or parsed): step 3 requires its quorum of
+   * cosignatures on the checkpoint, as `engram-verify bundle --witness-policy FILE`. A text
+   * that does not parse throws `witness.policy` before any step. Not with `witnesses`. */
+  witnessPolicy?: WitnessPolicy | string | Uint8Array;
   /** Receives `[check, detail]` for each check as it passes, so a report can show how far
    * verification got before a failure. */
   steps?: Step[];
-  /** The audience the caller verifies as (share tokens). */
+  /** The audience the caller verifies as (share tokens), as `engram-verify bundle --audience`. */
   audience?: string;
-  /** Unix seconds (share tokens; unused until they are ported). */
-  now?: number;
+  /** Unix seconds to verify as of (default: now), as `engram-verify bundle --at`: the share
+   * token's expiry, and the clock skew bound of the witness policy's cosignatures. */
+  at?: number | bigint;
+  /** The former name of `at`, still accepted. */
+  now?: number | bigint;
 }
 
 /**
@@ -977,6 +1009,12 @@ export interface VerifyBundleOptions {
  */
 export function verifyBundle(data: Uint8Array, logKey: VerifierKey, options: VerifyBundleOptions = {}): VerifiedBundle {
   const steps: Step[] = options.steps ?? [];
+  const at = options.at ?? options.now;
+  let witnessCheck = options.witnesses;
+  if (options.witnessPolicy !== undefined) {
+    if (witnessCheck !== undefined) throw new TypeError("give either witnesses or witnessPolicy, not both");
+    witnessCheck = makeWitnessCheck(options.witnessPolicy, at);
+  }
   // 1. format
   const bundle = stepFormat(data);
   steps.push([
@@ -992,8 +1030,8 @@ export function verifyBundle(data: Uint8Array, logKey: VerifierKey, options: Ver
   steps.push(["checkpoint", `signed by ${logKey.name}: size ${cp.size}`]);
   // 3. witnesses
   let cosigned: readonly string[] = [];
-  if (options.witnesses !== undefined) {
-    cosigned = options.witnesses(cp);
+  if (witnessCheck !== undefined) {
+    cosigned = witnessCheck(cp);
     steps.push(["witnesses", `cosigned by ${cosigned.join(", ")}: the witness policy's quorum is met`]);
   }
   // 4. trusted and remembered checkpoints
@@ -1033,7 +1071,9 @@ export function verifyBundle(data: Uint8Array, logKey: VerifierKey, options: Ver
   const shown = [...bodies.values()].filter((v) => v !== null).length;
   steps.push(["bodies", `${shown} bodies match their commitments; ${erased.length} erased`]);
   // 11. share token
-  if (bundle.token !== null) stepToken(bundle, bodies, options.audience);
+  if (bundle.token !== null) {
+    steps.push(["token", stepToken(bundle, bodies, history, cp.origin, options.audience, at)]);
+  }
   // 12. claim
   const results = stepClaim(bundle, bodies);
   steps.push(["claim", results.map((r) => describeStatement(r.statement, r.recomputed)).join("; ")]);

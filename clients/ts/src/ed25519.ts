@@ -122,3 +122,44 @@ export function publicKeyFromSeed(seed: Uint8Array): Uint8Array {
 export function signWithSeed(message: Uint8Array, seed: Uint8Array): Uint8Array {
   return ed.sign(message, seed);
 }
+
+/** Whether 32 bytes decompress to a curve point as curve25519-dalek 4 decompresses them
+ * (`CompressedEdwardsY::decompress`): y is the low 255 bits, not reduced (values from p to
+ * 2^255 - 1 are accepted), and the sign bit is honoured even for x = 0. This is
+ * ed25519-dalek's `VerifyingKey::from_bytes`, what Biscuit tokens (token.ts) accept as an
+ * Ed25519 key; nothing else in the verifier uses it. */
+export function isDalekPoint(bytes: Uint8Array): boolean {
+  if (bytes.length !== PUBLIC_KEY_SIZE) return false;
+  try {
+    ed.Point.fromBytes(bytes, true);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * ed25519-dalek 2's `VerifyingKey::verify_strict`, the check biscuit-auth 6 makes on every
+ * Ed25519 block signature (token.ts): A and R decompress as {@link isDalekPoint} says, neither
+ * is of small order, S < L, and the canonical encoding of [S]B - [k]A is exactly the R bytes,
+ * with k = SHA-512(R || A as given || M) mod L. (The verifier's own rule, {@link verifySignature},
+ * additionally refuses non-canonical encodings of A; dalek hashes them as given.)
+ */
+export function verifyDalekStrict(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean {
+  if (signature.length !== SIGNATURE_SIZE || publicKey.length !== PUBLIC_KEY_SIZE) return false;
+  let a: ed.Point;
+  let r: ed.Point;
+  try {
+    a = ed.Point.fromBytes(publicKey, true);
+    r = ed.Point.fromBytes(signature.subarray(0, 32), true);
+  } catch {
+    return false;
+  }
+  const s = bytesToNumberLE(signature.subarray(32, 64));
+  if (s >= L) return false;
+  if (r.isSmallOrder() || a.isSmallOrder()) return false;
+  const rBytes = signature.subarray(0, 32);
+  const k = bytesToNumberLE(sha512(concatBytes(rBytes, publicKey, message))) % L;
+  const expected = ed.Point.BASE.multiply(s, false).subtract(a.multiply(k, false));
+  return bytesEqual(expected.toBytes(), rBytes);
+}

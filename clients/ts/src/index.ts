@@ -4,9 +4,9 @@
  * It verifies C2SP signed-note checkpoints, RFC 9162 inclusion and consistency proofs,
  * RFC 8785 canonical JSON, log leaves, event envelopes, agent event signatures, proofs of
  * possession and body commitments, key histories, Memory Mesh folds and attestation
- * bundles (checks 1-12 of specs/bundle.md but share tokens), failing with the same dotted
- * check names as the Python verifier (verifier/). It runs the shared known-answer vectors
- * in specs/vectors/.
+ * bundles (checks 1-12 of specs/bundle.md), share tokens (Biscuit v3, Engram's templates only)
+ * and witness policies and cosignatures, failing with the same dotted check names as the
+ * Python verifier (verifier/). It runs the shared known-answer vectors in specs/vectors/.
  */
 
 export * from "./errors.js";
@@ -136,7 +136,6 @@ export {
   MEDIA_TYPE,
   RETIRED_MEDIA_TYPES,
   ClaimError,
-  TokenError,
   describeStatement,
   headsText,
   meanQuality,
@@ -153,3 +152,38 @@ export {
   type VerifyBundleOptions,
   type WitnessCheck,
 } from "./bundle.js";
+export {
+  MAX_TOKEN_CHARS,
+  TOKEN_FORMAT,
+  TokenError,
+  decodeBase64Url,
+  revocationIds,
+  verifyToken,
+  type VerifiedToken,
+  type VerifyTokenOptions,
+} from "./token.js";
+export {
+  ALG_COSIGNATURE_V1,
+  DEFAULT_MAX_SKEW_S,
+  MAX_POLICY_BYTES,
+  MAX_POLICY_ENTRIES,
+  MAX_PROOF_LINES,
+  MAX_REQUEST_BYTES,
+  MAX_TIMESTAMP,
+  WitnessError,
+  WitnessKey,
+  WitnessPolicy,
+  checkWitnessName,
+  cosign,
+  cosignatureMessage,
+  cosignerKeyId,
+  formatAddCheckpoint,
+  parseAddCheckpoint,
+  verifyCosignatures,
+  witnessCheck,
+  type AddCheckpoint,
+  type Cosignature,
+  type CosignatureOptions,
+  type PolicyWitness,
+  type WitnessGroup,
+} from "./witness.js";
