@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from tests.e2e.processes import ENGRAM, engram_serve
 from tests.e2e.test_cli import cli_db  # noqa: F401  (a fixture: both backends)
 from verifier.note import format_verifier_key
+from verifier.witness import _format_vkey
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 VERIFY = str(Path(ENGRAM).parent / "engram-verify")
@@ -277,6 +278,34 @@ def test_issue31_the_web_ui_in_a_real_browser(tmp_path: Path, cli_db: str | None
                     got,
                     cli,
                 )
+            # the demo's bundle carries a share token for buyer-1: verified in the page as the
+            # CLI does with --audience (and refused for another audience, with the same check)
+            shared = home / "bundle-support-bot.json"
+            for audience in ("buyer-1", "buyer-2"):
+                cli = _cli_report(shared, vkey, "--audience", audience)
+                got = page.evaluate(
+                    "([b, k, a]) => window.engramUi.verifyBundleReport(new TextEncoder().encode(b), k, {audience: a})",
+                    [shared.read_text(), vkey, audience],
+                )
+                assert got["verified"] is (audience == "buyer-1") is cli["verified"], (audience, got, cli)
+                assert _shape(got["checks"]) == _shape(cli["checks"]), (audience, got, cli)
+                assert any(c["check"] == "token" for c in got["checks"]), got
+            # a witness policy the checkpoint does not meet (no witness cosigned it)
+            witness_key = _format_vkey(
+                "witness.example/w1", Ed25519PrivateKey.generate().public_key().public_bytes_raw()
+            )
+            policy = tmp_path / "policy.txt"
+            policy.write_text(f"witness w1 {witness_key}\nquorum w1\n")
+            cli = _cli_report(claim, vkey, "--witness-policy", str(policy))
+            page.fill("#witness-policy", policy.read_text())
+            page.click("#verify-button")
+            page.wait_for_selector("#verdict.bad", timeout=30_000)
+            shown = page.eval_on_selector_all(
+                "#report-steps li", "els => els.map(e => [e.dataset.check, e.dataset.failedCheck || null])"
+            )
+            assert shown == [[c["check"], c.get("failed_check")] for c in cli["checks"]], (shown, cli)
+            page.fill("#witness-policy", "")
+
             # another key for the same log name, through the page itself
             other = format_verifier_key(
                 vkey.split("+")[0], Ed25519PrivateKey.generate().public_key().public_bytes_raw()
