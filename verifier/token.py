@@ -152,7 +152,14 @@ def _check_templates(parsed: Any) -> None:
     """Blocks after the authority block must be the fixed attenuation templates, nothing else
     (no facts, no rules: nothing that could grow the authorizer's work or its world)."""
     for i in range(1, parsed.block_count()):
-        lines = [ln.strip() for ln in str(parsed.block_source(i)).split("\n") if ln.strip()]
+        try:
+            source = str(parsed.block_source(i))
+        except Exception as e:  # biscuit-auth converts a block when it is read (BiscuitBlockError)
+            raise TokenError(
+                f"block {i} cannot be read as Datalog: not an engram.share/v1 attenuation",
+                check="token.template",
+            ) from e
+        lines = [ln.strip() for ln in source.split("\n") if ln.strip()]
         if not lines or not all(any(p.fullmatch(ln) for p in _ATTENUATION_LINES) for ln in lines):
             raise TokenError(f"block {i} is not an engram.share/v1 attenuation", check="token.template")
 

@@ -110,3 +110,33 @@ def test_the_rust_count_equals_the_packages_encoding(text: str) -> None:
     rust = _Counter(rust=bindings.tokenizer_for_encoding("cl100k_base"))
     package = _Counter(encoding=bpe_openai.get_encoding("cl100k_base"))
     assert rust.count(text) == package.count(text)
+
+
+def test_an_attenuation_block_biscuit_cannot_convert_fails_token_template_not_a_crash() -> None:
+    """Regression (issue 31, found by the TypeScript port's fixtures): any holder can append a
+    block biscuit-auth parses but cannot convert to Datalog (datalog version 4 in a
+    third-party block, say); reading its source raised ``biscuit_auth.BiscuitBlockError``
+    out of ``verify_token`` (a 500 behind the API, ``verifier.error`` from engram-verify)."""
+    import base64 as b64
+    import json as js
+    from pathlib import Path
+
+    from verifier.errors import VerificationError
+    from verifier.token import verify_token
+
+    fx = js.loads(
+        (Path(__file__).resolve().parents[2] / "clients/ts/test/fixtures/token-cases.json").read_text()
+    )
+    d = fx["defaults"]
+    case = next(c for c in fx["cases"] if c["name"] == "third-party attenuation, datalog v4")
+    with pytest.raises(VerificationError) as e:
+        verify_token(
+            case["token"]["text"],
+            agent_keys=[b64.b64decode(fx["keys"][k]) for k in d["agent_keys"]],
+            origin=d["origin"],
+            agent=d["agent"],
+            audience=d["audience"],
+            kinds=d["kinds"],
+            now=d["at"],
+        )
+    assert e.value.check == "token.template"
