@@ -14,8 +14,6 @@ memory and nothing of any other agent (specs/http-api.md §9).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import hmac
 import re
@@ -28,7 +26,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from engram.protocol.errors import AuthError, ReplayError
-from engram.protocol.uiticket import MAX_TICKET_S, parse_ticket
+from engram.protocol.uiticket import MAX_TICKET_S, b64url, parse_ticket, unb64url
 from ledger.log import Ledger
 
 __all__ = ["COOKIE", "SESSION_S", "OwnerSession", "OwnerSessions"]
@@ -46,10 +44,6 @@ class OwnerSession:
     agent: str
     key_id: str
     expires_s: int
-
-
-def _b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
 class OwnerSessions:
@@ -92,7 +86,7 @@ class OwnerSessions:
             raise ReplayError("this ticket was already used: run `engram ui` again", check="ui.replay")
         session = OwnerSession(agent=t.agent, key_id=t.key_id, expires_s=now + SESSION_S)
         text = f"{session.agent}\n{session.key_id}\n{session.expires_s}\n{secrets.token_hex(16)}".encode()
-        return _b64url(text) + "." + _b64url(self._tag(text)), session
+        return b64url(text) + "." + b64url(self._tag(text)), session
 
     def check(self, cookie: str | None) -> OwnerSession | None:
         """The session a cookie holds, or None (absent, forged, expired, or its key is no
@@ -101,9 +95,8 @@ class OwnerSessions:
             return None
         text_part, tag_part = cookie.split(".")
         try:
-            text = base64.urlsafe_b64decode(text_part + "=" * (-len(text_part) % 4))
-            tag = base64.urlsafe_b64decode(tag_part + "=" * (-len(tag_part) % 4))
-        except (binascii.Error, ValueError):
+            text, tag = unb64url(text_part), unb64url(tag_part)
+        except AuthError:
             return None
         if not hmac.compare_digest(tag, self._tag(text)):
             return None

@@ -31,7 +31,16 @@ from engram.protocol.errors import AuthError
 from verifier.errors import VerificationError
 from verifier.event import agent_key_id, check_agent_id
 
-__all__ = ["HEADER", "MAX_TICKET_CHARS", "MAX_TICKET_S", "Ticket", "make_ticket", "parse_ticket"]
+__all__ = [
+    "HEADER",
+    "MAX_TICKET_CHARS",
+    "MAX_TICKET_S",
+    "Ticket",
+    "b64url",
+    "make_ticket",
+    "parse_ticket",
+    "unb64url",
+]
 
 HEADER = "engram.ui-ticket/v1"
 #: Longest a ticket may live: it is meant to be opened at once.
@@ -56,18 +65,20 @@ class Ticket:
     signature: bytes
 
 
-def _b64url(data: bytes) -> str:
+def b64url(data: bytes) -> str:
+    """Unpadded base64url (tickets and the UI's session cookie)."""
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
-def _unb64url(text: str) -> bytes:
+def unb64url(text: str) -> bytes:
+    """Strict unpadded base64url: canonical, or :class:`AuthError` (``ui.ticket``)."""
     if not _B64URL.fullmatch(text) or len(text) % 4 == 1:
         raise AuthError("the ticket is not base64url", check="ui.ticket")
     try:
         data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
     except (binascii.Error, ValueError):
         raise AuthError("the ticket is not base64url", check="ui.ticket") from None
-    if _b64url(data) != text:  # canonical: no stray bits in the last character
+    if b64url(data) != text:  # canonical: no stray bits in the last character
         raise AuthError("the ticket is not canonical base64url", check="ui.ticket")
     return data
 
@@ -85,7 +96,7 @@ def make_ticket(
         raise ValueError(f"a ticket lives 1-{MAX_TICKET_S} s")
     key_id = agent_key_id(private_key.public_key().public_bytes_raw())
     text = ticket_text(origin, agent, key_id, now_s + lifetime_s, secrets.token_hex(16))
-    return _b64url(text) + "." + _b64url(private_key.sign(text))
+    return b64url(text) + "." + b64url(private_key.sign(text))
 
 
 def parse_ticket(wire: str) -> Ticket:
@@ -94,7 +105,7 @@ def parse_ticket(wire: str) -> Ticket:
     if not isinstance(wire, str) or len(wire) > MAX_TICKET_CHARS or wire.count(".") != 1:
         raise AuthError("not an Engram UI ticket (engram ui prints one)", check="ui.ticket")
     text_part, sig_part = wire.split(".")
-    text, signature = _unb64url(text_part), _unb64url(sig_part)
+    text, signature = unb64url(text_part), unb64url(sig_part)
     if len(signature) != 64:
         raise AuthError("the ticket's signature is not 64 bytes", check="ui.ticket")
     try:
