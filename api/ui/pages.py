@@ -178,11 +178,10 @@ async def entry(request: Request, index: Annotated[int, PathParam(ge=0, le=2**53
             return None
         leaf = svc.ledger.leaf(index)
         assert leaf is not None
-        body = None
-        erased = svc.ledger.body(index) is None
-        if owner is not None and owner.agent == row.agent and not erased:
-            sb = svc.ledger.body(index)
-            body = None if sb is None else sb[1].decode("utf-8")
+        sb = svc.ledger.body(index)
+        erased = sb is None
+        owned = owner is not None and owner.agent == row.agent
+        body = sb[1].decode("utf-8") if sb is not None and owned else None
         return {"row": row, "leaf": leaf, "body": body, "erased": erased, "size": size}
 
     data = await run_in_threadpool(load)
@@ -365,17 +364,10 @@ async def memory(
         items = svc.memory.items(
             agent, **query, after=None if after is None else parse_ref(after), limit=_PAGE + 1
         )
-        counts = {
-            t: len(
-                svc.memory.items(
-                    agent,
-                    tiers=None if t in ("archived", "past") else [t],
-                    status={"archived": "archived", "past": "superseded"}.get(t, "active"),
-                    limit=1001,
-                )
-            )
-            for t in _TIERS
-        }
+        by = svc.memory.item_counts(agent)
+        counts = {t: by.get((t, "active"), 0) for t in ("HOT", "WARM", "COLD")}
+        counts["archived"] = sum(n for (_, st), n in by.items() if st == "archived")
+        counts["past"] = sum(n for (_, st), n in by.items() if st == "superseded")
         recall = None
         if q.strip():
             result = svc.memory.recall(agent, q, record_access=False)

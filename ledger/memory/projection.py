@@ -821,6 +821,17 @@ class Projection:
         with self.engine.connect() as conn:
             return [item_from_row(r) for r in conn.execute(query)]
 
+    def item_counts(self, agent: str) -> dict[tuple[str, str], int]:
+        """How many items ``agent`` has per (tier, status), records tier excluded: one
+        grouped count, not the rows."""
+        query = (
+            select(mem_items.c.tier, mem_items.c.status, func.count())
+            .where(and_(mem_items.c.agent == agent, mem_items.c.tier != RECORD))
+            .group_by(mem_items.c.tier, mem_items.c.status)
+        )
+        with self.engine.connect() as conn:
+            return {(r[0], r[1]): int(r[2]) for r in conn.execute(query)}
+
     def item(self, agent: str, ref: str) -> Item | None:
         with self.engine.connect() as conn:
             return SqlState(conn).item(agent, ref)

@@ -334,6 +334,10 @@ class MemoryService:
         """``agent``'s items (``Projection.items``: tiers, status, source kinds, a page)."""
         return self.projection.items(agent, **query)
 
+    def item_counts(self, agent: str) -> dict[tuple[str, str], int]:
+        """``agent``'s items per (tier, status) (``Projection.item_counts``)."""
+        return self.projection.item_counts(agent)
+
     def item(self, agent: str, ref: str) -> Item | None:
         return self.projection.item(agent, ref)
 

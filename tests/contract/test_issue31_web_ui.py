@@ -288,3 +288,25 @@ def test_issue31_a_changed_ticket_text_never_parses_to_the_signed_text(junk: byt
         return
     # it parsed: then it is a different, canonical text, which the signature does not cover
     assert parsed.text == changed != text
+
+
+def test_issue31_the_memory_tabs_count_what_they_list(
+    ledger: Ledger, busy: dict[str, Agent], memory_of: MemoryOf
+) -> None:
+    """The owner view's tab counts come from one grouped count (item_counts), not from reading
+    every item of each tab: they equal what listing the tab returns."""
+    ann = memory_of(busy["ann"])
+    ann.write(category="CONTEXT", content="Ann's editor is vim.")
+    ann.write(category="CONTEXT", content="Ann's editor is VS Code.")  # replaces the vim one
+    memory = MemoryService(ledger, access_log="off")
+    memory.sync()
+    by = memory.item_counts("ann")
+    for tier in ("HOT", "WARM", "COLD"):
+        assert by.get((tier, "active"), 0) == len(memory.items("ann", tiers=[tier], status="active"))
+    superseded = sum(n for (_, st), n in by.items() if st == "superseded")
+    assert superseded == len(memory.items("ann", status="superseded")) >= 1
+    client = _client(ledger)
+    r = client.get(f"/ui/login?ticket={_ticket(ledger, busy['ann'])}", follow_redirects=False)
+    assert r.status_code == 303
+    page = client.get("/ui/agents/ann/memory?tier=past").text
+    assert f'Past values\n<span class="count">{superseded}</span>' in page and "editor is vim" in page
