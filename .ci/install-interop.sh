@@ -60,12 +60,14 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
+# Another process may hold the package manager's locks: wait for them, bounded (.ci/apt-wait.sh).
+source "$ROOT/.ci/apt-wait.sh"
 echo "install-interop: installing golang-go, golang-golang-x-mod-dev and chromium via apt-get"
-if ! $SUDO apt-get update -qq; then
+if ! apt_with_wait update -qq; then
     echo "install-interop: ERROR: apt-get update failed" >&2
     exit 1
 fi
-if ! $SUDO apt-get install -y -qq --no-install-recommends \
+if ! apt_with_wait install -y -qq --no-install-recommends \
         golang-go golang-golang-x-mod-dev chromium >/dev/null; then
     echo "install-interop: ERROR: apt-get install golang-go golang-golang-x-mod-dev chromium failed" >&2
     exit 1
