@@ -51,6 +51,7 @@ from engram.protocol.bodies import (
     closed_body,
     erased_body,
     exempt_body,
+    gated_normal,
     opened_body,
     superseded_body,
     turn_body,
@@ -299,7 +300,7 @@ class AgentMemory:
         """A COLD record: pact outcome, evaluation, boundary event, commitment."""
         if kind not in _RECORDS:
             raise RejectedEventError(f"{kind} is not a record kind", check="memory.record")
-        return self._written(self.agent.append(kind, dict(body)))
+        return self._written(self.agent.append(kind, gated_normal(self.gate, kind, body)))
 
     def supersede(self, ref: str, *, content: str, reason: str) -> Written:
         """An append-only correction of an item (the way COLD changes)."""

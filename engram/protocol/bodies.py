@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engram.protocol.gate import WriteGate, redact_secrets
-from engram.protocol.kinds import validate_body
+from engram.protocol.kinds import gated_texts, validate_body
 from engram.protocol.schemas import parse_ref
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "default_tier",
     "erased_body",
     "exempt_body",
+    "gated_normal",
     "opened_body",
     "superseded_body",
     "turn_body",
@@ -107,16 +108,23 @@ def written_body(
     return body
 
 
+def gated_normal(gate: WriteGate, kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """``body`` with each text the write gate reads (a record's promise, description,
+    evidence) scanned and in the gate's normal form, the form the log accepts."""
+    texts = set(gated_texts(kind, body))
+    return {k: gate.scan(v) if isinstance(v, str) and v in texts else v for k, v in body.items()}
+
+
 def superseded_body(gate: WriteGate, ref: str, *, content: str, reason: str) -> dict[str, Any]:
     parse_ref(ref)
     text, _ = gate.prepare(content)
-    body = {"item": ref, "content": text, "reason": reason}
+    body = {"item": ref, "content": text, "reason": gate.scan(reason)}
     validate_body("memory.superseded", body)
     return body
 
 
 def exempt_body(ref: str, *, reason: str) -> dict[str, Any]:
-    body = {"item": ref, "reason": reason}
+    body = {"item": ref, "reason": WriteGate().scan(reason)}
     validate_body("memory.decay_exempted", body)
     return body
 
