@@ -125,15 +125,18 @@ THREAT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "exfiltration",
         re.compile(
             r"\b(curl|wget|nc|ncat|netcat|scp|rsync)\b.{0,200}"
-            r"(\$\{?[a-z_]*(key|token|secret|pass|password)[a-z_]*\}?|\.env\b|id_rsa|id_ed25519|/etc/(passwd|shadow)"
-            r"|\.aws/credentials|--data.{0,40}(key|token|secret|password))"
+            r"(\$\{?[a-z_]*(key|token|secret|pass|password)[a-z_]*\}?|(?<!\w)\.env\b|id_rsa\b(?!\.pub)"
+            r"|id_ed25519\b(?!\.pub)|/etc/(passwd|shadow)|\.aws/credentials|--data.{0,40}(key|token|secret|password))"
         ),
     ),
     (
+        # Reading a secret file: a private key (not its .pub), credentials, a dotenv file
+        # (".env" as a path, not an API such as process.env or deno.env).
         "exfiltration",
         re.compile(
             r"\b(cat|type|print|paste|upload|send|post|email)\b.{0,40}"
-            r"(~?/?\.ssh/(id_[a-z0-9]+|authorized_keys)|\.aws/credentials|/etc/shadow|\.env\b|\.netrc|\.git-credentials)"
+            r"(~?/?\.ssh/(id_[a-z0-9]+\b(?!\.pub)|authorized_keys)|\.aws/credentials|/etc/shadow|(?<!\w)\.env\b"
+            r"|\.netrc|\.git-credentials)"
         ),
     ),
     (
