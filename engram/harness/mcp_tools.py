@@ -45,6 +45,7 @@ from engram.protocol.schemas import (
     TIERS,
 )
 from engram.protocol.scopes import scope_tag
+from engram.protocol.shared import quote_shared
 
 __all__ = [
     "INSTRUCTIONS",
@@ -63,6 +64,15 @@ _T = TypeVar("_T")
 
 #: The server's title in ``initialize`` (its name is the one it is built with).
 TITLE = "Engram memory"
+
+
+def _as_read(row: dict[str, Any]) -> dict[str, Any]:
+    """A recall row as the model reads it: another agent's memory quoted as its words, or
+    withheld when it gives a command or claims a permission, as in the block's ``## MESH``
+    (engram.protocol.shared); the model never gets a mesh text raw."""
+    if row.get("author"):
+        row["content"] = quote_shared(str(row["content"]), str(row["author"]))
+    return row
 
 
 def server_version() -> str:
@@ -330,7 +340,7 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
         )
         return {
             "context": out.context,
-            "results": [r.to_json() for r in (*out.hot, *out.ranked)],
+            "results": [_as_read(r.to_json()) for r in (*out.hot, *out.ranked)],
             "notes": out.notes,
             "as_of_size": out.as_of_size,
         }
