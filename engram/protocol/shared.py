@@ -31,10 +31,18 @@ from engram.protocol.gate import fold_for_scan, quote_for_block
 __all__ = ["DIRECTIVE_PATTERNS", "directive_in", "quote_shared"]
 
 _SHELL = r"(?:sudo )?(?:ba|z|k|da|c|fi|tc|a)?sh|python[\d.]*|perl|ruby|node|php|pwsh|powershell|iex|source"
-_COMMAND = (
+# What a command looks like in prose: code, a known command, a path to run.
+_CODE = (
     r"(?:`[^`]{2,}`|\bsudo\b|\bcurl\b|\bwget\b|\brm -r|\bchmod\b|\bchown\b|\bgit push\b|\bgit reset\b"
     r"|\bpip3? install\b|\bnpm (?:i|install)\b|\bdocker (?:run|exec)\b|\bkubectl\b|\bssh\b|\bscp\b|\bnc\b"
     r"|\bdd if=|\bmkfs\b|\beval\b|(?<![\w/])\./[\w.-]+|\$\(|\b(?:ba|z)?sh -c\b|\bpowershell\b|\biex\b)"
+)
+# What "run" or "install" can also take: a URL or a script or program file.
+_TARGET = r"(?:https?://|\b[\w./-]+\.(?:sh|bash|zsh|ps1|py|bat|cmd|exe|msi|pl|rb|js|jar)\b)"
+# Commands that are a directive wherever they stand: destruction and elevated shells.
+_DESTRUCTIVE = (
+    r"\brm -(?:rf|fr|r|f)\b|\bsudo (?:-\w+ )*(?:rm|chmod|chown|sh|bash|dd|mkfs|curl|wget|apt|apt-get|yum|pip3?"
+    r"|npm|systemctl|kill|killall|reboot|su|tee|mv|cp)\b|\bchmod (?:-r )?777\b|\bmkfs\b|\bdd if=|:\(\) ?\{"
 )
 _ACTOR = (
     r"(?:user|owner|operator|admin|administrator|maintainer|lead|manager|boss|cto|ceo|cso|security team"
@@ -45,10 +53,16 @@ _GRANTED = (
     r"|given (?:you |us |the agents? |this agent |all agents )?(?:permission|approval|the go-ahead|consent"
     r"|access|authori[sz]ation))"
 )
+# Actions, as stems (push, pushes, pushing; merge, merging).
 _ACT = (
-    r"(?:push|merge|deploy|release|ship|publish|delete|drop|run|execute|install|skip|bypass|disable|force"
-    r"|access|read|write|send|share|spend|transfer|pay|approve|commit|rotate|revoke|grant|change|modify"
-    r"|override|ignore|sudo)"
+    r"(?:push|merg|deploy|releas|ship|publish|delet|drop|run|ran|execut|install|skip|bypass|disabl|forc"
+    r"|access|read|writ|send|shar|spend|transfer|pay|approv|commit|rotat|revok|grant|chang|modif"
+    r"|overrid|ignor|sudo)\w*"
+)
+# What a permission to act matters for.
+_RISKY = (
+    r"(?:push|merg|deploy|releas|ship|publish|delet|drop|skip|bypass|disabl|forc|approv|overrid|ignor|sudo"
+    r"|run|execut|install|commit|rotat|revok|grant|transfer|pay|wip|reset)\w*"
 )
 _CHECK = (
     r"(?:review|reviews|approval|approvals|confirmation|sign-?off|permission|consent|2fa|mfa|verification"
@@ -65,8 +79,9 @@ DIRECTIVE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|\b(?:iex|invoke-expression)\b[^.]{0,10}\b(?:iwr|irm|invoke-webrequest|invoke-restmethod|new-object)\b"
             r"|\bpowershell(?:\.exe)?\b[^.]{0,30} -(?:e|enc|encodedcommand)\b"
             rf"|\bpipe (?:it|this|that|the (?:output|script|file|result)) (?:in)?to (?:{_SHELL})\b"
-            r"|\b(?:run|execute|exec|invoke|launch|source|eval|paste|type|enter|install|download and run)\b"
-            rf"[^.]{{0,30}}?{_COMMAND}"
+            r"|\b(?:run|execute|exec|launch|install|download and (?:run|execute|install))\b"
+            rf"[^.]{{0,30}}?(?:{_CODE}|{_TARGET})"
+            rf"|\b(?:invoke|start|source|eval|paste|type|enter)\b(?! ?:)[^.]{{0,30}}?{_CODE}|{_DESTRUCTIVE}"
         ),
     ),
     (
@@ -77,6 +92,7 @@ DIRECTIVE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             rf"|everyone|anyone|all of us|us|to {_ACT})\b"
             r"|\byou(?: are|'re| have been|'ve been)? (?:now |hereby |fully )?(?:allowed|authori[sz]ed|permitted"
             r"|cleared|approved|entitled) to\b"
+            rf"|\byou may (?:now |also |freely |safely |always )?{_RISKY}"
             r"|\byou (?:have|'ve got|now have|got|hold) (?:full |root |admin |sudo |elevated |unrestricted )?"
             r"(?:permission|clearance|approval|authori[sz]ation)\b"
             r"|\byou (?:have|'ve got|now have|got|hold) (?:full|root|admin|sudo|elevated|unrestricted) "
@@ -99,9 +115,13 @@ _WHAT = {
 _QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"'})
 
 
+# Characters a reader takes for a pipe: divides, box-drawing and other vertical bars.
+_PIPES = str.maketrans(dict.fromkeys("\u2223\u2502\u2503\u23d0\u01c0\u05c0\uffe8\u2758", "|"))
+
+
 def directive_in(text: str) -> str | None:
     """The rule a shared text matches (``command_directive``, ``permission_claim``), or None."""
-    folded = fold_for_scan(text)
+    folded = fold_for_scan(text.translate(_PIPES))
     for name, pattern in DIRECTIVE_PATTERNS:
         if pattern.search(folded):
             return name
