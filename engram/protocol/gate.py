@@ -283,10 +283,12 @@ class WriteGate:
 
     @staticmethod
     def check_not_verbatim(content: str, sources: Sequence[str]) -> None:
-        """Refuse a memory that only repeats one of its source records."""
-        norm = normalize_text(content)
+        """Refuse a memory that only repeats one of its source records. Invisible characters
+        count for nothing: a record keeps the zero-width spaces it was pasted with, the memory
+        the gate's normal form, and neither may make a copy look new."""
+        norm = normalize_text(strip_for_scan(content))
         for src in sources:
-            if norm and norm == normalize_text(src):
+            if norm and norm == normalize_text(strip_for_scan(src)):
                 raise GateRejection(
                     "verbatim_record",
                     "the memory repeats its source record word for word; store the observation instead",
