@@ -40,13 +40,13 @@ from ledger.memory.distill import MAX_KNOWN, Distiller, RuleBasedDistiller, Turn
 from ledger.memory.embed import Embedder
 from ledger.memory.facts import asked_fact_keys, fact_of, time_intent
 from ledger.memory.policy import (
-    POLICY_VERSION,
     Decision,
     PolicyConfig,
     decide_caps,
     decide_replacements,
     decide_session_end,
     decide_sweep,
+    decide_updates,
 )
 from ledger.memory.projection import Projection, SqlState
 from ledger.memory.recall import (
@@ -474,13 +474,12 @@ class MemoryService:
         if s is None or s.status != "closed":
             raise RejectedEventError(f"session {session} of {agent_id} is not closed", check="memory.session")
         distilled, entries = (None, 0) if s.distilled else self.distill(agent_id, session)
-        decisions = self._decide_and_append(
-            agent_id,
-            lambda state: [
-                *decide_session_end(state, agent_id, session, self.config, self.ledger.clock()),
-                *decide_replacements(state.changed_facts(agent_id)),
-            ],
-        )
+
+        def decide(state: SqlState) -> list[Decision]:
+            filed = decide_session_end(state, agent_id, session, self.config, self.ledger.clock())
+            return [*filed, *decide_replacements(state, state.changed_facts(agent_id), moving=_moves(filed))]
+
+        decisions = self._decide_and_append(agent_id, decide)
         return distilled, entries, decisions
 
     def transcript(self, agent_id: str, session: str) -> list[Turn]:
@@ -566,31 +565,11 @@ class MemoryService:
     ) -> list[Receipt]:
         """The distiller said these entries state new values of known facts: policy-signed
         ``memory.replaced`` entries (rule ``distiller_update``) link each to the fact it
-        replaces (replayed only if both are still active memories then)."""
-        decisions = []
-        for n, old_ref in sorted(updates.items()):
-            old = self.projection.item(agent_id, old_ref)
-            if old is None or old.status != "active":
-                continue
-            was, now = fact_of(old.content), fact_of(entries[n]["content"])
-            decisions.append(
-                Decision(
-                    kind="memory.replaced",
-                    body={
-                        "item": old_ref,
-                        "by": f"{index}.{n}",
-                        "rule": "distiller_update",
-                        "policy_version": POLICY_VERSION,
-                        "subject": (now.subject if now else was.subject if was else "(as distilled)")[:64],
-                        "attribute": (now.attribute if now else was.attribute if was else "(as distilled)")[
-                            :96
-                        ],
-                        "was": (was.value if was else old.content)[:200],
-                        "now": (now.value if now else str(entries[n]["content"]))[:200],
-                    },
-                )
-            )
-        return self._decide_and_append(agent_id, lambda state: decisions) if decisions else []
+        replaces, where the replacement rules allow it (ledger.memory.policy.decide_updates:
+        the owner's own word; never a COLD or decay-exempt memory; a HOT one only by its own
+        speaker). Replayed only if both are still active memories then."""
+        pairs = [(old_ref, f"{index}.{n}") for n, old_ref in sorted(updates.items()) if n < len(entries)]
+        return self._decide_and_append(agent_id, lambda state: decide_updates(state, agent_id, pairs))
 
     def _append_distillation(self, agent_id: str, session: str, body: Mapping[str, Any]) -> Receipt | None:
         """Append the session's one ``memory.distilled`` entry, or nothing (None) if another
@@ -645,13 +624,15 @@ class MemoryService:
         what no longer fits moves to WARM (policy-signed ``hot_cap`` decisions); nothing is
         appended while HOT fits. Then, as after a distillation, a memory that states a new
         value of a fact replaces the ones that state an older value (``memory.replaced``)."""
-        return self._decide_and_append(
-            agent_id,
-            lambda state: [
-                *decide_caps(state, agent_id, self.config),
-                *decide_replacements(state.changed_facts(agent_id)),
-            ],
-        )
+
+        def decide(state: SqlState) -> list[Decision]:
+            capped = decide_caps(state, agent_id, self.config)
+            return [
+                *capped,
+                *decide_replacements(state, state.changed_facts(agent_id), moving=_moves(capped)),
+            ]
+
+        return self._decide_and_append(agent_id, decide)
 
     def ref_for(self, agent_id: str, index: int) -> str | None:
         """The item an entry made, or, if it was a duplicate, the item it confirmed."""
@@ -1099,6 +1080,11 @@ class MemoryService:
         self.flush_access()
         self.sync()
         return self.projection.digest()
+
+
+def _moves(decisions: Sequence[Decision]) -> dict[str, str]:
+    """Item -> the tier these decisions move it to."""
+    return {str(d.body["item"]): str(d.body["to"]) for d in decisions if d.kind == "memory.tier_changed"}
 
 
 _T = TypeVar("_T", Item, tuple[Item, float])
