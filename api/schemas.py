@@ -144,9 +144,19 @@ class CloseOut(BaseModel):
     decisions: list[ReceiptOut]
 
 
+class NowCurrentOut(BaseModel):
+    erased: str = Field(description="an erased memory that was the current value of a fact that changed")
+    current: str | None = Field(description="the earlier value current now, or null when none is left")
+
+
 class WriteOut(BaseModel):
     receipt: ReceiptOut
     ref: str | None = Field(description="the memory item the entry made or confirmed, if any")
+    current: list[NowCurrentOut] = Field(
+        default_factory=list,
+        description="a memory.erased: for each erased memory that was a fact's current value, the value "
+        "current now",
+    )
 
 
 class RecallIn(Strict):

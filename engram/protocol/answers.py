@@ -21,8 +21,10 @@ __all__ = [
     "Appended",
     "Closed",
     "EntryProof",
+    "Erased",
     "ItemProof",
     "ItemRow",
+    "NowCurrent",
     "Proven",
     "RecallRow",
     "Recalled",
@@ -55,6 +57,23 @@ class Appended(_Json):
     """An entry appended that makes no item of its own (a turn, an erasure)."""
 
     index: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NowCurrent(_Json):
+    """An erased memory was the current value of a fact that changed: which value is current
+    now (``current``: an earlier value, or None when none is left; issue 40, finding 5)."""
+
+    erased: str
+    current: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Erased(Appended):
+    """An erasure appended, and for each erased memory that was a fact's current value, the
+    value current now."""
+
+    current: list[NowCurrent]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

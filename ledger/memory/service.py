@@ -116,6 +116,8 @@ class Submitted:
     body: dict[str, Any]
     ref: str | None = None
     close: CloseResult | None = None
+    #: A ``memory.erased``: (erased memory that was current, the value current now or None).
+    current: tuple[tuple[str, str | None], ...] = ()
 
     def outcome(self) -> Outcome:
         """The answer beside the receipt, as the memory routes give it over HTTP."""
@@ -126,6 +128,7 @@ class Submitted:
             distilled=None if c is None else c.distilled,
             entries=0 if c is None else c.entries,
             decisions=() if c is None else tuple(c.decisions),
+            current=self.current,
         )
 
 
@@ -457,6 +460,13 @@ class MemoryService:
         body = dict(p.body)
         if session is not None and body.get("session") != session:
             raise RejectedEventError(f"the event is not about session {session}", check="request.session")
+        chains: dict[str, list[str]] = {}
+        if env.kind == "memory.erased":
+            if self._following:
+                # The follower may not have taken the agent's pending decisions yet (a write
+                # answers on durability): take them first, so the answer says what is current.
+                self.hold_caps(agent)
+            chains = self._chains_of(agent, body.get("refs") or ())
         [receipt], closes = self._accept([p], operator=operator)
         if receipt.kind in OWN_ITEM:
             ref: str | None = f"{receipt.index}.0"  # named by the entry: no projection needed
@@ -465,7 +475,42 @@ class MemoryService:
             ref = self.ref_for(agent, receipt.index)
         else:
             ref = None
-        return Submitted(receipt=receipt, body=body, ref=ref, close=closes.get(receipt.index))
+        current: tuple[tuple[str, str | None], ...] = ()
+        if chains:
+            self.sync_through(receipt.index)
+            current = tuple((erased, self._first_active(agent, older)) for erased, older in chains.items())
+        return Submitted(
+            receipt=receipt, body=body, ref=ref, close=closes.get(receipt.index), current=current
+        )
+
+    #: How far back an erasure's answer follows a replacement chain.
+    MAX_CHAIN = 64
+
+    def _chains_of(self, agent: str, refs: Sequence[str]) -> dict[str, list[str]]:
+        """For each of ``refs`` that is the current value of a fact that changed (active, and
+        it replaced an older one): the older values, newest first (what may become current
+        once it is erased; issue 40, finding 5)."""
+        self.sync()
+        out: dict[str, list[str]] = {}
+        for ref in refs:
+            it = self.projection.item(agent, ref)
+            if it is None or it.status != "active" or not it.replaces:
+                continue
+            older: list[str] = []
+            prev: str | None = it.replaces
+            while prev is not None and prev not in older and prev != ref and len(older) < self.MAX_CHAIN:
+                older.append(prev)
+                p = self.projection.item(agent, prev)
+                prev = None if p is None else p.replaces
+            out[ref] = older
+        return out
+
+    def _first_active(self, agent: str, refs: Sequence[str]) -> str | None:
+        for ref in refs:
+            it = self.projection.item(agent, ref)
+            if it is not None and it.status == "active":
+                return ref
+        return None
 
     def finish_session(self, agent_id: str, session: str) -> tuple[Receipt | None, int, list[Receipt]]:
         """Distill a closed session (unless done) and apply the session-end rules."""

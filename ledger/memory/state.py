@@ -383,39 +383,80 @@ def _memory_superseded(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]
     state.put_item(new)
 
 
+#: The ``source_kind`` of a stand-in for a memory a replacement names whose body is gone: it is
+#: erased later in the log (its erasure turns the stand-in into the canonical tombstone).
+GONE_LATER = "memory.replaced"
+
+
+def _named(state: MemoryState, ev: LoggedEvent, ref: str) -> Item:
+    """The item ``ref`` names, or, when the log holds no body for it any more (its entry is
+    erased later in the log: a replay reads the entries as they are stored now), a stand-in
+    that keeps its place in a replacement chain until its erasure (:func:`_splice`)."""
+    it = state.item(ev.agent, ref)
+    if it is not None:
+        return it
+    return Item(
+        agent=ev.agent,
+        ref=ref,
+        index=ref_key(ref)[0],
+        source_kind=GONE_LATER,
+        tier="NONE",
+        status="erased",
+        category="CONTEXT",
+        content="",
+        created_us=ev.timestamp_us,
+    )
+
+
+def _gone_later(it: Item) -> bool:
+    return it.status == "erased" and it.source_kind == GONE_LATER
+
+
 def _memory_replaced(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
     """``by`` states the current value of the fact ``item`` stated: ``item`` is true until
-    ``by`` became true, and is no longer current (re-checked in log order: both must still
-    be active memories, e.g. not erased or corrected meanwhile)."""
-    old, new = state.item(ev.agent, b["item"]), state.item(ev.agent, b["by"])
-    if old is None or new is None or old.ref == new.ref:
+    ``by`` became true, and is no longer current (re-checked in log order: each must still
+    be an active memory, e.g. not corrected meanwhile).
+
+    A memory whose body an erasure later in the log took keeps its place in the chain as a
+    stand-in (:func:`_named`): erasure removes text, never the decision (issue 40, finding 5),
+    and that erasure closes the chain over it (:func:`_splice`)."""
+    old, new = _named(state, ev, b["item"]), _named(state, ev, b["by"])
+    if old.ref == new.ref or RECORD in (old.tier, new.tier):
         return
-    if old.status != "active" or new.status != "active" or RECORD in (old.tier, new.tier):
+    if not (old.status == "active" or _gone_later(old)) or not (new.status == "active" or _gone_later(new)):
         return
-    old.status, old.replaced_by = "superseded", new.ref
-    old.valid_until_us = max(old.since_us, new.since_us)
-    new.replaces = old.ref
+    if old.status == "active":
+        # True until the new value became true; a value whose text is gone became true, as
+        # far as the log still says, when the decision was taken.
+        became = new.since_us if new.status == "active" else ev.timestamp_us
+        old.status, old.valid_until_us = "superseded", max(old.since_us, became)
+    old.replaced_by, new.replaces = new.ref, old.ref
     state.put_item(old)
     state.put_item(new)
 
 
-def _unlink_replacements(state: MemoryState, agent: str, ref: str) -> None:
-    """An erased memory takes its ``memory.replaced`` links with it, as a replay without its
-    body would never have made them: the memory it replaced is current again, and the one
-    that replaced it replaces nothing."""
-    it = state.item(agent, ref)
-    if it is None or it.status == "erased":
-        return
-    if it.replaces is not None:
-        older = state.item(agent, it.replaces)
-        if older is not None and older.replaced_by == ref and older.status == "superseded":
-            older.status, older.replaced_by, older.valid_until_us = "active", None, None
-            state.put_item(older)
-    if it.replaced_by is not None:
-        newer = state.item(agent, it.replaced_by)
-        if newer is not None and newer.replaces == ref:
-            newer.replaces = None
-            state.put_item(newer)
+def _splice(state: MemoryState, agent: str, it: Item) -> None:
+    """``it`` is erased: its replacement chain closes over it. The value before it is replaced
+    by the value after it (erasing a middle value leaves the newer one current and the older
+    one past); with no value after it (it was the current one), the value before it is
+    current again; the value after it, with none before, replaces nothing."""
+    before = state.item(agent, it.replaces) if it.replaces else None
+    after = state.item(agent, it.replaced_by) if it.replaced_by else None
+    if before is not None and before.replaced_by != it.ref:
+        before = None
+    if after is not None and after.replaces != it.ref:
+        after = None
+    if before is not None:
+        if after is not None:
+            before.replaced_by = after.ref
+        else:
+            before.replaced_by, before.valid_until_us = None, None
+            if before.status == "superseded":
+                before.status = "active"
+        state.put_item(before)
+    if after is not None:
+        after.replaces = None if before is None else before.ref
+        state.put_item(after)
 
 
 def _memory_decay_exempted(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
@@ -454,7 +495,9 @@ def _memory_erased(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) ->
     # A session entry's erasure names no item: its replay is the stand-in (session_stand_ins).
     erased = set(b.get("refs") or ())
     for ref in b.get("refs") or ():
-        _unlink_replacements(state, ev.agent, ref)
+        it = state.item(ev.agent, ref)
+        if it is not None and it.tier != RECORD:
+            _splice(state, ev.agent, it)
         state.put_item(
             Item(
                 agent=ev.agent,
