@@ -20,6 +20,7 @@ from typing import Any
 
 from engram.protocol.errors import RejectedEventError
 from engram.protocol.gate import WriteGate
+from engram.protocol.kinds import ERASABLE_KINDS
 from ledger.memory.projection import Projection
 from ledger.memory.state import RECORD, SESSION_ENTRY_KINDS
 from ledger.mesh import MESH_KINDS, Mesh, MeshReader, MeshRuleError, apply_event
@@ -90,8 +91,17 @@ def _live_item(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
 
 
 def _erasable(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
-    """The named items exist and are not erased yet, and every entry whose body goes is the
-    agent's own (an agent never erases another's entry, whether or not it made an item).
+    """Erasure removes text, never state (issue 40, finding 2; specs/memory-events.md):
+
+    1. the named items exist and are not erased yet (``memory.missing_item``);
+    2. every entry whose body goes is the agent's own (``memory.erase``): an agent never
+       erases another's entry, whether or not it made an item;
+    3. every one of them holds content (``memory.erase_control``): a control entry (a key,
+       a mesh, a policy decision, an exemption, a revocation, an erasure) keeps its body;
+    4. the erasure is exactly its plan (``memory.erase_plan``): ``also``, ``refs`` and
+       ``sessions`` are what engram.protocol.erasure computes from the agent's items, the
+       same on client and server, so no entry rides along that the plan does not take.
+
     A session entry's erasure: the entry is the agent's opening or closing entry of that
     session, its body is still stored, and that body names the session (what replays read
     once the body is gone: ledger.memory.state.session_stand_ins)."""
@@ -102,10 +112,33 @@ def _erasable(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
         it = batch.projection.item(env.agent, ref)
         if it is None or it.status == "erased":
             raise RejectedEventError(f"nothing to erase at {ref}", check="memory.missing_item")
-    for index in [body["index"], *(body.get("also") or ())]:
+    entries = [body["index"], *(body.get("also") or ())]
+    kinds = {}
+    for index in entries:
         raw = batch.store.leaf(index)
         if raw is None or Leaf.from_bytes(raw).envelope.agent != env.agent:
             raise RejectedEventError(f"entry {index} is not one of {env.agent}'s", check="memory.erase")
+        kinds[index] = Leaf.from_bytes(raw).envelope.kind
+    for index, kind in kinds.items():
+        if kind not in ERASABLE_KINDS:
+            raise RejectedEventError(
+                f"entry {index} is a {kind}, a control entry: its body is state, not text an erasure "
+                "may remove",
+                check="memory.erase_control",
+            )
+    _is_the_plan(batch, env.agent, body)
+
+
+def _is_the_plan(batch: _Batch, agent: str, body: Mapping[str, Any]) -> None:
+    plan = batch.projection.erasure_plan(agent, body["index"])  # raises its own named check
+    named = (set(body.get("also") or ()), set(body["refs"]), set(body.get("sessions") or ()))
+    planned = (set(plan.also), set(plan.refs), set(plan.sessions))
+    if plan.session is not None or named != planned:
+        raise RejectedEventError(
+            f"erasing entry {body['index']} takes entries {sorted(plan.also)}, items {list(plan.refs)} and "
+            f"sessions {list(plan.sessions)} with it; this erasure names others",
+            check="memory.erase_plan",
+        )
 
 
 def _erasable_session_entry(batch: _Batch, env: Envelope, index: int, session: str) -> None:

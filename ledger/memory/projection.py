@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, bindparam, delete, func, or_, select, text, update
 from sqlalchemy.exc import DBAPIError, OperationalError
 
+from engram.protocol.erasure import ErasurePlan, plan_erasure
 from engram.protocol.errors import LogIntegrityError, StorageError
 from engram.protocol.gate import normalize_text
 from ledger.memory.facts import fact_of
@@ -820,6 +821,13 @@ class Projection:
             query = query.limit(limit)
         with self.engine.connect() as conn:
             return [item_from_row(r) for r in conn.execute(query)]
+
+    def erasure_plan(self, agent: str, index: int) -> ErasurePlan:
+        """What erasing ``agent``'s entry ``index`` takes with it, from the agent's items of
+        every tier and status (session-turn records included) and its sessions
+        (engram.protocol.erasure: the plan the client computes too)."""
+        items = [*self.items(agent, status=None), *self.items(agent, tiers=[RECORD], status=None)]
+        return plan_erasure(index, items, self.sessions(agent))
 
     def item_counts(self, agent: str) -> dict[tuple[str, str], int]:
         """How many items ``agent`` has per (tier, status), records tier excluded: one

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from engram.protocol.answers import EntryProof, ItemProof, ItemRow
-from engram.protocol.erasure import ErasurePlan, plan_erasure
+from engram.protocol.erasure import ErasurePlan
 from engram.protocol.errors import (
     ConflictError,
     EngramError,
@@ -695,11 +695,7 @@ class MemoryService:
         if leaf_bytes is None or Leaf.from_bytes(leaf_bytes).envelope.agent != agent_id:
             raise RejectedEventError(f"entry {index} is not one of {agent_id}'s", check="memory.erase")
         self.sync()
-        items = [
-            *self.projection.items(agent_id, status=None),
-            *self.projection.items(agent_id, tiers=[RECORD], status=None),
-        ]
-        return plan_erasure(index, items, self.projection.sessions(agent_id))
+        return self.projection.erasure_plan(agent_id, index)
 
     # -- policy ----------------------------------------------------------------------
 
