@@ -246,6 +246,9 @@ class ItemOut(BaseModel):
     valid_until_us: int | None = None
     replaced_by: str | None = None
     replaces: str | None = None
+    #: The version 1 ``memory.replaced`` entries that still copy this memory's value (issue 40):
+    #: an erasure plan takes them with the memory.
+    copies: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class MeshesOut(BaseModel):

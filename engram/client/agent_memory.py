@@ -356,7 +356,13 @@ class AgentMemory:
         of a fact that changed, which value is current now (an earlier one, or none)."""
         plan = self.erasure_plan(index)
         body = erased_body(
-            index, plan.refs, reason=reason, also=plan.also, sessions=plan.sessions, session=plan.session
+            index,
+            plan.refs,
+            reason=reason,
+            also=plan.also,
+            sessions=plan.sessions,
+            session=plan.session,
+            replaced=plan.replaced,
         )
         receipt = self.agent.append("memory.erased", body)
         current = () if receipt.answer is None else receipt.answer.current

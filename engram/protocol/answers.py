@@ -218,6 +218,9 @@ class ItemRow(_Json):
     valid_until_us: int | None = None
     replaced_by: str | None = None
     replaces: str | None = None
+    #: The version 1 replacement entries that still copy this memory's value (issue 40;
+    #: absent from older servers' rows): an erasure plan takes them with the memory.
+    copies: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> ItemRow:
@@ -230,7 +233,7 @@ class ItemRow(_Json):
 
 
 _ITEM_FIELDS = tuple(f.name for f in dataclasses.fields(ItemRow))
-_OPTIONAL_ITEM_FIELDS = frozenset(("valid_from_us", "valid_until_us", "replaced_by", "replaces"))
+_OPTIONAL_ITEM_FIELDS = frozenset(("valid_from_us", "valid_until_us", "replaced_by", "replaces", "copies"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

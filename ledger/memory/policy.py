@@ -31,7 +31,7 @@ normalized text, the move is written with ``confirms`` and confirms that item in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,7 +55,9 @@ __all__ = [
     "why_not_replaced",
 ]
 
-POLICY_VERSION = 1
+#: Version 2 (issue 40): replacements only by the owner's own word, and ``memory.replaced``
+#: bodies name memories by reference and leaf hash, never by value.
+POLICY_VERSION = 2
 DAY_US = 86_400_000_000
 
 
@@ -254,8 +256,12 @@ def why_not_replaced(
     return None
 
 
+#: The leaf hash (hex) of the entry at a log index: how a decision names a memory's entry.
+LeafHash = Callable[[int], str]
+
+
 def decide_replacements(
-    state: MemoryState, items: Iterable[Item], *, moving: Mapping[str, str] | None = None
+    state: MemoryState, items: Iterable[Item], *, leaf_hash: LeafHash, moving: Mapping[str, str] | None = None
 ) -> list[Decision]:
     """A newer value replaces an older one (issues 29 and 40): among active memories that
     state the same fact (subject and attribute, ledger.memory.facts) in the same scope, each
@@ -287,12 +293,14 @@ def decide_replacements(
                     moves_to=moving.get(old.ref),
                 )
                 if why is None:
-                    out.append(_replaced(old, new, "same_fact", was, now))
+                    out.append(_replaced(old, new, "same_fact", leaf_hash))
                     break
     return out
 
 
-def decide_updates(state: MemoryState, agent: str, updates: Iterable[tuple[str, str]]) -> list[Decision]:
+def decide_updates(
+    state: MemoryState, agent: str, updates: Iterable[tuple[str, str]], *, leaf_hash: LeafHash
+) -> list[Decision]:
     """The distiller said each ``(old, new)``: memory ``new`` states a new value of the fact
     ``old`` states. A ``memory.replaced`` (rule ``distiller_update``) for each pair the rules
     of :func:`why_not_replaced` allow, both still active memories."""
@@ -311,20 +319,21 @@ def decide_updates(state: MemoryState, agent: str, updates: Iterable[tuple[str, 
             new_value=now.value if now else None,
         )
         if why is None:
-            out.append(_replaced(old, new, "distiller_update", was, now))
+            out.append(_replaced(old, new, "distiller_update", leaf_hash))
     return out
 
 
-def _replaced(old: Item, new: Item, rule: str, was: Fact | None, now: Fact | None) -> Decision:
+def _replaced(old: Item, new: Item, rule: str, leaf_hash: LeafHash) -> Decision:
+    """A ``memory.replaced`` body (policy version 2): the two memories by reference and by
+    the leaf hash of the entry holding each (salted through its body commitment, so a short
+    value cannot be guessed from it), never by value (issue 40, finding 4)."""
     body = {
         "item": old.ref,
+        "item_leaf": leaf_hash(old.index),
         "by": new.ref,
+        "by_leaf": leaf_hash(new.index),
         "rule": rule,
         "policy_version": POLICY_VERSION,
-        "subject": (now.subject if now else was.subject if was else "(as distilled)")[:64],
-        "attribute": (now.attribute if now else was.attribute if was else "(as distilled)")[:96],
-        "was": (was.value if was else old.content)[:200],
-        "now": (now.value if now else new.content)[:200],
     }
     return Decision(kind="memory.replaced", body=body)
 

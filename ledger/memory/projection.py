@@ -28,15 +28,15 @@ from engram.protocol.gate import normalize_text
 from ledger.memory.facts import fact_of
 from ledger.memory.state import (
     RECORD,
-    SESSION_ENTRY_KINDS,
+    STANDS_IN_KINDS,
     Item,
     LoggedEvent,
     Session,
     digest_sorted,
     evolve,
     ref_key,
-    session_stand_ins,
     stand_in,
+    stand_ins,
 )
 from ledger.memory.terms import content_terms
 from ledger.memory.vectors import BUMP_GENERATION, DELETE_VECTOR
@@ -86,6 +86,7 @@ def _item_row(it: Item) -> dict[str, Any]:
         "replaced_by": it.replaced_by,
         "replaces": it.replaces,
         "fact_key": _fact_key(it),
+        "copies": json.dumps(it.copies),
     }
 
 
@@ -123,6 +124,7 @@ def item_from_row(r: Any) -> Item:
         valid_until_us=r.valid_until_us,
         replaced_by=r.replaced_by,
         replaces=r.replaces,
+        copies=json.loads(r.copies),
     )
 
 
@@ -693,10 +695,10 @@ class Projection:
                     body=body,
                 )
             )
-        erased = {ev.agent for ev in out if ev.body is None and ev.kind in SESSION_ENTRY_KINDS}
+        erased = {ev.agent for ev in out if ev.body is None and ev.kind in STANDS_IN_KINDS}
         if not erased:
             return out
-        stand_ins = session_stand_ins(
+        replays = stand_ins(
             parse_strict(blob(r.body, "bodies", r.idx, "body"), max_bytes=1 << 24)
             for r in conn.execute(
                 select(bodies.c.idx, bodies.c.body)
@@ -704,7 +706,7 @@ class Projection:
                 .where(and_(leaves.c.agent.in_(sorted(erased)), leaves.c.kind == "memory.erased"))
             )
         )
-        return [stand_in(ev, stand_ins) for ev in out]
+        return [stand_in(ev, replays) for ev in out]
 
     def check_replayable(
         self, end: int | None = None, progress: Callable[[int, int], None] | None = None

@@ -28,6 +28,7 @@ from engram.protocol.errors import (
     MalformedError,
     NotFoundError,
     RejectedEventError,
+    StorageError,
     VerificationError,
 )
 from engram.protocol.kinds import kinds_where, validate_body
@@ -72,6 +73,7 @@ from ledger.memory.vectors import VectorIndex
 from ledger.mesh import Mesh, MeshReader
 from verifier.event import Leaf
 from verifier.jcs import canonical_bytes, parse_strict
+from verifier.merkle import leaf_hash
 
 __all__ = ["CloseResult", "MemoryService", "Submitted"]
 
@@ -522,7 +524,11 @@ class MemoryService:
 
         def decide(state: SqlState) -> list[Decision]:
             filed = decide_session_end(state, agent_id, session, self.config, self.ledger.clock())
-            return [*filed, *decide_replacements(state, state.changed_facts(agent_id), moving=_moves(filed))]
+            found = state.changed_facts(agent_id)
+            return [
+                *filed,
+                *decide_replacements(state, found, leaf_hash=self._leaf_hash, moving=_moves(filed)),
+            ]
 
         decisions = self._decide_and_append(agent_id, decide)
         return distilled, entries, decisions
@@ -614,7 +620,16 @@ class MemoryService:
         the owner's own word; never a COLD or decay-exempt memory; a HOT one only by its own
         speaker). Replayed only if both are still active memories then."""
         pairs = [(old_ref, f"{index}.{n}") for n, old_ref in sorted(updates.items()) if n < len(entries)]
-        return self._decide_and_append(agent_id, lambda state: decide_updates(state, agent_id, pairs))
+        return self._decide_and_append(
+            agent_id, lambda state: decide_updates(state, agent_id, pairs, leaf_hash=self._leaf_hash)
+        )
+
+    def _leaf_hash(self, index: int) -> str:
+        """The leaf hash (hex) of entry ``index``, as the log's tree holds it."""
+        raw = self.ledger.store.leaf(index)
+        if raw is None:
+            raise StorageError(f"entry {index} is not in the log")
+        return leaf_hash(raw).hex()
 
     def _append_distillation(self, agent_id: str, session: str, body: Mapping[str, Any]) -> Receipt | None:
         """Append the session's one ``memory.distilled`` entry, or nothing (None) if another
@@ -674,7 +689,9 @@ class MemoryService:
             capped = decide_caps(state, agent_id, self.config)
             return [
                 *capped,
-                *decide_replacements(state, state.changed_facts(agent_id), moving=_moves(capped)),
+                *decide_replacements(
+                    state, state.changed_facts(agent_id), leaf_hash=self._leaf_hash, moving=_moves(capped)
+                ),
             ]
 
         return self._decide_and_append(agent_id, decide)
