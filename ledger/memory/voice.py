@@ -18,7 +18,13 @@ A memory is **not** in its owner's own voice when:
    me", "the vendor claims"), or a source the fact is read from ("on the vendor page");
 3. it is **quoted**: quotation marks around words, a block quote (``>``), code;
 4. it is **hypothetical**: a condition, a supposition, an example, a wish ("if", "unless",
-   "suppose", "imagine", "what if", "for example", "would", ...).
+   "suppose", "imagine", "what if", "for example", "would", ...);
+5. it is **unattested**: it cites turns that do not say it (none names its value), as when a
+   distiller cites the wrong turn.
+
+Markers are read in a folded form (:func:`fold`: no format or invisible characters, NFKC,
+look-alike letters mapped to Latin, case-folded), so a zero-width space or a Cyrillic letter
+inside "says" does not hide it; a sentence runs across single line breaks.
 
 The distillers' own frame, "<speaker> said that ..." where the speaker is the one who said
 the cited turn (or, for a memory the agent wrote itself, the user or the agent), is the
@@ -31,18 +37,21 @@ sentence of the same paragraph that presents a source ("Here is the vendor page.
 the email:").
 
 The **speaker** of a memory is whoever said the turns it cites ("Name: ..." at the start of a
-turn names a person; else its role: the user, or the agent for an assistant turn), and the
-agent for a memory that cites no turn (the agent wrote it). A memory whose cited turns were
-said by several speakers has no single speaker.
+turn names a person, qualified by the turn's role; else its role: the user, or the agent for
+an assistant turn), and the agent for a memory that cites no turn (the agent wrote it). A
+memory whose cited turns were said by several speakers has no single speaker.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from engram.protocol import _confusables
 from ledger.memory.distill import ROLE_SUBJECTS, speaker_of
+from ledger.memory.terms import content_terms
 
 __all__ = [
     "RETRIEVED_SOURCES",
@@ -141,10 +150,12 @@ _SOURCE_SAYS = re.compile(
     r"suggests|mention|mentions|put|puts|give|gives|gave|has it|had it)\b",
     re.I,
 )
-#: A sentence that presents what follows as a source's text.
+#: A sentence that presents a source whose words may follow ("here is the page", "i checked
+#: your inbox").
 _PRESENTS = re.compile(
     r"\b(?:here is|here's|here are|below|following|pasted|pasting|copied|copy of|attached|"
-    r"forwarding|excerpt|snippet|reads|returned|output)\b",
+    r"forwarding|excerpt|snippet|reads|read|returned|output|checked|opened|looked at|looked up|"
+    r"went through|scanned|fetched|pulled up|searched|found|got|received|reviewed|according)\b",
     re.I,
 )
 #: Quotation: quotation marks, a multi-word span in single quotes, a backtick (code).
@@ -162,19 +173,22 @@ _HYPOTHETICAL = re.compile(
     re.I,
 )
 
+#: A sentence that introduces what follows as someone else's words ("HR sent this:").
+_INTRODUCES = re.compile(r"\b(?:this|these|that|the following|as follows|below|here|it)\s*:", re.I)
+
 #: "<who> said (to <whom>) (that|:) <rest>": a frame naming who said the rest.
 _FRAME = re.compile(
-    r"^\s*(?P<who>[A-Za-z][\w'\u2019 -]{0,40}?) (?:(?:also|then|later|just|now|again) )?"
+    r"^\s*(?P<who>[a-z][\w'\u2019 -]{0,40}?) (?:(?:also|then|later|just|now|again) )?"
     r"(?:said|says|mentioned|mentions|noted|notes|stated|states|explained|explains|confirmed|"
     r"confirms|shared|shares|added|adds|wrote|writes|reported|reports|announced|announces|"
     r"told(?: [\w'-]+){0,2}|tells(?: [\w'-]+){0,2})"
-    r"(?: to (?:me|us|him|her|them|[A-Z][\w'-]*|the (?:user|assistant|agent|team)))?,?"
+    r"(?: to (?:me|us|him|her|them|[a-z][\w'-]*|the (?:user|assistant|agent|team)))?,?"
     r"(?: that\b|:)?\s+(?P<rest>\S.*)$",
-    re.S,
+    re.S | re.I,
 )
 #: A line label before the text ("Decision: ...", "Caroline: ..."): at most four words.
-_LABEL = re.compile(r"^\s*(?P<label>[A-Z][\w'\u2019-]*(?: [\w'\u2019-]+){0,3}):\s+(?=\S)")
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)|\n")
+_LABEL = re.compile(r"^\s*(?P<label>[a-z][\w'\u2019-]*(?: [\w'\u2019-]+){0,3}):\s+(?=\S)", re.I)
+_SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+|$)")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 
 #: Who may frame a statement as their own: the role subjects the distiller writes.
@@ -184,19 +198,39 @@ _OWN_FRAMES = {
 }
 #: A memory the agent wrote itself may relay its owner's word.
 _AGENT_WRITTEN_FRAMES = _OWN_FRAMES["user"] | _OWN_FRAMES["agent"]
+#: Invisible characters outside Unicode's format category (fillers, the Mongolian separator)
+#: and the variation selectors: removed before any marker is read, as format characters are.
+_INVISIBLE = frozenset("\u034f\u115f\u1160\u3164\uffa0\u180e") | frozenset(
+    chr(c) for c in [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)]
+)
+_CONFUSABLE = str.maketrans(_confusables.SOURCES, _confusables.TARGETS)
+
+
+def fold(text: str) -> str:
+    """The form markers are read in: no format or invisible characters (a zero-width space
+    inside "says" does not hide it), NFKC (fullwidth letters), no combining marks, look-alike
+    letters mapped to Latin, case-folded, runs of spaces and tabs one space; line breaks kept
+    (a block quote or code block is a matter of lines)."""
+    text = "".join(
+        ch for ch in text[:MAX_READ_CHARS] if ch not in _INVISIBLE and unicodedata.category(ch) != "Cf"
+    )
+    text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    text = text.translate(_CONFUSABLE).casefold().translate(_CONFUSABLE)
+    return re.sub(r"[^\S\n]+", " ", re.sub(r"\r\n?|[\u2028\u2029\x85\x0b\x0c]", "\n", text))
 
 
 def _speaker_id(role: str, text: str) -> tuple[str | None, str]:
     """(speaker id, text without a "Name:" prefix) of a cited turn; None for a role that
-    does not speak (tool, system)."""
+    does not speak (tool, system). A named speaker is qualified by the role that said it: an
+    assistant turn opening with a user's name is not that user's word."""
     if role not in SPEAKING_ROLES:
         return None, text
     subject, rest = speaker_of(role, text)
-    if subject == ROLE_SUBJECTS["user"]:
-        return "user", rest
-    if subject == ROLE_SUBJECTS["assistant"]:
-        return "agent", rest
-    return "name:" + subject.casefold(), rest
+    by = "user" if role == "user" else "agent"
+    if subject == ROLE_SUBJECTS[role]:
+        return by, rest
+    return f"{by}:{subject.casefold()}", rest
 
 
 def _frames_for(speaker: str | None, *, agent_written: bool) -> frozenset[str]:
@@ -204,81 +238,96 @@ def _frames_for(speaker: str | None, *, agent_written: bool) -> frozenset[str]:
         return _AGENT_WRITTEN_FRAMES
     if speaker is None:
         return frozenset()
-    if speaker.startswith("name:"):
-        return frozenset({speaker[5:], "i"})
+    if ":" in speaker:
+        return frozenset({fold(speaker.split(":", 1)[1]), "i"})
     return _OWN_FRAMES.get(speaker, frozenset())
 
 
 def _unframed(sentence: str, own: frozenset[str]) -> str | None:
-    """The sentence without a frame naming one of ``own`` ("The user said that X": X);
+    """The sentence without a frame naming one of ``own`` ("the user said that x": x);
     None when a frame names someone else (the sentence is reported)."""
     m = _FRAME.match(sentence)
     if m is None:
         return sentence
-    who = " ".join(m.group("who").split()).casefold()
+    who = " ".join(m.group("who").split())
     return m.group("rest") if who in own else None
 
 
-def _split_label(sentence: str) -> tuple[str, str]:
-    m = _LABEL.match(sentence)
-    return ("", sentence) if m is None else (m.group("label"), sentence[m.end() :])
-
-
 def sentence_flaw(sentence: str, own: frozenset[str]) -> str | None:
-    """Why ``sentence`` does not state a fact in its speaker's own voice (``reported``,
-    ``quoted``, ``hypothetical``), or None. ``own``: who may frame it as theirs ("The user
-    said that ...": the frame is read past; one naming anyone else makes it reported). A
-    line label ("Decision: ...", "Caroline: ...") is read past too, but its words count."""
+    """Why ``sentence`` (folded, :func:`fold`) does not state a fact in its speaker's own
+    voice (``reported``, ``quoted``, ``hypothetical``), or None. ``own``: who may frame it
+    as theirs ("the user said that ...": the frame is read past; one naming anyone else
+    makes it reported). A line label ("decision: ...", "caroline: ...") is read past too,
+    but its words count."""
     if _QUOTED.search(sentence):
         return "quoted"
     rest = _unframed(sentence, own)
     if rest is None:
         return "reported"
-    label, body = _split_label(rest)
+    m = _LABEL.match(rest)
+    label, body = ("", rest) if m is None else (m.group("label"), rest[m.end() :])
     body_rest = _unframed(body, own) if label else body
     if body_rest is None:
         return "reported"
-    text = f"{label} {body_rest}"
-    if (
-        _ATTRIBUTION.search(text)
-        or _REPORTED.search(text)
-        or _FROM_SOURCE.search(text)
-        or _SOURCE_SAYS.search(text)
-    ):
+    text = f"{label}: {body_rest}" if label else body_rest
+    if any(rx.search(text) for rx in (_ATTRIBUTION, _REPORTED, _FROM_SOURCE, _SOURCE_SAYS, _INTRODUCES)):
         return "reported"
     if _HYPOTHETICAL.search(text):
         return "hypothetical"
     return None
 
 
+def _presents(sentence: str) -> bool:
+    """The sentence presents a source whose words may follow ("here is the vendor page",
+    "i checked your inbox", "from the email:")."""
+    return bool(_INTRODUCES.search(sentence)) or (
+        bool(_SOURCE.search(sentence))
+        and (sentence.rstrip().endswith(":") or bool(_PRESENTS.search(sentence)))
+    )
+
+
+def _prose(text: str, presented: bool) -> tuple[list[tuple[str, bool]], bool]:
+    """The sentences of running text (line breaks joined), each quoted when a sentence
+    before it presents a source; and whether the last one left a source presented."""
+    out = []
+    for m in _SENTENCE.finditer(" ".join(text.split())):
+        s = m.group(0).strip()
+        if s:
+            out.append((s, presented))
+            presented = presented or _presents(s)
+    return out, presented
+
+
 def _sentences(text: str) -> list[tuple[str, bool]]:
-    """The sentences of a turn, each with whether it is quoted material: in a code block, a
-    block quote, or after a sentence of its paragraph that presents a source."""
+    """The sentences of a folded turn, each with whether it is quoted material: in a code
+    block, a block quote, or after a sentence of its paragraph that presents a source (a
+    paragraph ending with one quotes the next paragraph too). A sentence runs across single
+    line breaks."""
     out: list[tuple[str, bool]] = []
     fenced = carried = False
-    for paragraph in re.split(r"\n\s*\n", text[:MAX_READ_CHARS]):
+    for paragraph in re.split(r"\n\s*\n", text):
         presented, carried = carried, False
-        for line in paragraph.split("\n"):
+        prose: list[str] = []
+        for line in [*paragraph.split("\n"), None]:
+            quoted_line = line is not None and (fenced or _FENCE.match(line) or line.lstrip().startswith(">"))
+            if line is None or quoted_line:
+                found, presented = _prose("\n".join(prose), presented)
+                out += found
+                prose = []
+            if line is None:
+                break
             if _FENCE.match(line):
                 fenced = not fenced
-                out.append((line, True))
-                continue
-            quoted_line = fenced or line.lstrip().startswith(">")
-            for m in _SENTENCE.finditer(line):
-                s = m.group(0).strip()
-                if not s:
-                    continue
-                out.append((s, quoted_line or presented))
-                if _SOURCE.search(s) and (s.rstrip().endswith(":") or _PRESENTS.search(s)):
-                    presented = True
-            introduces = line.rstrip().endswith(":") and bool(_SOURCE.search(line) or _REPORTED.search(line))
-            presented = presented or introduces
-            carried = introduces  # "From the vendor page:" quotes the next paragraph too
+            elif quoted_line:
+                out += [(m.group(0).strip(), True) for m in _SENTENCE.finditer(line) if m.group(0).strip()]
+            else:
+                prose.append(line)
+        carried = bool(out) and out[-1][0].endswith(":") and _presents(out[-1][0])
     return out
 
 
 def _names(sentence: str, value: str) -> bool:
-    return re.search(rf"(?<![\w]){re.escape(value)}(?![\w])", sentence.casefold()) is not None
+    return re.search(rf"(?<![\w]){re.escape(value)}(?![\w])", sentence) is not None
 
 
 def _turn_flaw(text: str, value: str | None, own: frozenset[str]) -> str | None:
@@ -293,24 +342,41 @@ def _turn_flaw(text: str, value: str | None, own: frozenset[str]) -> str | None:
     return None
 
 
-def _speaker(cited: Sequence[tuple[str | None, str]], value: str | None) -> str | None:
-    named = {sp for sp, text in cited if value and any(_names(s, value) for s, _ in _sentences(text))}
-    speakers = named or {sp for sp, _ in cited}
+def _attested(content: str, turns: Sequence[tuple[str | None, str]], value: str | None) -> bool:
+    """The cited turns say what the memory says: they name its value, or, when the value is
+    not known, hold at least half of its content words. A memory that cites turns which do
+    not say it (a distiller that cites the wrong turn) is nobody's word."""
+    said = "\n".join(text for _, text in turns)
+    if value:
+        return _names(said, value)
+    words = content_terms(content)
+    heard = set(content_terms(said))
+    return bool(words) and 2 * sum(1 for w in words if w in heard) >= len(words)
+
+
+def _speaker(turns: Sequence[tuple[str | None, str]], value: str | None) -> str | None:
+    named = {sp for sp, text in turns if value and _names(text, value)}
+    speakers = named or {sp for sp, _ in turns}
     return next(iter(speakers)) if len(speakers) == 1 else None
 
 
 def voice_of(st: Statement, value: str | None = None) -> Voice:
     """The voice ``st`` states its fact in (``value``: the value it states, as
     ledger.memory.facts reads it, to find the sentences of the cited turns that say it)."""
-    value = value.casefold() if value else None
+    value = fold(value).strip() if value else None
     if st.retrieved:
         return Voice(speaker=None, own=False, why="retrieved")
-    turns = [_speaker_id(c.role, c.text) for c in st.cited]
+    turns: list[tuple[str | None, str]] = []
+    for c in st.cited:
+        sp, rest = _speaker_id(c.role, c.text)
+        turns.append((sp, fold(rest)))
     if any(sp is None for sp, _ in turns):
         return Voice(speaker=None, own=False, why="retrieved")
+    content = " ".join(fold(st.content).split())
     speaker = _speaker(turns, value) if turns else "agent"
-    own = _frames_for(speaker, agent_written=not turns)
-    flaw = sentence_flaw(" ".join(st.content[:MAX_READ_CHARS].split()), own)
+    if turns and not _attested(content, turns, value):
+        return Voice(speaker=speaker, own=False, why="unattested")
+    flaw = sentence_flaw(content, _frames_for(speaker, agent_written=not turns))
     for sp, text in turns:
         if flaw is None:
             flaw = _turn_flaw(text, value, _frames_for(sp, agent_written=False))
