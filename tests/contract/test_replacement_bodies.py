@@ -344,3 +344,47 @@ def test_the_client_plans_the_version_1_decisions_over_http(ledger: Ledger, cloc
     ada.erase(int(new.split(".")[0]), reason="asked to forget")
     assert ledger.store.body(decision) is None
     assert [i.status for i in ada.items(status="all") if i.ref == old] == ["active"]
+
+
+def test_an_erasure_that_forges_or_leaves_out_a_version_1_decision_is_refused_and_writes_nothing(
+    ledger: Ledger,
+    memory: MemoryService,
+    make_agent: Callable[..., Agent],
+    memory_of: MemoryOf,
+    clock: StepClock,
+) -> None:
+    """Attack on issue 40, finding 4: the decision an erasure carries is what replays fold, so
+    a forged one would rewrite state; leaving the copy out would leave the value behind."""
+    _, ada = _ada(make_agent, memory_of)
+    old, new, decision = _v1_log(ledger, memory, ada, clock)
+    other = ada.write(category="CONTEXT", content="Caroline keeps bees on the roof.")
+    i = int(new.split(".")[0])
+    size = ledger.size()
+    for body, check in (
+        (erased_body(i, [new], reason="x"), "memory.erase_plan"),  # the copy left behind
+        (
+            erased_body(i, [new], reason="x", also=[decision], replaced=[(decision, new, old)]),
+            "memory.erase_plan",
+        ),
+        (
+            erased_body(i, [new], reason="x", also=[decision], replaced=[(decision, old, str(other.ref))]),
+            "memory.erase_plan",
+        ),
+        (erased_body(decision, [], reason="x", replaced=[(decision, new, old)]), "memory.erase_plan"),
+        (
+            erased_body(
+                i,
+                [new, str(other.ref)],
+                reason="x",
+                also=[decision, other.index],
+                replaced=[(decision, old, new), (other.index, old, new)],
+            ),
+            "memory.erase_plan",
+        ),
+    ):
+        with pytest.raises(RejectedEventError) as e:
+            ada.agent.append("memory.erased", body)
+        assert e.value.check == check, (body, e.value)
+        assert ledger.size() == size and ledger.store.body(decision) is not None
+    assert memory.item("ada", old).replaced_by == new  # type: ignore[union-attr]
+    _same_after_rebuild(memory)
