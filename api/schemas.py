@@ -144,9 +144,19 @@ class CloseOut(BaseModel):
     decisions: list[ReceiptOut]
 
 
+class NowCurrentOut(BaseModel):
+    erased: str = Field(description="an erased memory that was the current value of a fact that changed")
+    current: str | None = Field(description="the earlier value current now, or null when none is left")
+
+
 class WriteOut(BaseModel):
     receipt: ReceiptOut
     ref: str | None = Field(description="the memory item the entry made or confirmed, if any")
+    current: list[NowCurrentOut] = Field(
+        default_factory=list,
+        description="a memory.erased: for each erased memory that was a fact's current value, the value "
+        "current now",
+    )
 
 
 class RecallIn(Strict):
@@ -236,6 +246,9 @@ class ItemOut(BaseModel):
     valid_until_us: int | None = None
     replaced_by: str | None = None
     replaces: str | None = None
+    #: The version 1 ``memory.replaced`` entries that still copy this memory's value (issue 40):
+    #: an erasure plan takes them with the memory.
+    copies: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class MeshesOut(BaseModel):

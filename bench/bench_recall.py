@@ -611,8 +611,11 @@ def main() -> None:
     from bench.supersession_set import score
 
     s = score()
-    print(f"Supersession detector on the labelled set ({s['pairs']:.0f} pairs): precision {s['precision']:.2f}, "
-          f"recall {s['recall']:.2f}, false-positive rate {s['false_positive_rate']:.2f}")  # fmt: skip
+    print(f"Supersession detector on the labelled set ({s['pairs']:.0f} pairs: {s['positives']:.0f} changes, "
+          f"{s['negatives']:.0f} near misses of which {s['adversarial']:.0f} adversarial): precision "
+          f"{s['precision']:.2f}, recall {s['recall']:.2f}, false-positive rate {s['false_positive_rate']:.2f}; "
+          f"fact matching alone would replace {s['adversarial_replaced_by_fact_alone']:.0f} of the "
+          f"{s['adversarial']:.0f} adversarial ones")  # fmt: skip
     pairs, sessions, turns = (2, 6, 8) if args.smoke else (6, 30, 18)
     print(
         f"Engram recall benchmark{' (smoke)' if args.smoke else ''}: {pairs} conversations x {sessions} sessions x ~{turns} turns, seed {args.seed}"

@@ -48,8 +48,8 @@ from ledger.memory.state import (
     LoggedEvent,
     evolve,
     ref_key,
-    session_stand_ins,
     stand_in,
+    stand_ins,
 )
 from ledger.signed_head import ForkRefusedError, SignedHead, SignedHeadRecord
 from ledger.storage.store import SqlStore
@@ -525,7 +525,8 @@ class _Audit:
     def _events(self, agent: str, size: int) -> Iterator[LoggedEvent]:
         ph = self.ph
         last = -1
-        # Erased session entries replay as their session id only (ledger.memory.state).
+        # Erased session entries replay as their session id only, erased version 1
+        # replacement decisions as their decision (ledger.memory.state.stand_ins).
         erasures = []
         for (body,) in self._rows(
             "SELECT b.body FROM leaves l JOIN bodies b ON b.idx = l.idx "
@@ -537,7 +538,7 @@ class _Audit:
             except (VerificationError, TypeError):
                 continue  # already reported with its row
             erasures.append(parsed if isinstance(parsed, dict) else None)
-        stand_ins = session_stand_ins(erasures)
+        replays = stand_ins(erasures)
         while True:
             rows = self._rows(
                 "SELECT l.idx, l.leaf, b.body FROM leaves l LEFT JOIN bodies b ON b.idx = l.idx "
@@ -566,7 +567,7 @@ class _Audit:
                         kind=leaf.envelope.kind,
                         body=parsed,
                     ),
-                    stand_ins,
+                    replays,
                 )
             last = int(rows[-1][0])
 

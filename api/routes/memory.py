@@ -32,6 +32,7 @@ from api.schemas import (
     ItemProofOut,
     ItemsOut,
     MeshesOut,
+    NowCurrentOut,
     RecallIn,
     RecallOut,
     ReceiptOut,
@@ -128,7 +129,11 @@ def write_memory(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: Kno
     """A signed ``memory.written``, ``memory.superseded``, ``memory.decay_exempted`` or
     ``memory.erased`` event (an erasure deletes the erased entry's body)."""
     done = submit_signed(svc, ev, agent=agent, kinds=MEMORY_KINDS)
-    return WriteOut(receipt=receipt_out(svc, done.receipt, known), ref=done.ref)
+    return WriteOut(
+        receipt=receipt_out(svc, done.receipt, known),
+        ref=done.ref,
+        current=[NowCurrentOut(erased=e, current=c) for e, c in done.current],
+    )
 
 
 @router.post("/v1/agents/{agent}/records", status_code=201, responses=_PROBLEMS)

@@ -187,7 +187,9 @@ def memory_erase(
     log_key: LogKey = None,
     as_json: AsJson = False,
 ) -> None:
-    """Erase a body and its salt (right to be forgotten); the leaf and all proofs stay valid."""
+    """Erase a body and its salt (right to be forgotten); the leaf and all proofs stay valid.
+    When an erased memory was the current value of a fact that changed, it says which value
+    is current now (an earlier one, or none)."""
     am = agent_memory(key_file, server, log_key)
     plan = am.erasure_plan(index)
     rec = am.erase(index, reason=reason)
@@ -197,6 +199,14 @@ def memory_erase(
         if plan.session is None
         else f"the title or summary of session {plan.session}"
     )
+    lines = [f"body of entry {index}{also} erased ({what}); the erasure is entry {rec.index}"]
+    for c in rec.current:
+        if c.current is None:
+            lines.append(f"{c.erased} was the current value of a fact that changed; no earlier value is left")
+        else:
+            lines.append(
+                f"{c.erased} was the current value of a fact that changed; {c.current} is current again"
+            )
     emit(
         as_json,
         {
@@ -205,8 +215,9 @@ def memory_erase(
             "items": len(plan.refs),
             "session": plan.session,
             "index": rec.index,
+            "current": [c.to_json() for c in rec.current],
         },
-        f"body of entry {index}{also} erased ({what}); the erasure is entry {rec.index}",
+        "\n".join(lines),
     )
 
 

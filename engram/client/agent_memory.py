@@ -14,8 +14,9 @@ verifies every proof it returns against the log key. Where the log is is its
 Answers are the frozen values of :mod:`engram.protocol.answers` (``to_json()`` gives the
 plain JSON the MCP tools and the CLI print):
 
-* ``write``/``record``/``supersede``: :class:`Written`; ``turn``/``erase``/``exempt``:
-  :class:`Appended`; ``close_session``: :class:`Closed`
+* ``write``/``record``/``supersede``: :class:`Written`; ``turn``/``exempt``: :class:`Appended`;
+  ``erase``: :class:`Erased` (an :class:`Appended` that says what became current);
+  ``close_session``: :class:`Closed`
 * ``recall``: :class:`Recalled` (rows: :class:`RecallRow`); ``items``: :class:`ItemRow`;
   ``sessions``/``session``: :class:`SessionRow`
 * ``item``: :class:`Shown`; ``prove``: :class:`Proven`
@@ -38,8 +39,10 @@ from engram.protocol.answers import (
     Appended,
     Closed,
     EntryProof,
+    Erased,
     ItemProof,
     ItemRow,
+    NowCurrent,
     Proven,
     Recalled,
     RecallRow,
@@ -346,16 +349,25 @@ class AgentMemory:
     def mesh_dissolve(self, mesh: str) -> Appended:
         return Appended(index=self.agent.append("mesh.dissolved", {"mesh": mesh}).index)
 
-    def erase(self, index: int, *, reason: str) -> Appended:
+    def erase(self, index: int, *, reason: str) -> Erased:
         """Erase entry ``index`` and what it fed (engram.protocol.erasure, the plan the
         service checks): one logged ``memory.erased`` deletes the bodies and salts of the
         entry and its closure and names every item they made. The leaves stay, so every
-        proof stays valid."""
+        proof stays valid. The answer says, for each erased memory that was the current value
+        of a fact that changed, which value is current now (an earlier one, or none)."""
         plan = self.erasure_plan(index)
         body = erased_body(
-            index, plan.refs, reason=reason, also=plan.also, sessions=plan.sessions, session=plan.session
+            index,
+            plan.refs,
+            reason=reason,
+            also=plan.also,
+            sessions=plan.sessions,
+            session=plan.session,
+            replaced=plan.replaced,
         )
-        return Appended(index=self.agent.append("memory.erased", body).index)
+        receipt = self.agent.append("memory.erased", body)
+        current = () if receipt.answer is None else receipt.answer.current
+        return Erased(index=receipt.index, current=[NowCurrent(erased=e, current=c) for e, c in current])
 
     def erasure_plan(self, index: int) -> ErasurePlan:
         """What erasing entry ``index`` takes with it (the items it made, the entries it fed,

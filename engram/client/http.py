@@ -209,6 +209,25 @@ def _wire(sub: Submission) -> dict[str, str]:
     }
 
 
+def _current(out: Mapping[str, Any]) -> tuple[tuple[str, str | None], ...]:
+    """An erasure's answer: for each erased memory that was a fact's current value, the value
+    current now (absent from older services' answers). A malformed list is refused."""
+    rows = out.get("current") or []
+    if not isinstance(rows, list) or len(rows) > 1000:
+        raise ProofError(
+            "the erasure's answer names what is current in a malformed list", check="erase.answer"
+        )
+    pairs: list[tuple[str, str | None]] = []
+    for row in rows:
+        erased, now = (row.get("erased"), row.get("current")) if isinstance(row, dict) else (None, None)
+        if not isinstance(erased, str) or not (now is None or isinstance(now, str)):
+            raise ProofError(
+                "the erasure's answer names what is current in a malformed list", check="erase.answer"
+            )
+        pairs.append((erased, now))
+    return tuple(pairs)
+
+
 def _receipt(r: Mapping[str, Any]) -> Receipt:
     """A receipt as the service sent it; nothing in it is trusted until verified."""
     leaf = _unb64(r["leaf"])
@@ -387,7 +406,9 @@ class HttpTransport:
         if "ref" not in out:  # key and token routes answer the receipt alone
             return [self._remember(out.get("receipt", out), answer=Outcome())]
         ref = out["ref"]
-        outcome = Outcome(named=kind in NAMES_ITEM, ref=ref if isinstance(ref, str) else None)
+        outcome = Outcome(
+            named=kind in NAMES_ITEM, ref=ref if isinstance(ref, str) else None, current=_current(out)
+        )
         return [self._remember(out["receipt"], answer=outcome)]
 
     def head(self, agent: str, kind: str) -> StreamState | None:

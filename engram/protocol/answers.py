@@ -21,8 +21,10 @@ __all__ = [
     "Appended",
     "Closed",
     "EntryProof",
+    "Erased",
     "ItemProof",
     "ItemRow",
+    "NowCurrent",
     "Proven",
     "RecallRow",
     "Recalled",
@@ -55,6 +57,23 @@ class Appended(_Json):
     """An entry appended that makes no item of its own (a turn, an erasure)."""
 
     index: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NowCurrent(_Json):
+    """An erased memory was the current value of a fact that changed: which value is current
+    now (``current``: an earlier value, or None when none is left; issue 40, finding 5)."""
+
+    erased: str
+    current: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Erased(Appended):
+    """An erasure appended, and for each erased memory that was a fact's current value, the
+    value current now."""
+
+    current: list[NowCurrent]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,6 +218,9 @@ class ItemRow(_Json):
     valid_until_us: int | None = None
     replaced_by: str | None = None
     replaces: str | None = None
+    #: The version 1 replacement entries that still copy this memory's value (issue 40;
+    #: absent from older servers' rows): an erasure plan takes them with the memory.
+    copies: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> ItemRow:
@@ -211,7 +233,7 @@ class ItemRow(_Json):
 
 
 _ITEM_FIELDS = tuple(f.name for f in dataclasses.fields(ItemRow))
-_OPTIONAL_ITEM_FIELDS = frozenset(("valid_from_us", "valid_until_us", "replaced_by", "replaces"))
+_OPTIONAL_ITEM_FIELDS = frozenset(("valid_from_us", "valid_until_us", "replaced_by", "replaces", "copies"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

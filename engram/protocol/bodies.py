@@ -137,15 +137,22 @@ def erased_body(
     also: Sequence[int] = (),
     sessions: Sequence[str] = (),
     session: str | None = None,
+    replaced: Sequence[tuple[int, str, str]] = (),
 ) -> dict[str, Any]:
+    """A ``memory.erased`` body for an erasure plan (engram.protocol.erasure): ``replaced``
+    names the version 1 replacement decisions it takes, (index, item, by)."""
     if session is not None:  # a session's title or summary (engram.protocol.erasure)
         body: dict[str, Any] = {"index": index, "session": session, "reason": reason}
         validate_body("memory.erased", body)
         return body
-    body = {"index": index, "refs": list(refs), "reason": reason}
+    body = {"index": index, "reason": reason}
+    if refs:
+        body["refs"] = list(refs)
     if also:
         body["also"] = sorted(also)
     if sessions:
         body["sessions"] = sorted(sessions)
+    if replaced:
+        body["replaced"] = [{"index": i, "item": item, "by": by} for i, item, by in sorted(replaced)]
     validate_body("memory.erased", body)
     return body

@@ -21,14 +21,23 @@ erases both).
 
 A session's ``session.opened`` (its title) and ``session.closed`` (its closing summary) are
 erasable too (issue 25, finding 3): the plan names the session and no item, and the session
-keeps its turns and its state (ledger.memory.state.session_stand_ins).
+keeps its turns and its state (ledger.memory.state.stand_ins).
+
+A **version 1 replacement decision** (a ``memory.replaced`` written before issue 40) copied
+the values of the two memories it names. Each memory lists those entries (``copies``): the
+plan takes them with the memory (in ``also``, followed no further: the other memory stays)
+and names each one's decision, ``{index, item, by}`` (``replaced``), which replays fold in
+place of the erased body: the values go, the decision stays (issue 40, finding 4). Such an
+entry can also be erased alone (its memories stay, or an erasure before issue 40 left it):
+the plan names it and no item. Every other policy decision is a control entry an erasure
+never takes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from engram.protocol.errors import RejectedEventError
 from engram.protocol.schemas import MAX_ERASED_ALSO, MAX_ERASED_REFS
@@ -55,6 +64,8 @@ class ErasableItem(Protocol):
     def superseded_by(self) -> str | None: ...
     @property
     def supersedes(self) -> str | None: ...
+    @property
+    def copies(self) -> Sequence[Mapping[str, Any]]: ...
 
 
 class ErasableSession(Protocol):
@@ -76,6 +87,8 @@ class ErasurePlan:
     sessions: tuple[str, ...]
     #: Set when ``index`` is a session's opening or closing entry (its title or summary).
     session: str | None = None
+    #: The version 1 replacement decisions among the erased entries: (index, item, by).
+    replaced: tuple[tuple[int, str, str], ...] = ()
 
 
 def _entry_of(ref: str | None) -> int | None:
@@ -92,6 +105,8 @@ def plan_erasure(
     for s in agent_sessions:
         if index in (s.opened_index, s.closed_index):
             return ErasurePlan(index=index, also=(), refs=(), sessions=(), session=s.session)
+    items = list(items)
+    copies = _copies(items)
     made: dict[int, list[ErasableItem]] = {}
     fed: dict[int, list[ErasableItem]] = {}  # entry -> items it confirmed (log marks)
     from_turn: dict[int, list[ErasableItem]] = {}  # turn entry -> items citing it
@@ -131,7 +146,16 @@ def plan_erasure(
             )
     live = [it for e in sorted(entries) for it in made.get(e, ())]
     if not live:
+        if index in copies:  # a version 1 replacement decision alone: its values go
+            return ErasurePlan(index=index, also=(), refs=(), sessions=(), replaced=(copies[index],))
         raise RejectedEventError(f"entry {index} holds no memory to erase", check="memory.missing_item")
+    taken = {c["index"]: copies[c["index"]] for it in live for c in it.copies if c.get("index") in copies}
+    entries |= set(taken)
+    if len(entries) > MAX_ERASED_ALSO + 1:
+        raise RejectedEventError(
+            f"erasing entry {index} would take more than {MAX_ERASED_ALSO + 1} entries with it",
+            check="memory.erase_too_large",
+        )
     if len(live) > MAX_ERASED_REFS:
         raise RejectedEventError(
             f"erasing entry {index} would name more than {MAX_ERASED_REFS} items",
@@ -143,4 +167,17 @@ def plan_erasure(
         also=tuple(sorted(entries - {index})),
         refs=tuple(sorted((it.ref for it in live), key=lambda r: tuple(int(x) for x in r.split(".")))),
         sessions=tuple(sorted(sessions)),
+        replaced=tuple(taken[i] for i in sorted(taken)),
     )
+
+
+def _copies(items: Sequence[ErasableItem]) -> dict[int, tuple[int, str, str]]:
+    """Every version 1 replacement entry the items list as copying a value (tombstones
+    included: an erasure before issue 40 left them): index -> (index, item, by)."""
+    out: dict[int, tuple[int, str, str]] = {}
+    for it in items:
+        for c in it.copies:
+            i, item, by = c.get("index"), c.get("item"), c.get("by")
+            if type(i) is int and isinstance(item, str) and isinstance(by, str):
+                out[i] = (i, item, by)
+    return out

@@ -25,6 +25,7 @@ from engram.protocol import schemas
 from engram.protocol.errors import RejectedEventError
 
 __all__ = [
+    "ERASABLE_KINDS",
     "GATED_KINDS",
     "KINDS",
     "REGISTRY_VERSION",
@@ -90,6 +91,12 @@ class KindSpec:
     #: The log indices whose bodies an accepted event erases, in the same transaction
     #: (right to be forgotten: the leaves and every proof stay).
     erases: Callable[[Mapping[str, Any]], tuple[int, ...]] = _erases_nothing
+    #: Its body is content an erasure may remove (what was said, remembered or recorded).
+    #: Otherwise the entry is a **control** entry (keys, meshes, policy decisions, exemptions,
+    #: revocations, erasures): its body is state, and erasing it is refused
+    #: (``memory.erase_control``; specs/memory-events.md, "Erasure removes text, never
+    #: state"). A new kind is a control entry unless it says otherwise.
+    erasable: bool = False
 
 
 _SPECS = (
@@ -117,6 +124,7 @@ _SPECS = (
         description="a working session starts",
         schema=schemas.session_opened,
         verbatim=_members("title"),
+        erasable=True,
     ),
     KindSpec(
         name="session.turn",
@@ -124,6 +132,7 @@ _SPECS = (
         description="a message or tool call, full fidelity",
         schema=schemas.session_turn,
         verbatim=_members("content"),
+        erasable=True,
     ),
     KindSpec(
         name="session.closed",
@@ -131,6 +140,7 @@ _SPECS = (
         description="a working session ends",
         schema=schemas.session_closed,
         verbatim=_members("summary"),
+        erasable=True,
     ),
     KindSpec(
         name="memory.written",
@@ -139,6 +149,7 @@ _SPECS = (
         schema=schemas.memory_written,
         gated=_members("content", "evidence"),
         items="body",
+        erasable=True,
     ),
     KindSpec(
         name="memory.distilled",
@@ -148,6 +159,7 @@ _SPECS = (
         signer="policy",
         gated=_entry_texts,
         items="entries",
+        erasable=True,
     ),
     KindSpec(
         name="memory.tier_changed",
@@ -163,6 +175,7 @@ _SPECS = (
         schema=schemas.memory_superseded,
         gated=_members("content", "reason"),
         items="body",
+        erasable=True,
     ),
     KindSpec(
         name="memory.decay_exempted",
@@ -206,6 +219,7 @@ _SPECS = (
         schema=schemas.pact_outcome,
         gated=_members("evidence"),
         items="record",
+        erasable=True,
     ),
     KindSpec(
         name="eval.outcome",
@@ -214,6 +228,7 @@ _SPECS = (
         schema=schemas.eval_outcome,
         gated=_members("evidence"),
         items="record",
+        erasable=True,
     ),
     KindSpec(
         name="boundary.event",
@@ -222,6 +237,7 @@ _SPECS = (
         schema=schemas.boundary_event,
         gated=_members("description"),
         items="record",
+        erasable=True,
     ),
     KindSpec(
         name="commitment",
@@ -230,6 +246,7 @@ _SPECS = (
         schema=schemas.commitment,
         gated=_members("promise", "counterparty"),
         items="record",
+        erasable=True,
     ),
     KindSpec(
         name="share.revoked",
@@ -334,6 +351,8 @@ def gated_texts(kind: str, body: Mapping[str, Any]) -> list[str]:
 
 #: Kinds with text the write gate checks.
 GATED_KINDS = frozenset(s.name for s in _SPECS if s.gated is not _no_texts)
+#: Kinds whose body an erasure may remove; every other kind is a control entry.
+ERASABLE_KINDS = frozenset(s.name for s in _SPECS if s.erasable)
 
 #: Kinds whose memory answer names the item the entry made or confirmed (a memory, a
 #: correction, a record): ``Outcome.ref`` over HTTP and in process.

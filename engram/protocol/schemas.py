@@ -325,18 +325,34 @@ def memory_superseded(b: BodyReader) -> None:
     b.tags()
 
 
+#: The first policy version whose ``memory.replaced`` names memories by reference and leaf
+#: hash only (issue 40, finding 4); version 1 bodies copied both values.
+REPLACED_BY_DIGEST = 2
+
+
 def memory_replaced(b: BodyReader) -> None:
     """A policy decision: ``by`` states a new value of the attribute ``item`` stated, so
-    ``item`` is no longer current (both stay; ledger.memory.facts)."""
+    ``item`` is no longer current (both stay; ledger.memory.facts).
+
+    From policy version 2 the body names each memory by its reference and the leaf hash of
+    the entry that holds it (``item_leaf``, ``by_leaf``: SHA-256 of 0x00 and the leaf, whose
+    body commitment is salted), never by its text: an erased value leaves no copy here.
+    Version 1 bodies, which logs written before issue 40 hold, copied the two values
+    (``subject``, ``attribute``, ``was``, ``now``); an erasure of either memory takes such a
+    body with it and carries its decision (engram.protocol.erasure)."""
     old = b.ref("item")
     if b.ref("by") == old:
         raise b._fail("by", "must differ from 'item'")
     b.text("rule", max_len=64, pattern=_NAME)
-    b.integer("policy_version", 1, 1_000_000)
-    b.text("subject", max_len=64)
-    b.text("attribute", max_len=96)
-    b.text("was", max_len=200)
-    b.text("now", max_len=200)
+    version = b.integer("policy_version", 1, 1_000_000)
+    if version < REPLACED_BY_DIGEST:
+        b.text("subject", max_len=64)
+        b.text("attribute", max_len=96)
+        b.text("was", max_len=200)
+        b.text("now", max_len=200)
+        return
+    b.text("item_leaf", max_len=64, pattern=_HEX64)
+    b.text("by_leaf", max_len=64, pattern=_HEX64)
 
 
 def memory_decay_exempted(b: BodyReader) -> None:
@@ -380,13 +396,31 @@ def memory_erased(b: BodyReader) -> None:
 
     With ``session``, the entry ``index`` is that session's ``session.opened`` or
     ``session.closed``: its title or closing summary goes (issue 25, finding 3), the session
-    keeps its turns, and no item is named (``refs``, ``also`` and ``sessions`` absent)."""
+    keeps its turns, and no item is named (``refs``, ``also`` and ``sessions`` absent).
+
+    ``replaced`` (issue 40, finding 4): the erased entries that are version 1
+    ``memory.replaced`` decisions (they copied the values of the memories they name), each
+    as ``{index, item, by}``: the decision without the values, which replays fold in place
+    of the body. An erasure of such an entry alone (its memories stay, or are gone already)
+    names no item: ``index`` is that entry, ``replaced`` names it, and ``refs``, ``also``
+    and ``sessions`` are absent."""
     index = b.integer("index", 0, 2**53 - 1)
     if b.get("session", False) is not None:
         b.text("session", max_len=64, pattern=_SESSION)
-        for name in ("refs", "also", "sessions"):
+        for name in ("refs", "also", "sessions", "replaced"):
             if b.get(name, False) is not None:
                 raise b._fail(name, "must be absent when the erasure names a session entry")
+        b.text("reason", max_len=MAX_CONTENT_CHARS)
+        return
+    replaced = _replaced_stand_ins(b)
+    if b.get("refs", False) is None:
+        if [r["index"] for r in replaced] != [index]:
+            raise b._fail(
+                "refs", "is required unless the erasure takes one replacement decision's copy alone"
+            )
+        for name in ("also", "sessions"):
+            if b.get(name, False) is not None:
+                raise b._fail(name, "must be absent when the erasure names no item")
         b.text("reason", max_len=MAX_CONTENT_CHARS)
         return
     also = b.get("also", False)
@@ -399,6 +433,8 @@ def memory_erased(b: BodyReader) -> None:
     ):
         raise b._fail("also", f"must be 1-{MAX_ERASED_ALSO} distinct log indices other than index")
     entries = {index, *(also or ())}
+    if not {r["index"] for r in replaced} <= entries:
+        raise b._fail("replaced", "must name entries the erasure takes (index and also)")
     refs = b.get("refs", True)
     if not isinstance(refs, list) or not 0 < len(refs) <= MAX_ERASED_REFS or len(set(refs)) != len(refs):
         raise b._fail("refs", f"must be 1-{MAX_ERASED_REFS} distinct item references")
@@ -414,6 +450,33 @@ def memory_erased(b: BodyReader) -> None:
     ):
         raise b._fail("sessions", "must be distinct session ids")
     b.text("reason", max_len=MAX_CONTENT_CHARS)
+
+
+def _replaced_stand_ins(b: BodyReader) -> list[Mapping[str, Any]]:
+    items = b.get("replaced", False)
+    if items is None:
+        return []
+    if not isinstance(items, list) or not 0 < len(items) <= MAX_ERASED_ALSO + 1:
+        raise b._fail("replaced", f"must be 1-{MAX_ERASED_ALSO + 1} replacement decisions")
+    seen: set[int] = set()
+    for r in items:
+        if (
+            not isinstance(r, Mapping)
+            or set(r) != {"index", "item", "by"}
+            or type(r["index"]) is not int
+            or not 0 <= r["index"] <= 2**53 - 1
+            or r["index"] in seen
+        ):
+            raise b._fail("replaced", "must be distinct {index, item, by} objects")
+        seen.add(r["index"])
+        try:
+            parse_ref(r["item"])
+            parse_ref(r["by"])
+        except RejectedEventError as e:
+            raise b._fail("replaced", "must name items by reference") from e
+        if r["item"] == r["by"]:
+            raise b._fail("replaced", "must name two different items")
+    return list(items)
 
 
 def pact_outcome(b: BodyReader) -> None:

@@ -70,13 +70,17 @@ class Outcome:
     ``named``: the event's kind makes or confirms an item, and ``ref`` is that item (None:
     the write was refused as an item, e.g. a near-duplicate of an erased memory). A
     ``session.closed`` carries its distillation's receipt, the memories it distilled and
-    the policy decisions that followed (policy-signed receipts, unverified)."""
+    the policy decisions that followed (policy-signed receipts, unverified). A
+    ``memory.erased`` says, for each erased memory that was the current value of a fact that
+    changed, which value is current now (``current``: (erased ref, current ref or None when
+    no earlier value is left); issue 40, finding 5)."""
 
     named: bool = False
     ref: str | None = None
     distilled: Receipt | None = None
     entries: int = 0
     decisions: tuple[Receipt, ...] = ()
+    current: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from ledger.memory.terms import STOP_WORDS
 from ledger.outbound import OutboundError, post_json
 
 __all__ = [
+    "ROLE_SUBJECTS",
     "ChatCompletionsDistiller",
     "Distiller",
     "DistillerError",
@@ -35,6 +36,7 @@ __all__ = [
     "Turn",
     "distill_stats",
     "run_distiller",
+    "speaker_of",
 ]
 
 
@@ -199,15 +201,23 @@ _LABELS = _wordset(
     "question answer result output input step status reminder tip important update fix "
     "user assistant system tool"
 )
-_ROLE_SUBJECT = {"user": "the user", "assistant": "the assistant", "tool": "a tool", "system": "the system"}
+#: Who a turn without a named speaker is, by its role.
+ROLE_SUBJECTS = {"user": "the user", "assistant": "the assistant", "tool": "a tool", "system": "the system"}
+_ROLE_SUBJECT = ROLE_SUBJECTS
+
+
+def speaker_of(role: str, content: str) -> tuple[str, str]:
+    """(who said a turn of ``role``, its text without the speaker prefix): the name a user
+    or assistant turn opens with ("Caroline: ..."), else the role's subject."""
+    m = _SPEAKER.match(content) if role in ("user", "assistant") else None
+    if m and m.group(1).casefold() not in _LABELS and m.group(1).casefold() not in STOP_WORDS:
+        return m.group(1), content[m.end() :]
+    return _ROLE_SUBJECT.get(role, role), content
 
 
 def _speaker(turn: Turn) -> tuple[str, str]:
     """(subject, text without the speaker prefix)."""
-    m = _SPEAKER.match(turn.content) if turn.role in ("user", "assistant") else None
-    if m and m.group(1).casefold() not in _LABELS and m.group(1).casefold() not in STOP_WORDS:
-        return m.group(1), turn.content[m.end() :]
-    return _ROLE_SUBJECT.get(turn.role, turn.role), turn.content
+    return speaker_of(turn.role, turn.content)
 
 
 def subject_tag(subject: str) -> str | None:

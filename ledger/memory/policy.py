@@ -31,14 +31,15 @@ normalized text, the move is written with ``confirms`` and confirms that item in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from engram.protocol.scopes import scope_of
 from ledger.memory.facts import Fact, fact_of
-from ledger.memory.state import Item, MemoryState, ref_key
+from ledger.memory.state import RECORD, Item, MemoryState, ref_key
 from ledger.memory.tokens import HOT_BLOCK_OVERHEAD, hot_tokens
+from ledger.memory.voice import RETRIEVED_SOURCES, Cited, Statement, voice_of
 
 __all__ = [
     "POLICY_VERSION",
@@ -48,10 +49,15 @@ __all__ = [
     "decide_replacements",
     "decide_session_end",
     "decide_sweep",
+    "decide_updates",
     "importance",
+    "statement_of",
+    "why_not_replaced",
 ]
 
-POLICY_VERSION = 1
+#: Version 2 (issue 40): replacements only by the owner's own word, and ``memory.replaced``
+#: bodies name memories by reference and leaf hash, never by value.
+POLICY_VERSION = 2
 DAY_US = 86_400_000_000
 
 
@@ -194,35 +200,142 @@ def decide_caps(state: MemoryState, agent: str, cfg: PolicyConfig) -> list[Decis
     return _fit_caps(state.hot_items(agent), [], state, cfg)
 
 
-def decide_replacements(items: Iterable[Item]) -> list[Decision]:
-    """A newer value replaces an older one (issue 29): among active memories that state the
-    same fact (subject and attribute, ledger.memory.facts) in the same scope, the one true
-    most recently (``since_us``, then log order) is current; each other one that states a
-    different value gets a ``memory.replaced`` naming it. Memories that agree stay."""
+def statement_of(state: MemoryState, it: Item) -> Statement:
+    """What the replacement rules see of ``it`` (ledger.memory.voice): its text, the role and
+    text of each session turn it cites (the turns' records), whether its provenance names a
+    retrieved source, its tier and exemption. A cited turn that is not there any more (or
+    not a turn) leaves nobody's word to read: the memory counts as retrieved."""
+    cited: list[Cited] = []
+    retrieved = any(p.get("source_type") in RETRIEVED_SOURCES for p in it.provenance)
+    for p in it.provenance:
+        if p.get("source_type") != "turn":
+            continue
+        ref = p.get("source_ref", "")
+        rec = state.item(it.agent, f"{ref}.0") if ref.isdigit() else None
+        if rec is None or rec.tier != RECORD or rec.status != "active" or not rec.tags:
+            retrieved = True
+            continue
+        cited.append(Cited(role=rec.tags[0], text=rec.content))
+    return Statement(
+        content=it.content,
+        cited=tuple(cited),
+        retrieved=retrieved,
+        tier=it.tier,
+        decay_exempt=it.decay_exempt,
+    )
+
+
+def why_not_replaced(
+    old: Statement,
+    new: Statement,
+    *,
+    old_value: str | None,
+    new_value: str | None,
+    moves_to: str | None = None,
+) -> str | None:
+    """Why the policy may not let ``new`` replace ``old`` (issue 40, finding 3), or None:
+
+    * ``cold``: COLD memories change only by their owner's own signed correction
+      (``memory.superseded``); so does a memory this round files in COLD (``moves_to``);
+    * ``decay_exempt``: the owner marked it to be kept as it is;
+    * ``retrieved``, ``reported``, ``quoted``, ``hypothetical``: ``new`` does not state the
+      fact in its owner's own voice (ledger.memory.voice);
+    * ``hot_speaker``: a HOT memory is replaced only by its own speaker's later statement.
+    """
+    if old.tier not in ("HOT", "WARM") or moves_to == "COLD":
+        return "cold"
+    if old.decay_exempt:
+        return "decay_exempt"
+    said = voice_of(new, new_value)
+    if not said.own:
+        return said.why
+    if old.tier == "HOT":
+        was = voice_of(old, old_value)
+        if said.speaker is None or said.speaker != was.speaker:
+            return "hot_speaker"
+    return None
+
+
+#: The leaf hash (hex) of the entry at a log index: how a decision names a memory's entry.
+LeafHash = Callable[[int], str]
+
+
+def decide_replacements(
+    state: MemoryState, items: Iterable[Item], *, leaf_hash: LeafHash, moving: Mapping[str, str] | None = None
+) -> list[Decision]:
+    """A newer value replaces an older one (issues 29 and 40): among active memories that
+    state the same fact (subject and attribute, ledger.memory.facts) in the same scope, each
+    one is replaced by the next newer one (``since_us``, then log order) that states a
+    different value and may replace it (:func:`why_not_replaced`: in its owner's own voice;
+    never a COLD or decay-exempt memory; a HOT one only by its own speaker). Memories that
+    agree stay. ``moving``: item -> the tier this round's other decisions move it to."""
+    moving = moving or {}
     groups: dict[tuple[str, str], list[tuple[Item, Fact]]] = {}
     for it in items:
         fact = fact_of(it.content)
-        if it.status == "active" and fact is not None:
+        if it.status == "active" and it.tier != RECORD and fact is not None:
             groups.setdefault((fact.key, scope_of(it.tags)), []).append((it, fact))
     out: list[Decision] = []
     for members in groups.values():
+        if len(members) < 2:
+            continue
         members.sort(key=lambda m: (m[0].since_us, ref_key(m[0].ref)))
-        newest, now = members[-1]
-        for it, was in members[:-1]:
-            if was.value == now.value:
-                continue
-            body = {
-                "item": it.ref,
-                "by": newest.ref,
-                "rule": "same_fact",
-                "policy_version": POLICY_VERSION,
-                "subject": now.subject[:64],
-                "attribute": now.attribute[:96],
-                "was": was.value[:200],
-                "now": now.value[:200],
-            }
-            out.append(Decision(kind="memory.replaced", body=body))
+        said = {it.ref: statement_of(state, it) for it, _ in members}
+        for n, (old, was) in enumerate(members[:-1]):
+            for new, now in members[n + 1 :]:
+                if now.value == was.value:
+                    continue
+                why = why_not_replaced(
+                    said[old.ref],
+                    said[new.ref],
+                    old_value=was.value,
+                    new_value=now.value,
+                    moves_to=moving.get(old.ref),
+                )
+                if why is None:
+                    out.append(_replaced(old, new, "same_fact", leaf_hash))
+                    break
     return out
+
+
+def decide_updates(
+    state: MemoryState, agent: str, updates: Iterable[tuple[str, str]], *, leaf_hash: LeafHash
+) -> list[Decision]:
+    """The distiller said each ``(old, new)``: memory ``new`` states a new value of the fact
+    ``old`` states. A ``memory.replaced`` (rule ``distiller_update``) for each pair the rules
+    of :func:`why_not_replaced` allow, both still active memories."""
+    out: list[Decision] = []
+    for old_ref, new_ref in updates:
+        old, new = state.item(agent, old_ref), state.item(agent, new_ref)
+        if old is None or new is None or old.ref == new.ref:
+            continue
+        if old.status != "active" or new.status != "active" or RECORD in (old.tier, new.tier):
+            continue
+        was, now = fact_of(old.content), fact_of(new.content)
+        why = why_not_replaced(
+            statement_of(state, old),
+            statement_of(state, new),
+            old_value=was.value if was else None,
+            new_value=now.value if now else None,
+        )
+        if why is None:
+            out.append(_replaced(old, new, "distiller_update", leaf_hash))
+    return out
+
+
+def _replaced(old: Item, new: Item, rule: str, leaf_hash: LeafHash) -> Decision:
+    """A ``memory.replaced`` body (policy version 2): the two memories by reference and by
+    the leaf hash of the entry holding each (salted through its body commitment, so a short
+    value cannot be guessed from it), never by value (issue 40, finding 4)."""
+    body = {
+        "item": old.ref,
+        "item_leaf": leaf_hash(old.index),
+        "by": new.ref,
+        "by_leaf": leaf_hash(new.index),
+        "rule": rule,
+        "policy_version": POLICY_VERSION,
+    }
+    return Decision(kind="memory.replaced", body=body)
 
 
 def decide_sweep(state: MemoryState, items: Iterable[Item], now_us: int, cfg: PolicyConfig) -> list[Decision]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from engram.protocol.errors import RejectedEventError
 from engram.protocol.gate import WriteGate
+from engram.protocol.kinds import ERASABLE_KINDS
 from ledger.memory.projection import Projection
 from ledger.memory.state import RECORD, SESSION_ENTRY_KINDS
 from ledger.mesh import MESH_KINDS, Mesh, MeshReader, MeshRuleError, apply_event
@@ -90,22 +91,88 @@ def _live_item(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
 
 
 def _erasable(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
-    """The named items exist and are not erased yet, and every entry whose body goes is the
-    agent's own (an agent never erases another's entry, whether or not it made an item).
+    """Erasure removes text, never state (issue 40, finding 2; specs/memory-events.md):
+
+    1. the named items exist and are not erased yet (``memory.missing_item``);
+    2. every entry whose body goes is the agent's own (``memory.erase``): an agent never
+       erases another's entry, whether or not it made an item;
+    3. every one of them holds content (``memory.erase_control``): a control entry (a key,
+       a mesh, a policy decision, an exemption, a revocation, an erasure) keeps its body,
+       except a version 1 ``memory.replaced``, which copied the values of the memories it
+       names: the erasure names its decision (``replaced``), checked against its body here,
+       and replays fold that decision in its place (issue 40, finding 4);
+    4. the erasure is exactly its plan (``memory.erase_plan``): ``also``, ``refs``,
+       ``sessions`` and ``replaced`` are what engram.protocol.erasure computes from the
+       agent's items, the same on client and server, so no entry rides along that the plan
+       does not take.
+
     A session entry's erasure: the entry is the agent's opening or closing entry of that
     session, its body is still stored, and that body names the session (what replays read
-    once the body is gone: ledger.memory.state.session_stand_ins)."""
+    once the body is gone: ledger.memory.state.stand_ins)."""
     if "session" in body:
         _erasable_session_entry(batch, env, body["index"], body["session"])
         return
-    for ref in body["refs"]:
+    for ref in body.get("refs") or ():
         it = batch.projection.item(env.agent, ref)
         if it is None or it.status == "erased":
             raise RejectedEventError(f"nothing to erase at {ref}", check="memory.missing_item")
-    for index in [body["index"], *(body.get("also") or ())]:
+    entries = [body["index"], *(body.get("also") or ())]
+    kinds = {}
+    for index in entries:
         raw = batch.store.leaf(index)
         if raw is None or Leaf.from_bytes(raw).envelope.agent != env.agent:
             raise RejectedEventError(f"entry {index} is not one of {env.agent}'s", check="memory.erase")
+        kinds[index] = Leaf.from_bytes(raw).envelope.kind
+    decisions = {r["index"]: r for r in body.get("replaced") or ()}
+    for index, kind in kinds.items():
+        if kind == "memory.replaced" and index in decisions:
+            _copies_values(batch, index, decisions[index])
+        elif kind not in ERASABLE_KINDS:
+            raise RejectedEventError(
+                f"entry {index} is a {kind}, a control entry: its body is state, not text an erasure "
+                "may remove",
+                check="memory.erase_control",
+            )
+    stray = sorted(decisions.keys() - {i for i, k in kinds.items() if k == "memory.replaced"})
+    if stray:
+        raise RejectedEventError(f"entry {stray[0]} is not a replacement decision", check="memory.erase_plan")
+    _is_the_plan(batch, env.agent, body)
+
+
+def _copies_values(batch: _Batch, index: int, decision: Mapping[str, Any]) -> None:
+    """Entry ``index`` is a version 1 ``memory.replaced`` whose body, still stored, copies the
+    two values, and ``decision`` is its decision: what a replay folds once the body is gone
+    (ledger.memory.state.stand_ins). A version 2 body names memories only: a control entry."""
+    stored = batch.store.body(index)
+    body = None if stored is None else parse_strict(stored[1], max_bytes=1 << 24)
+    if body is None or "was" not in body:
+        raise RejectedEventError(
+            f"entry {index} is a replacement decision that copies no value: a control entry",
+            check="memory.erase_control",
+        )
+    if (body.get("item"), body.get("by")) != (decision["item"], decision["by"]):
+        raise RejectedEventError(
+            f"entry {index} decided that {body.get('by')} replaces {body.get('item')}, not what this erasure says",
+            check="memory.erase_plan",
+        )
+
+
+def _is_the_plan(batch: _Batch, agent: str, body: Mapping[str, Any]) -> None:
+    plan = batch.projection.erasure_plan(agent, body["index"])  # raises its own named check
+    named = (
+        set(body.get("also") or ()),
+        set(body.get("refs") or ()),
+        set(body.get("sessions") or ()),
+        {(r["index"], r["item"], r["by"]) for r in body.get("replaced") or ()},
+    )
+    planned = (set(plan.also), set(plan.refs), set(plan.sessions), set(plan.replaced))
+    if plan.session is not None or named != planned:
+        raise RejectedEventError(
+            f"erasing entry {body['index']} takes entries {sorted(plan.also)}, items {list(plan.refs)}, "
+            f"sessions {list(plan.sessions)} and replacement decisions {sorted(i for i, _, _ in plan.replaced)} "
+            "with it; this erasure names others",
+            check="memory.erase_plan",
+        )
 
 
 def _erasable_session_entry(batch: _Batch, env: Envelope, index: int, session: str) -> None:

@@ -22,20 +22,21 @@ from typing import Any
 from sqlalchemy import Connection, and_, bindparam, delete, func, or_, select, text, update
 from sqlalchemy.exc import DBAPIError, OperationalError
 
+from engram.protocol.erasure import ErasurePlan, plan_erasure
 from engram.protocol.errors import LogIntegrityError, StorageError
 from engram.protocol.gate import normalize_text
 from ledger.memory.facts import fact_of
 from ledger.memory.state import (
     RECORD,
-    SESSION_ENTRY_KINDS,
+    STANDS_IN_KINDS,
     Item,
     LoggedEvent,
     Session,
     digest_sorted,
     evolve,
     ref_key,
-    session_stand_ins,
     stand_in,
+    stand_ins,
 )
 from ledger.memory.terms import content_terms
 from ledger.memory.vectors import BUMP_GENERATION, DELETE_VECTOR
@@ -85,6 +86,7 @@ def _item_row(it: Item) -> dict[str, Any]:
         "replaced_by": it.replaced_by,
         "replaces": it.replaces,
         "fact_key": _fact_key(it),
+        "copies": json.dumps(it.copies),
     }
 
 
@@ -122,6 +124,7 @@ def item_from_row(r: Any) -> Item:
         valid_until_us=r.valid_until_us,
         replaced_by=r.replaced_by,
         replaces=r.replaces,
+        copies=json.loads(r.copies),
     )
 
 
@@ -692,10 +695,10 @@ class Projection:
                     body=body,
                 )
             )
-        erased = {ev.agent for ev in out if ev.body is None and ev.kind in SESSION_ENTRY_KINDS}
+        erased = {ev.agent for ev in out if ev.body is None and ev.kind in STANDS_IN_KINDS}
         if not erased:
             return out
-        stand_ins = session_stand_ins(
+        replays = stand_ins(
             parse_strict(blob(r.body, "bodies", r.idx, "body"), max_bytes=1 << 24)
             for r in conn.execute(
                 select(bodies.c.idx, bodies.c.body)
@@ -703,7 +706,7 @@ class Projection:
                 .where(and_(leaves.c.agent.in_(sorted(erased)), leaves.c.kind == "memory.erased"))
             )
         )
-        return [stand_in(ev, stand_ins) for ev in out]
+        return [stand_in(ev, replays) for ev in out]
 
     def check_replayable(
         self, end: int | None = None, progress: Callable[[int, int], None] | None = None
@@ -820,6 +823,13 @@ class Projection:
             query = query.limit(limit)
         with self.engine.connect() as conn:
             return [item_from_row(r) for r in conn.execute(query)]
+
+    def erasure_plan(self, agent: str, index: int) -> ErasurePlan:
+        """What erasing ``agent``'s entry ``index`` takes with it, from the agent's items of
+        every tier and status (session-turn records included) and its sessions
+        (engram.protocol.erasure: the plan the client computes too)."""
+        items = [*self.items(agent, status=None), *self.items(agent, tiers=[RECORD], status=None)]
+        return plan_erasure(index, items, self.sessions(agent))
 
     def item_counts(self, agent: str) -> dict[tuple[str, str], int]:
         """How many items ``agent`` has per (tier, status), records tier excluded: one

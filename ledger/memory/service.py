@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from engram.protocol.answers import EntryProof, ItemProof, ItemRow
-from engram.protocol.erasure import ErasurePlan, plan_erasure
+from engram.protocol.erasure import ErasurePlan
 from engram.protocol.errors import (
     ConflictError,
     EngramError,
@@ -28,6 +28,7 @@ from engram.protocol.errors import (
     MalformedError,
     NotFoundError,
     RejectedEventError,
+    StorageError,
     VerificationError,
 )
 from engram.protocol.kinds import kinds_where, validate_body
@@ -40,13 +41,13 @@ from ledger.memory.distill import MAX_KNOWN, Distiller, RuleBasedDistiller, Turn
 from ledger.memory.embed import Embedder
 from ledger.memory.facts import asked_fact_keys, fact_of, time_intent
 from ledger.memory.policy import (
-    POLICY_VERSION,
     Decision,
     PolicyConfig,
     decide_caps,
     decide_replacements,
     decide_session_end,
     decide_sweep,
+    decide_updates,
 )
 from ledger.memory.projection import Projection, SqlState
 from ledger.memory.recall import (
@@ -72,6 +73,7 @@ from ledger.memory.vectors import VectorIndex
 from ledger.mesh import Mesh, MeshReader
 from verifier.event import Leaf
 from verifier.jcs import canonical_bytes, parse_strict
+from verifier.merkle import leaf_hash
 
 __all__ = ["CloseResult", "MemoryService", "Submitted"]
 
@@ -116,6 +118,8 @@ class Submitted:
     body: dict[str, Any]
     ref: str | None = None
     close: CloseResult | None = None
+    #: A ``memory.erased``: (erased memory that was current, the value current now or None).
+    current: tuple[tuple[str, str | None], ...] = ()
 
     def outcome(self) -> Outcome:
         """The answer beside the receipt, as the memory routes give it over HTTP."""
@@ -126,6 +130,7 @@ class Submitted:
             distilled=None if c is None else c.distilled,
             entries=0 if c is None else c.entries,
             decisions=() if c is None else tuple(c.decisions),
+            current=self.current,
         )
 
 
@@ -457,6 +462,13 @@ class MemoryService:
         body = dict(p.body)
         if session is not None and body.get("session") != session:
             raise RejectedEventError(f"the event is not about session {session}", check="request.session")
+        chains: dict[str, list[str]] = {}
+        if env.kind == "memory.erased":
+            if self._following:
+                # The follower may not have taken the agent's pending decisions yet (a write
+                # answers on durability): take them first, so the answer says what is current.
+                self.hold_caps(agent)
+            chains = self._chains_of(agent, body.get("refs") or ())
         [receipt], closes = self._accept([p], operator=operator)
         if receipt.kind in OWN_ITEM:
             ref: str | None = f"{receipt.index}.0"  # named by the entry: no projection needed
@@ -465,7 +477,42 @@ class MemoryService:
             ref = self.ref_for(agent, receipt.index)
         else:
             ref = None
-        return Submitted(receipt=receipt, body=body, ref=ref, close=closes.get(receipt.index))
+        current: tuple[tuple[str, str | None], ...] = ()
+        if chains:
+            self.sync_through(receipt.index)
+            current = tuple((erased, self._first_active(agent, older)) for erased, older in chains.items())
+        return Submitted(
+            receipt=receipt, body=body, ref=ref, close=closes.get(receipt.index), current=current
+        )
+
+    #: How far back an erasure's answer follows a replacement chain.
+    MAX_CHAIN = 64
+
+    def _chains_of(self, agent: str, refs: Sequence[str]) -> dict[str, list[str]]:
+        """For each of ``refs`` that is the current value of a fact that changed (active, and
+        it replaced an older one): the older values, newest first (what may become current
+        once it is erased; issue 40, finding 5)."""
+        self.sync()
+        out: dict[str, list[str]] = {}
+        for ref in refs:
+            it = self.projection.item(agent, ref)
+            if it is None or it.status != "active" or not it.replaces:
+                continue
+            older: list[str] = []
+            prev: str | None = it.replaces
+            while prev is not None and prev not in older and prev != ref and len(older) < self.MAX_CHAIN:
+                older.append(prev)
+                p = self.projection.item(agent, prev)
+                prev = None if p is None else p.replaces
+            out[ref] = older
+        return out
+
+    def _first_active(self, agent: str, refs: Sequence[str]) -> str | None:
+        for ref in refs:
+            it = self.projection.item(agent, ref)
+            if it is not None and it.status == "active":
+                return ref
+        return None
 
     def finish_session(self, agent_id: str, session: str) -> tuple[Receipt | None, int, list[Receipt]]:
         """Distill a closed session (unless done) and apply the session-end rules."""
@@ -474,13 +521,16 @@ class MemoryService:
         if s is None or s.status != "closed":
             raise RejectedEventError(f"session {session} of {agent_id} is not closed", check="memory.session")
         distilled, entries = (None, 0) if s.distilled else self.distill(agent_id, session)
-        decisions = self._decide_and_append(
-            agent_id,
-            lambda state: [
-                *decide_session_end(state, agent_id, session, self.config, self.ledger.clock()),
-                *decide_replacements(state.changed_facts(agent_id)),
-            ],
-        )
+
+        def decide(state: SqlState) -> list[Decision]:
+            filed = decide_session_end(state, agent_id, session, self.config, self.ledger.clock())
+            found = state.changed_facts(agent_id)
+            return [
+                *filed,
+                *decide_replacements(state, found, leaf_hash=self._leaf_hash, moving=_moves(filed)),
+            ]
+
+        decisions = self._decide_and_append(agent_id, decide)
         return distilled, entries, decisions
 
     def transcript(self, agent_id: str, session: str) -> list[Turn]:
@@ -566,31 +616,20 @@ class MemoryService:
     ) -> list[Receipt]:
         """The distiller said these entries state new values of known facts: policy-signed
         ``memory.replaced`` entries (rule ``distiller_update``) link each to the fact it
-        replaces (replayed only if both are still active memories then)."""
-        decisions = []
-        for n, old_ref in sorted(updates.items()):
-            old = self.projection.item(agent_id, old_ref)
-            if old is None or old.status != "active":
-                continue
-            was, now = fact_of(old.content), fact_of(entries[n]["content"])
-            decisions.append(
-                Decision(
-                    kind="memory.replaced",
-                    body={
-                        "item": old_ref,
-                        "by": f"{index}.{n}",
-                        "rule": "distiller_update",
-                        "policy_version": POLICY_VERSION,
-                        "subject": (now.subject if now else was.subject if was else "(as distilled)")[:64],
-                        "attribute": (now.attribute if now else was.attribute if was else "(as distilled)")[
-                            :96
-                        ],
-                        "was": (was.value if was else old.content)[:200],
-                        "now": (now.value if now else str(entries[n]["content"]))[:200],
-                    },
-                )
-            )
-        return self._decide_and_append(agent_id, lambda state: decisions) if decisions else []
+        replaces, where the replacement rules allow it (ledger.memory.policy.decide_updates:
+        the owner's own word; never a COLD or decay-exempt memory; a HOT one only by its own
+        speaker). Replayed only if both are still active memories then."""
+        pairs = [(old_ref, f"{index}.{n}") for n, old_ref in sorted(updates.items()) if n < len(entries)]
+        return self._decide_and_append(
+            agent_id, lambda state: decide_updates(state, agent_id, pairs, leaf_hash=self._leaf_hash)
+        )
+
+    def _leaf_hash(self, index: int) -> str:
+        """The leaf hash (hex) of entry ``index``, as the log's tree holds it."""
+        raw = self.ledger.store.leaf(index)
+        if raw is None:
+            raise StorageError(f"entry {index} is not in the log")
+        return leaf_hash(raw).hex()
 
     def _append_distillation(self, agent_id: str, session: str, body: Mapping[str, Any]) -> Receipt | None:
         """Append the session's one ``memory.distilled`` entry, or nothing (None) if another
@@ -645,13 +684,17 @@ class MemoryService:
         what no longer fits moves to WARM (policy-signed ``hot_cap`` decisions); nothing is
         appended while HOT fits. Then, as after a distillation, a memory that states a new
         value of a fact replaces the ones that state an older value (``memory.replaced``)."""
-        return self._decide_and_append(
-            agent_id,
-            lambda state: [
-                *decide_caps(state, agent_id, self.config),
-                *decide_replacements(state.changed_facts(agent_id)),
-            ],
-        )
+
+        def decide(state: SqlState) -> list[Decision]:
+            capped = decide_caps(state, agent_id, self.config)
+            return [
+                *capped,
+                *decide_replacements(
+                    state, state.changed_facts(agent_id), leaf_hash=self._leaf_hash, moving=_moves(capped)
+                ),
+            ]
+
+        return self._decide_and_append(agent_id, decide)
 
     def ref_for(self, agent_id: str, index: int) -> str | None:
         """The item an entry made, or, if it was a duplicate, the item it confirmed."""
@@ -669,11 +712,7 @@ class MemoryService:
         if leaf_bytes is None or Leaf.from_bytes(leaf_bytes).envelope.agent != agent_id:
             raise RejectedEventError(f"entry {index} is not one of {agent_id}'s", check="memory.erase")
         self.sync()
-        items = [
-            *self.projection.items(agent_id, status=None),
-            *self.projection.items(agent_id, tiers=[RECORD], status=None),
-        ]
-        return plan_erasure(index, items, self.projection.sessions(agent_id))
+        return self.projection.erasure_plan(agent_id, index)
 
     # -- policy ----------------------------------------------------------------------
 
@@ -1099,6 +1138,11 @@ class MemoryService:
         self.flush_access()
         self.sync()
         return self.projection.digest()
+
+
+def _moves(decisions: Sequence[Decision]) -> dict[str, str]:
+    """Item -> the tier these decisions move it to."""
+    return {str(d.body["item"]): str(d.body["to"]) for d in decisions if d.kind == "memory.tier_changed"}
 
 
 _T = TypeVar("_T", Item, tuple[Item, float])

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from engram.protocol.bodies import DEFAULT_TIER_V2_FROM_US, default_tier
 from engram.protocol.gate import normalize_text
 from engram.protocol.records import RECORD_KINDS, record_content
+from engram.protocol.schemas import REPLACED_BY_DIGEST
 from ledger.memory.facts import fact_of
 from verifier.jcs import canonical_bytes, canonical_bytes_of_values
 
@@ -50,8 +51,8 @@ __all__ = [
     "digest_sorted",
     "evolve",
     "ref_key",
-    "session_stand_ins",
     "stand_in",
+    "stand_ins",
     "tokens",
 ]
 
@@ -78,34 +79,44 @@ class LoggedEvent:
 
 #: Kinds whose erased body still names its session, through the erasure that took it.
 SESSION_ENTRY_KINDS = frozenset({"session.opened", "session.closed"})
+#: Kinds an erasure may take whose effect a replay keeps through its stand-in.
+STANDS_IN_KINDS = SESSION_ENTRY_KINDS | {"memory.replaced"}
 
 
-def session_stand_ins(erasures: Iterable[Mapping[str, Any] | None]) -> dict[int, str]:
-    """Erased session entries -> their session, from the bodies of ``memory.erased`` events.
+def stand_ins(erasures: Iterable[Mapping[str, Any] | None]) -> dict[int, dict[str, Any]]:
+    """Erased entries whose effect stays -> the body a replay folds in their place, from the
+    bodies of ``memory.erased`` events:
 
-    A session's title (``session.opened``) and closing summary (``session.closed``) are
-    erasable (issue 25, finding 3); the erasure names the session of the entry it erases
-    (checked against the body before it went, ledger.memory.preconditions). A replay then
-    folds a body-less session entry as one that held only its session id: the session keeps
-    its turns and its closed state, and its title and summary are gone."""
-    out: dict[int, str] = {}
+    * a session's title (``session.opened``) and closing summary (``session.closed``) are
+      erasable (issue 25, finding 3); the erasure names the session of the entry it erases
+      (checked against the body before it went, ledger.memory.preconditions), and the entry
+      replays as one that held only its session id: the session keeps its turns and its
+      closed state, and its title and summary are gone;
+    * a version 1 ``memory.replaced`` copied the values of the memories it names; an erasure
+      takes it with either memory (issue 40, finding 4) and names its decision,
+      ``{item, by}``, which replays in its place: the decision stays, the values go."""
+    out: dict[int, dict[str, Any]] = {}
     for b in erasures:
-        if b is not None and isinstance(b.get("session"), str) and type(b.get("index")) is int:
-            out[b["index"]] = b["session"]
+        if b is None or type(b.get("index")) is not int:
+            continue
+        if isinstance(b.get("session"), str):
+            out[b["index"]] = {"session": b["session"]}
+        for r in b.get("replaced") or ():
+            out[r["index"]] = {"item": r["item"], "by": r["by"]}
     return out
 
 
-def stand_in(ev: LoggedEvent, stand_ins: Mapping[int, str]) -> LoggedEvent:
-    """``ev``, or for an erased session entry named in ``stand_ins``, the same entry with a
-    body of its session id only (see :func:`session_stand_ins`)."""
-    if ev.body is not None or ev.kind not in SESSION_ENTRY_KINDS or ev.index not in stand_ins:
+def stand_in(ev: LoggedEvent, stand_ins: Mapping[int, Mapping[str, Any]]) -> LoggedEvent:
+    """``ev``, or for an erased entry named in ``stand_ins`` (see :func:`stand_ins`), the same
+    entry with its stand-in body."""
+    if ev.body is not None or ev.kind not in STANDS_IN_KINDS or ev.index not in stand_ins:
         return ev
     return LoggedEvent(
         index=ev.index,
         timestamp_us=ev.timestamp_us,
         agent=ev.agent,
         kind=ev.kind,
-        body={"session": stand_ins[ev.index]},
+        body=dict(stand_ins[ev.index]),
     )
 
 
@@ -141,6 +152,9 @@ class Item:
     #: the older one this memory replaced (kept apart from corrections and duplicates).
     replaced_by: str | None = None
     replaces: str | None = None
+    #: The version 1 ``memory.replaced`` entries whose bodies still copy this memory's value
+    #: (``{index, item, by}``): an erasure of the memory takes them with it (issue 40).
+    copies: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def since_us(self) -> int:
@@ -383,39 +397,87 @@ def _memory_superseded(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]
     state.put_item(new)
 
 
+#: The ``source_kind`` of a stand-in for a memory a replacement names whose body is gone: it is
+#: erased later in the log (its erasure turns the stand-in into the canonical tombstone).
+GONE_LATER = "memory.replaced"
+
+
+def _named(state: MemoryState, ev: LoggedEvent, ref: str) -> Item:
+    """The item ``ref`` names, or, when the log holds no body for it any more (its entry is
+    erased later in the log: a replay reads the entries as they are stored now), a stand-in
+    that keeps its place in a replacement chain until its erasure (:func:`_splice`)."""
+    it = state.item(ev.agent, ref)
+    if it is not None:
+        return it
+    return Item(
+        agent=ev.agent,
+        ref=ref,
+        index=ref_key(ref)[0],
+        source_kind=GONE_LATER,
+        tier="NONE",
+        status="erased",
+        category="CONTEXT",
+        content="",
+        created_us=ev.timestamp_us,
+    )
+
+
+def _gone_later(it: Item) -> bool:
+    return it.status == "erased" and it.source_kind == GONE_LATER
+
+
 def _memory_replaced(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
     """``by`` states the current value of the fact ``item`` stated: ``item`` is true until
-    ``by`` became true, and is no longer current (re-checked in log order: both must still
-    be active memories, e.g. not erased or corrected meanwhile)."""
-    old, new = state.item(ev.agent, b["item"]), state.item(ev.agent, b["by"])
-    if old is None or new is None or old.ref == new.ref:
+    ``by`` became true, and is no longer current (re-checked in log order: each must still
+    be an active memory, e.g. not corrected meanwhile).
+
+    A memory whose body an erasure later in the log took keeps its place in the chain as a
+    stand-in (:func:`_named`): erasure removes text, never the decision (issue 40, finding 5),
+    and that erasure closes the chain over it (:func:`_splice`)."""
+    old, new = _named(state, ev, b["item"]), _named(state, ev, b["by"])
+    if old.ref == new.ref or RECORD in (old.tier, new.tier):
         return
-    if old.status != "active" or new.status != "active" or RECORD in (old.tier, new.tier):
+    if "was" in b:  # a version 1 body copies both values: an erasure of either takes it
+        copy = {"index": ev.index, "item": old.ref, "by": new.ref}
+        for it in (old, new):
+            it.copies.append(copy)
+            state.put_item(it)
+    if not (old.status == "active" or _gone_later(old)) or not (new.status == "active" or _gone_later(new)):
         return
-    old.status, old.replaced_by = "superseded", new.ref
-    old.valid_until_us = max(old.since_us, new.since_us)
-    new.replaces = old.ref
+    if b.get("policy_version", 1) >= REPLACED_BY_DIGEST and (old.tier == "COLD" or old.decay_exempt):
+        return  # policy v2: COLD and decay-exempt memories change only by their owner's act
+    if old.status == "active":
+        # True until the new value became true; a value whose text is gone became true, as
+        # far as the log still says, when the decision was taken.
+        became = new.since_us if new.status == "active" else ev.timestamp_us
+        old.status, old.valid_until_us = "superseded", max(old.since_us, became)
+    old.replaced_by, new.replaces = new.ref, old.ref
     state.put_item(old)
     state.put_item(new)
 
 
-def _unlink_replacements(state: MemoryState, agent: str, ref: str) -> None:
-    """An erased memory takes its ``memory.replaced`` links with it, as a replay without its
-    body would never have made them: the memory it replaced is current again, and the one
-    that replaced it replaces nothing."""
-    it = state.item(agent, ref)
-    if it is None or it.status == "erased":
-        return
-    if it.replaces is not None:
-        older = state.item(agent, it.replaces)
-        if older is not None and older.replaced_by == ref and older.status == "superseded":
-            older.status, older.replaced_by, older.valid_until_us = "active", None, None
-            state.put_item(older)
-    if it.replaced_by is not None:
-        newer = state.item(agent, it.replaced_by)
-        if newer is not None and newer.replaces == ref:
-            newer.replaces = None
-            state.put_item(newer)
+def _splice(state: MemoryState, agent: str, it: Item) -> None:
+    """``it`` is erased: its replacement chain closes over it. The value before it is replaced
+    by the value after it (erasing a middle value leaves the newer one current and the older
+    one past); with no value after it (it was the current one), the value before it is
+    current again; the value after it, with none before, replaces nothing."""
+    before = state.item(agent, it.replaces) if it.replaces else None
+    after = state.item(agent, it.replaced_by) if it.replaced_by else None
+    if before is not None and before.replaced_by != it.ref:
+        before = None
+    if after is not None and after.replaces != it.ref:
+        after = None
+    if before is not None:
+        if after is not None:
+            before.replaced_by = after.ref
+        else:
+            before.replaced_by, before.valid_until_us = None, None
+            if before.status == "superseded":
+                before.status = "active"
+        state.put_item(before)
+    if after is not None:
+        after.replaces = None if before is None else before.ref
+        state.put_item(after)
 
 
 def _memory_decay_exempted(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
@@ -450,11 +512,23 @@ def _memory_accessed(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) 
 
 def _memory_erased(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) -> None:
     # A canonical tombstone, whatever the item held: the projection is the same whether
-    # the erased body is still stored or already gone (then the item never existed).
-    # A session entry's erasure names no item: its replay is the stand-in (session_stand_ins).
+    # the erased body is still stored or already gone (then the item never existed, or a
+    # replacement kept its place: state._named). A session entry's erasure names no item:
+    # its replay is the stand-in (stand_ins). What a tombstone keeps is the version 1
+    # replacement entries that still copy its value (an erasure made before issue 40 left
+    # them): erasing one of those entries alone finds it there (engram.protocol.erasure).
+    taken = {r["index"] for r in b.get("replaced") or ()}
+    for r in b.get("replaced") or ():
+        for ref in (r["item"], r["by"]):
+            it = state.item(ev.agent, ref)
+            if it is not None and any(c["index"] in taken for c in it.copies):
+                it.copies = [c for c in it.copies if c["index"] not in taken]
+                state.put_item(it)
     erased = set(b.get("refs") or ())
     for ref in b.get("refs") or ():
-        _unlink_replacements(state, ev.agent, ref)
+        it = state.item(ev.agent, ref)
+        if it is not None and it.tier != RECORD:
+            _splice(state, ev.agent, it)
         state.put_item(
             Item(
                 agent=ev.agent,
@@ -466,6 +540,7 @@ def _memory_erased(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) ->
                 category="CONTEXT",
                 content="",
                 created_us=ev.timestamp_us,
+                copies=[] if it is None else [c for c in it.copies if c["index"] not in taken],
             )
         )
     distilled = set(b.get("sessions") or ())

@@ -14,8 +14,15 @@ from ledger.memory.service import MemoryService
 from tests.conftest import StepClock
 from tests.contract.conftest import MemoryOf
 from verifier.event import Leaf
+from verifier.merkle import leaf_hash
 
 DAY = 86_400_000_000
+
+
+def _leaf_hash(ledger: Ledger, index: int) -> str:
+    raw = ledger.store.leaf(index)
+    assert raw is not None
+    return leaf_hash(raw).hex()
 
 
 def _replaced(ledger: Ledger, agent: str) -> list[tuple[int, dict[str, object]]]:
@@ -38,15 +45,14 @@ def test_issue29_a_changed_fact_replaces_the_old_one_through_a_policy_signed_ent
         category="CONTEXT", content="Caroline started working as a pilot at a regional airline."
     )
     [(index, body)] = _replaced(ledger, "ada")
+    # Policy v2 (issue 40, finding 4): the memories by reference and leaf hash, no value.
     assert body == {
         "item": nurse.ref,
+        "item_leaf": _leaf_hash(ledger, nurse.index),
         "by": pilot.ref,
+        "by_leaf": _leaf_hash(ledger, pilot.index),
         "rule": "same_fact",
-        "policy_version": 1,
-        "subject": "Caroline",
-        "attribute": "job",
-        "was": "nurse",
-        "now": "pilot",
+        "policy_version": 2,
     }
     leaf = ledger.store.leaf(index)
     assert leaf is not None
@@ -149,7 +155,9 @@ def test_issue29_distilled_sessions_replace_a_changed_fact(
         ada.close_session(sid)
         clock.now += 60 * DAY
     [(_, body)] = _replaced(ledger, "ada")
-    assert (body["was"], body["now"]) == ("nurse", "pilot")
+    was, now = memory.item("ada", str(body["item"])), memory.item("ada", str(body["by"]))
+    assert was is not None and now is not None
+    assert "as a nurse" in was.content and "as a pilot" in now.content
     res = memory.recall("ada", "What is Caroline's latest occupation?", record_access=False)
     memories = [r for r in res.ranked if not r.is_record]  # the turns stay what was said
     assert "pilot" in memories[0].content and "nurse" not in " ".join(r.content for r in memories)

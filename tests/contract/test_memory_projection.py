@@ -27,7 +27,7 @@ from ledger.compose import create_ledger, memory_rules
 from ledger.log import Ledger, PolicyEvent
 from ledger.memory.embed import WordLlamaEmbedder
 from ledger.memory.service import MemoryService
-from ledger.memory.state import InMemoryState, LoggedEvent, digest, evolve
+from ledger.memory.state import InMemoryState, LoggedEvent, digest, evolve, stand_in, stand_ins
 from ledger.memory.tokens import count_tokens
 from ledger.memory.transport import InProcessMemory
 from ledger.storage.db import make_engine
@@ -49,23 +49,27 @@ def memory_for(memory: MemoryService, agent: Agent) -> AgentMemory:
 
 
 def pure_replay_digest(ledger: Ledger) -> tuple[int, str]:
-    """Fold the whole log with evolve over the in-memory state: the reference projection."""
+    """Fold the whole log with evolve over the in-memory state: the reference projection
+    (an erased session entry or version 1 replacement decision folds as its stand-in)."""
     state = InMemoryState()
     size = ledger.size()
+    events = []
     for idx, raw in ledger.store.leaves_iter(0, size):
         leaf = Leaf.from_bytes(raw)
         sb = ledger.store.body(idx)
         body = None if sb is None else parse_strict(sb[1], max_bytes=1 << 24)
-        evolve(
-            state,
+        events.append(
             LoggedEvent(
                 index=idx,
                 timestamp_us=leaf.timestamp_us,
                 agent=leaf.envelope.agent,
                 kind=leaf.envelope.kind,
                 body=body,
-            ),
+            )
         )
+    replays = stand_ins(ev.body for ev in events if ev.kind == "memory.erased")
+    for ev in events:
+        evolve(state, stand_in(ev, replays))
     return size, digest(state.all_items(), state.all_sessions(), size)
 
 
