@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engram.protocol.schemas import MESH_PATTERN, REF_JSON_PATTERN, SESSION_JSON_PATTERN
+from engram.protocol.schemas import MAX_QUERY_CHARS, MESH_PATTERN, REF_JSON_PATTERN, SESSION_JSON_PATTERN
 
 B64 = r"^[A-Za-z0-9+/]*={0,2}$"
 HEX64 = r"^[0-9a-f]{64}$"
@@ -150,7 +150,7 @@ class WriteOut(BaseModel):
 
 
 class RecallIn(Strict):
-    query: str = Field(default="", max_length=1000)
+    query: str = Field(default="", max_length=MAX_QUERY_CHARS)
     include_cold: bool = False
     include_archived: bool = Field(
         default=False,

@@ -31,7 +31,7 @@ from engram.protocol.errors import (
     VerificationError,
 )
 from engram.protocol.kinds import kinds_where, validate_body
-from engram.protocol.schemas import CATEGORIES, parse_ref
+from engram.protocol.schemas import CATEGORIES, MAX_QUERY_CHARS, parse_ref
 from engram.protocol.scopes import GLOBAL, parse_scopes, scope_of
 from engram.protocol.wire import Outcome
 from ledger.log import Ledger, PolicyEvent, Prepared, Receipt, Submission
@@ -77,8 +77,6 @@ __all__ = ["CloseResult", "MemoryService", "Submitted"]
 
 _log = logging.getLogger("engram.memory")
 
-#: Longest recall query (characters), as the HTTP API bounds it.
-MAX_QUERY_CHARS = 1000
 MAX_RECALL_LIMIT = 100
 #: How long a caller waits for the background follower's round before it applies the log
 #: itself (MemoryService.sync): a few rounds under load; a stalled follower costs this once.
