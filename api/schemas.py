@@ -290,8 +290,14 @@ class OracleClaimOut(BaseModel):
 
 
 class HealthOut(BaseModel):
+    """``ok``: nothing is wrong; ``problems``: the check names of what is (details go to the
+    service's log), e.g. ``signer.record_unwritable`` (appends are refused until the signer's
+    record can be written) or ``memory.after_commit`` (a committed write's memory rules did not
+    run: its receipt was given, the rest is done later)."""
+
     ok: bool
     size: int
+    problems: list[str] = []
 
 
 class AuditFindingOut(BaseModel):

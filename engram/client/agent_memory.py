@@ -58,7 +58,7 @@ from engram.protocol.bodies import (
     written_body,
 )
 from engram.protocol.erasure import ErasurePlan, plan_erasure
-from engram.protocol.errors import ConfigError, NotFoundError, ProofError, RejectedEventError
+from engram.protocol.errors import ConfigError, EngramError, NotFoundError, ProofError, RejectedEventError
 from engram.protocol.gate import WriteGate
 from engram.protocol.kinds import kinds_where
 from engram.protocol.longtext import recall_query
@@ -254,7 +254,13 @@ class AgentMemory:
 
     def _written(self, receipt: Receipt) -> Written:
         out = receipt.answer
-        ref = out.ref if out is not None and out.named else self._ref_for(receipt.index)
+        if out is not None and out.named:
+            ref = out.ref
+        else:
+            try:
+                ref = self._ref_for(receipt.index)
+            except EngramError:  # the write is committed: it is answered, its item unnamed
+                ref = None
         return Written(
             index=receipt.index, ref=ref, duplicate=ref is not None and ref != f"{receipt.index}.0"
         )
