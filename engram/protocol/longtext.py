@@ -7,7 +7,9 @@ make a prompt be refused (issue 40, finding 7: any prompt over 1,000 characters 
 prompt hook fail before the turn was logged). Both functions here are pure and bounded, so
 the hooks, the MCP server, the Hermes provider and the SDK derive the same thing.
 
-**The recall query** (:func:`recall_query`). A text within the limit is the query as it is.
+**The recall query** (:func:`recall_query`). Secrets are redacted from the text first (the
+log holds none to match, and a query must not carry one to the service or its embedder); a
+text within the limit is then the query as it is.
 A longer one is cut into segments (its lines; a long line into its sentences; a long
 sentence into word-bounded pieces of at most :data:`MAX_SEGMENT_CHARS`; white space folded,
 a repeated segment kept once), and the query is made of whole segments, in their order in
@@ -109,6 +111,9 @@ def recall_query(text: str, limit: int = MAX_QUERY_CHARS) -> str:
     if limit < MAX_SEGMENT_CHARS:
         raise ValueError(f"a query limit below {MAX_SEGMENT_CHARS} characters holds no segment")
     text = _SURROGATE.sub("\ufffd", text)  # a lone surrogate (JSON lets one in) cannot be sent
+    # No secret leaves in a query (to the service, its embedder, its logs): stored texts hold
+    # none (redacted before signing), so a secret in a query matches nothing anyway.
+    text = redact_secrets(text)[0]
     if len(text) <= limit:
         return text
     segments = list(dict.fromkeys(_segments(text)))  # a repeated line adds nothing: once

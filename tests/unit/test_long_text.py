@@ -41,10 +41,10 @@ def test_a_derived_query_is_bounded_and_made_of_the_texts_own_words(text: str) -
     q = recall_query(text)
     assert len(q) <= MAX_QUERY_CHARS
     if len(text) <= MAX_QUERY_CHARS:
-        assert q == text
+        assert q == redact_secrets(text)[0]
         return
     assert bool(q) == bool(text.strip())  # empty only when the text is
-    flat = " ".join(text.split())
+    flat = " ".join(redact_secrets(text)[0].split())
     for line in q.split("\n"):
         assert 0 < len(line) <= MAX_SEGMENT_CHARS and line in flat
     if re.search(r"\w*[^\W\d_]\w*", text) and any(len(t) >= 2 for t in re.findall(r"\w*[^\W\d_]\w*", text)):
@@ -127,3 +127,13 @@ def test_control_characters_and_lone_surrogates_are_made_visible_not_refused() -
         == "\u241b[31mERROR\u241b[0m build failed\u2400\u2421\ufffd \ufffd done\ttab\r\n"
     )
     assert turn_body("s", 0, "user", part)["content"] == part
+
+
+def test_a_query_carries_no_secret_short_or_long() -> None:
+    """Attack on the change: the derived query would send a pasted token to the service and
+    its embedder (the log holds none to match)."""
+    token = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
+    assert recall_query(f"is {token} still valid?") == "is [REDACTED:github_token] still valid?"
+    long_text = f"Why does the deploy fail with {token}?\n" + "filler line here\n" * 500
+    q = recall_query(long_text)
+    assert token[4:20] not in q and "[REDACTED:github_token]" in q
