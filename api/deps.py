@@ -13,6 +13,7 @@ Three ways a request is authorized (specs/http-api.md §2):
 """
 
 import hmac
+import logging
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Annotated
@@ -26,7 +27,7 @@ from api.fairness import KnownKeys
 from api.ratelimit import RateLimiter
 from api.schemas import AGENT, ProofFromKnown, ReceiptOut, SignedEvent
 from api.settings import ApiSettings
-from engram.protocol.errors import AuthError, ForbiddenError, MalformedError
+from engram.protocol.errors import AuthError, ForbiddenError, MalformedError, StorageError
 from engram.protocol.kinds import kinds_where
 from ledger.log import Ledger, Prepared, Receipt, Submission
 from ledger.memory.service import MemoryService, Submitted
@@ -48,6 +49,8 @@ __all__ = [
     "submit_signed",
     "unb64",
 ]
+
+_log = logging.getLogger("engram.api")
 
 #: The kinds whose records and memory items a share token can open for reading.
 READABLE_KINDS = tuple(sorted(kinds_where(items=("body", "entries", "record"))))
@@ -104,9 +107,14 @@ def submission(svc: Services, ev: SignedEvent, cost: float = 1.0, *, operator: b
 
 
 def charged(svc: Services, receipts: list[Receipt]) -> list[Receipt]:
-    """Charge each appended event to its agent (registrations: to the operator)."""
+    """Charge each appended event to its agent (registrations: to the operator). The events
+    are committed: a charge that fails (the workers' shared bucket file) is logged, and the
+    write is still answered with its receipts (issue 40, finding 11)."""
     for r in receipts:
-        svc.key_limits.charge("operator" if r.kind == "key.registered" else "agent:" + r.agent)
+        try:
+            svc.key_limits.charge("operator" if r.kind == "key.registered" else "agent:" + r.agent)
+        except OSError as e:
+            _log.warning("could not charge entry %d to its rate limit: %s", r.index, e)
     return receipts
 
 
@@ -154,7 +162,12 @@ def receipt_out(
     if known is not None and 0 < known <= r.proof.size:
         cache = {} if proofs is None else proofs
         if r.proof.size not in cache:
-            p = svc.ledger.prove_consistency(known, r.proof.size)
+            try:
+                p = svc.ledger.prove_consistency(known, r.proof.size)
+            except StorageError:
+                # the entry is committed: its receipt goes out without the convenience proof
+                # (the client asks GET /v1/proofs/consistency), never as an error (issue 40, f11)
+                return out
             cache[r.proof.size] = ProofFromKnown(old_size=known, proof=[convert.b64(h) for h in p.hashes])
         out.consistency = cache[r.proof.size]
     return out

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engram.protocol.schemas import MESH_PATTERN, REF_JSON_PATTERN, SESSION_JSON_PATTERN
+from engram.protocol.schemas import MAX_QUERY_CHARS, MESH_PATTERN, REF_JSON_PATTERN, SESSION_JSON_PATTERN
 
 B64 = r"^[A-Za-z0-9+/]*={0,2}$"
 HEX64 = r"^[0-9a-f]{64}$"
@@ -160,7 +160,7 @@ class WriteOut(BaseModel):
 
 
 class RecallIn(Strict):
-    query: str = Field(default="", max_length=1000)
+    query: str = Field(default="", max_length=MAX_QUERY_CHARS)
     include_cold: bool = False
     include_archived: bool = Field(
         default=False,
@@ -303,8 +303,14 @@ class OracleClaimOut(BaseModel):
 
 
 class HealthOut(BaseModel):
+    """``ok``: nothing is wrong; ``problems``: the check names of what is (details go to the
+    service's log), e.g. ``signer.record_unwritable`` (appends are refused until the signer's
+    record can be written) or ``memory.after_commit`` (a committed write's memory rules did not
+    run: its receipt was given, the rest is done later)."""
+
     ok: bool
     size: int
+    problems: list[str] = []
 
 
 class AuditFindingOut(BaseModel):

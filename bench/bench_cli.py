@@ -13,6 +13,10 @@ wall time, and as wall time; the median per path, with the ratio to the service 
   Engram service, the whole hook (the turn is signed, appended over HTTP, its receipt and
   inclusion proof verified); the target is under 0.2 s of CPU;
 * ``hook (import only)``: the same with an unknown event (start-up without the round trip);
+* ``hook (client, 5k prompt)`` and ``(40k prompt)``: ``UserPromptSubmit`` against the
+  service with a pasted traceback of 5,000 and 40,000 characters (issue 40, finding 7: the
+  hook failed above 1,000): the bounded query derived, recall injected, the prompt logged
+  (the 40,000 in two parts);
 * ``--help`` (service CLI): typer, SQLAlchemy, Alembic;
 * ``hook (embedded, prompt)``: ``engram hook claude-code`` with a ``UserPromptSubmit``
   payload on the embedded log (the prompt logged, recall injected; target under 1 s);
@@ -174,12 +178,25 @@ def main() -> None:
             prompt = json.dumps(
                 {"session_id": "bench", "hook_event_name": "UserPromptSubmit", "prompt": "what was stale?"}
             ).encode()
+            frames = "".join(f'  File "/srv/app/step_{i}.py", line {i}, in run_{i}\n' for i in range(1200))
+            pasted = {
+                n: json.dumps(
+                    {
+                        "session_id": "bench",
+                        "hook_event_name": "UserPromptSubmit",
+                        "prompt": ("why does the deploy fail?\n" + frames)[:n],
+                    }
+                ).encode()
+                for n in (5_000, 40_000)
+            }
             embedded = {k: v for k, v in client.items() if k not in ("ENGRAM_URL", "ENGRAM_LOG_KEY")}
             _measure([ENGRAM, "hook", "claude-code"], embedded, start)
             paths = {
                 "--version": ([ENGRAM, "--version"], env, b""),
                 "hook (import only)": ([ENGRAM, "hook", "claude-code"], client, noop),
                 "hook (client path, Stop)": ([ENGRAM, "hook", "claude-code"], client, stop),
+                "hook (client, 5k prompt)": ([ENGRAM, "hook", "claude-code"], client, pasted[5_000]),
+                "hook (client, 40k prompt)": ([ENGRAM, "hook", "claude-code"], client, pasted[40_000]),
                 "--help (service CLI)": ([ENGRAM, "--help"], env, b""),
                 "hook (embedded, prompt)": ([ENGRAM, "hook", "claude-code"], embedded, prompt),
             }

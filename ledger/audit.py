@@ -26,7 +26,8 @@ How, in bounded memory:
 
 Not compared: ``mem_vectors`` (embeddings, recomputed by a rebuild; not a security input),
 ``cosignatures`` (checked against the witnesses' keys by clients, which hold the policy),
-``request_nonces`` (replay protection only).
+``request_nonces`` (replay protection only), ``ui_revoked_sessions`` (web UI sign-outs, which
+expire).
 
 Memory holds one batch of leaves, the stream heads and keys, and one agent's projection.
 """

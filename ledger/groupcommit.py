@@ -20,7 +20,9 @@ Why this is correct:
 * **One bad event refuses only itself.** A batch is all-or-nothing, so when it fails (a bad
   signature, a stream that moved, a precondition) its events are appended again one by one:
   each gets exactly the result, receipt or typed error, it would have had alone, and the
-  failing one writes nothing.
+  failing one writes nothing. This rests on ``append_batch`` raising only when nothing of the
+  batch was committed: after its commit it builds the receipts from the batch's own nodes
+  and never raises (issue 40, finding 11), so an event is never appended twice.
 * **No waiting when idle.** There is no batching window: a lone caller becomes the leader at
   once and appends a batch of one, so latency at one client is unchanged; batches grow only
   while a commit is in flight (the usual group-commit effect).
@@ -33,6 +35,7 @@ Why this is correct:
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +45,8 @@ from engram.protocol.wire import Receipt, Submission
 from ledger.envelopes import Prepared, parse_envelope
 
 __all__ = ["MAX_BATCH", "GroupCommit"]
+
+_log = logging.getLogger("engram.log")
 
 #: The most events one leader appends in one transaction.
 MAX_BATCH = 256
@@ -184,10 +189,17 @@ class GroupCommit:
         self.events += len(batch)
 
         def answer() -> None:
+            # The batch is committed: every caller, the leader too, is answered with its
+            # receipt whatever the record does (issue 40, finding 11: an error here reached the
+            # leader's caller as a refusal of an entry that is in the log). ``record`` reports
+            # its own failure (Ledger.record_signed: logged, a health problem, and the next
+            # append refused until the record is written).
             try:
                 if self._record is not None:
                     last = receipts[-1].proof
                     self._record(last.size, last.root)
+            except Exception:
+                _log.exception("recording the signed checkpoint of a committed batch failed")
             finally:
                 for w, r in zip(batch, receipts, strict=True):
                     self._finish(w, r, None)

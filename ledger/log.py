@@ -26,6 +26,7 @@ Any failure raises a typed error and writes nothing.
 from __future__ import annotations
 
 import hmac
+import logging
 import secrets
 import threading
 import time
@@ -119,6 +120,9 @@ Clock = Callable[[], int]
 #: wrong: it says which key a key id names, never whether that key is valid (authorize
 #: decides that, under the lock, from the key state at the entry's index).
 _KEY_CACHE_ENTRIES = 65_536
+
+
+_log = logging.getLogger("engram.log")
 
 
 def system_clock_us() -> int:
@@ -291,6 +295,8 @@ class Ledger:
         self.group_commit: GroupCommit | None = GroupCommit(self.append_batch, record=self.record_signed)
         #: Witnesses this log submits its checkpoints to (``ENGRAM_WITNESS_POLICY``), or None.
         self.witnesses: WitnessSubmitter | None = None
+        #: operational problems reported after commits (:meth:`report_problem`)
+        self._problems: dict[str, str] = {}
 
     # -- set-up -----------------------------------------------------------------------
 
@@ -626,9 +632,38 @@ class Ledger:
     def record_signed(self, size: int, root: bytes) -> None:
         """After a commit: the signer's own record (ledger.signed_head) names the checkpoint
         it signed at ``size`` (a record already further is left alone). Durable when it
-        returns; a failure is logged (the entries are durable either way)."""
+        returns; a failure never raises (the entries are committed and are answered with
+        their receipts): it is logged, shown by :meth:`problems`, and the next append is
+        refused until the record can be written."""
         if self.signed_head is not None and not self.signed_head.before_commit:
             self.signed_head.advance_quietly(SignedHead(size, root))
+
+    def report_problem(self, check: str, detail: str) -> None:
+        """An operational problem found after a commit (the write stands and was answered with
+        its receipt): logged here, and named by :meth:`problems` (``/healthz``) until
+        :meth:`clear_problem`."""
+        _log.error("%s: %s", check, detail)
+        with self._keys_lock:
+            self._problems[check] = detail
+            while len(self._problems) > 32:
+                self._problems.pop(next(iter(self._problems)))
+
+    def clear_problem(self, check: str) -> None:
+        with self._keys_lock:
+            self._problems.pop(check, None)
+
+    def problems(self) -> dict[str, str]:
+        """What is wrong with this process's service of the log now, by check name (empty:
+        nothing): a signer's record a commit could not advance (no entry is signed until it
+        is: ``signer.record_unwritable``), and the problems reported after commits."""
+        with self._keys_lock:
+            found = dict(self._problems)
+        if self.signed_head is not None and self.signed_head.stale is not None:
+            found["signer.record_unwritable"] = (
+                f"the signer's record {self.signed_head.path} could not be advanced to size "
+                f"{self.signed_head.stale.size} ({self.signed_head.stale_reason}); appends are refused until it can"
+            )
+        return found
 
     def _check_batch(
         self, submissions: Sequence[Submission | Prepared | PolicyEvent], *, operator: bool, system: bool
@@ -793,10 +828,36 @@ class Ledger:
         return note, root
 
     def _receipts(self, batch: _Batch, note: bytes, root: bytes) -> list[Receipt]:
-        """Committed: acknowledge with proofs checked by the trusted core."""
+        """Committed: acknowledge with proofs checked by the trusted core.
+
+        The proofs are made from the batch's own nodes (the border of the tree it extended,
+        read in its transaction, and every node its leaves completed), not read back: once the
+        commit returned, a failing read must not turn written entries into an error their
+        callers would retry (issue 40, finding 11). A node not among them (the path of a new
+        leaf needs none) is read from the store."""
         size = batch.size
         verify_checkpoint(note, self.verifier_key)
-        proofs = self.prove_inclusion_many([lf.index for lf in batch.built], size)
+        known = dict(batch.start_nodes)
+        known.update(((r["level"], r["idx"]), r["hash"]) for r in batch.node_rows)
+        proofs = []
+        for lf in batch.built:
+            try:
+                hashes = tuple(
+                    range_hash([known[c] for c in range_nodes(lo, hi)])
+                    for lo, hi in inclusion_ranges(lf.index, size)
+                )
+                proofs.append(
+                    InclusionProof(
+                        index=lf.index,
+                        size=size,
+                        leaf_hash=known[(0, lf.index)],
+                        root=root,
+                        hashes=hashes,
+                        checkpoint=note,
+                    )
+                )
+            except KeyError:  # pragma: no cover - see the docstring
+                proofs.extend(self.prove_inclusion_many([lf.index], size))
         receipts = []
         for lf, proof in zip(batch.built, proofs, strict=True):
             verify_inclusion(

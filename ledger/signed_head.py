@@ -185,32 +185,45 @@ class SignedHeadRecord:
         split brain): :class:`ForkRefusedError` (check ``signer.fork``), and the caller's
         transaction rolls back, so this checkpoint is never released. Durable when it
         returns."""
-        with self._locked():
-            current = self.read()
-            if current != seen:
-                now = "no record" if current is None else f"size {current.size}"
-                was = "no record" if seen is None else f"size {seen.size}"
-                raise ForkRefusedError(
-                    f"the signer's record {self.path} moved from {was} to {now} while this host "
-                    f"prepared the checkpoint of size {head.size}: another host signed on another copy "
-                    "of the database; refusing to sign a fork (run `engram audit`)"
-                )
-            try:
-                self._write(head)
-            except OSError as e:
-                raise ForkRefusedError(
-                    f"the signer's record {self.path} cannot be written ({e}); refusing to sign the "
-                    f"checkpoint of size {head.size} before it is recorded",
-                    check="signer.record_unwritable",
-                ) from e
+        try:
+            with self._locked():
+                self._claim(head, seen)
+        except OSError as e:  # the lock file (or the record) cannot be opened: nothing signed
+            raise ForkRefusedError(
+                f"the signer's record {self.path} cannot be locked or read ({e}); refusing to sign the "
+                f"checkpoint of size {head.size} before it is recorded",
+                check="signer.record_unwritable",
+            ) from e
+
+    def _claim(self, head: SignedHead, seen: SignedHead | None) -> None:
+        """:meth:`claim` under the record's lock."""
+        current = self.read()
+        if current != seen:
+            now = "no record" if current is None else f"size {current.size}"
+            was = "no record" if seen is None else f"size {seen.size}"
+            raise ForkRefusedError(
+                f"the signer's record {self.path} moved from {was} to {now} while this host "
+                f"prepared the checkpoint of size {head.size}: another host signed on another copy "
+                "of the database; refusing to sign a fork (run `engram audit`)"
+            )
+        try:
+            self._write(head)
+        except OSError as e:
+            raise ForkRefusedError(
+                f"the signer's record {self.path} cannot be written ({e}); refusing to sign the "
+                f"checkpoint of size {head.size} before it is recorded",
+                check="signer.record_unwritable",
+            ) from e
 
     def advance_quietly(self, head: SignedHead) -> None:
-        """:meth:`advance` after a commit: the entries are durable and acknowledged either
-        way, so a failure is logged, not raised (the next append proves the database's tree
-        extends the older record, then records again)."""
+        """:meth:`advance` after a commit: the entries are durable and are answered with their
+        receipts either way, so no failure is raised, whatever it is (issue 40, finding 11: a
+        caller told "refused" for a committed entry writes it twice when it retries). It is
+        logged and kept as :attr:`stale`, and the next append retries it first and is refused
+        while it fails (``signer.record_unwritable``)."""
         try:
             self.advance(head)
-        except (OSError, ForkRefusedError) as e:
+        except Exception as e:  # see the docstring: never raised into an acknowledged write
             _log.warning(
                 "could not record the signed checkpoint of size %d in %s: %s", head.size, self.path, e
             )

@@ -152,4 +152,7 @@ def entries(
 
 @router.get("/healthz", tags=["operations"])
 def healthz(svc: ServicesDep) -> HealthOut:
-    return HealthOut(ok=True, size=svc.ledger.size())
+    """Liveness, the log's size, and what is wrong (by check name; the details are in the
+    service's log, not shown to anyone who asks)."""
+    problems = sorted(svc.ledger.problems())
+    return HealthOut(ok=not problems, size=svc.ledger.size(), problems=problems)

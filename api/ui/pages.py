@@ -6,6 +6,12 @@ Read-only: no page writes to the log (the recall playground recalls without reco
 use). Every query is bounded (ledger.explore). Public pages show what the log already makes
 public (leaves, proofs, key histories, the trust oracle's figures); bodies and memory are
 shown only to the agent's owner, in a session opened with the agent's key (api/ui/session).
+
+The two forms that act are POSTs from this origin only (:func:`_same_origin`, beside the
+session cookie's ``SameSite=Strict``): "Sign out", which revokes the session for every
+worker, and the recall playground, whose question travels in the request body so that no
+access log, proxy log or browser history keeps it (issue 40, finding 9: as a GET query it
+landed in the service's access log); the question is neither logged nor stored.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ import base64
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
+from urllib.parse import parse_qs, urlsplit
 
 from fastapi import APIRouter, Query, Request
 from fastapi import Path as PathParam
@@ -27,7 +34,8 @@ from api.schemas import AGENT, KIND, REF
 from api.ui import plots
 from api.ui.session import COOKIE, SESSION_S, OwnerSession, OwnerSessions
 from engram.protocol.errors import EngramError
-from engram.protocol.schemas import parse_ref
+from engram.protocol.longtext import recall_query
+from engram.protocol.schemas import MAX_TURN_CHARS, parse_ref
 from ledger import explore
 from ledger.oracle import agent_statement
 
@@ -49,6 +57,8 @@ _CSP = (
 )
 _TIERS = ("HOT", "WARM", "COLD", "archived", "past")
 _PAGE = 50
+#: The largest form body read (a playground question is bounded by the turn limit).
+_MAX_FORM_BYTES = 4 * MAX_TURN_CHARS + 1024
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
@@ -112,6 +122,52 @@ def _page(
 
 def _error(request: Request, status: int, title: str, message: str) -> HTMLResponse:
     return _page(request, "error.html", status, title=title, message=message)
+
+
+def _same_origin(request: Request) -> bool:
+    """Whether a POST comes from a page of this origin: the browser's ``Sec-Fetch-Site``
+    says ``same-origin``, or, from a browser that sends none, ``Origin`` names this host.
+    Nothing else passes (no header at all, ``Origin: null``, another site): the session
+    cookie is ``SameSite=Strict`` too, so a cross-site form carries no session either."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site == "same-origin"
+    origin = request.headers.get("origin")
+    host = request.headers.get("host")
+    if not origin or origin == "null" or not host:
+        return False
+    parts = urlsplit(origin)
+    return parts.scheme in ("http", "https") and parts.netloc.lower() == host.lower()
+
+
+def _cross_site(request: Request) -> HTMLResponse:
+    return _error(
+        request,
+        403,
+        "Refused: not a form of this site",
+        "This action is accepted only from this site's own pages [ui.origin]",
+    )
+
+
+async def _form(request: Request) -> dict[str, str] | None:
+    """An ``application/x-www-form-urlencoded`` body of at most :data:`_MAX_FORM_BYTES`
+    (read no further), one value per field; None if it is not one."""
+    if request.headers.get("content-type", "").split(";")[0].strip().lower() != (
+        "application/x-www-form-urlencoded"
+    ):
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > _MAX_FORM_BYTES:
+            return None
+    try:
+        fields = parse_qs(body.decode("ascii"), keep_blank_values=True, max_num_fields=8, errors="strict")
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if any(len(v) != 1 for v in fields.values()):
+        return None
+    return {k: v[0] for k, v in fields.items()}
 
 
 # -- the explorer --------------------------------------------------------------------------
@@ -318,7 +374,23 @@ async def login(request: Request, ticket: Annotated[str, Query(max_length=1024)]
 
 @router.post("/logout")
 async def logout(request: Request) -> Response:
-    resp = RedirectResponse("/ui", status_code=303)
+    """Sign out: the session is revoked for every worker (api/ui/session), then the cookie
+    dropped. If the database cannot record it, the page says the session still opens the
+    view until it expires (the cookie is dropped from this browser either way)."""
+    if not _same_origin(request):
+        return _cross_site(request)
+    try:
+        await run_in_threadpool(sessions_of(request).revoke, request.cookies.get(COOKIE))
+    except EngramError as e:
+        resp: Response = _error(
+            request,
+            503,
+            "Not signed out on the service",
+            f"The service could not record that this session ended ({e}); a copy of the cookie "
+            "still opens the view until it expires. This browser's cookie is deleted.",
+        )
+    else:
+        resp = RedirectResponse("/ui", status_code=303)
     resp.delete_cookie(COOKIE, path="/ui")
     return resp
 
@@ -331,14 +403,36 @@ async def me(request: Request) -> Response:
     return RedirectResponse(f"/ui/agents/{owner.agent}/memory", status_code=303)
 
 
+Tier = Literal["HOT", "WARM", "COLD", "archived", "past"]
+
+
 @router.get("/agents/{agent}/memory")
 async def memory(
     request: Request,
     agent: Annotated[str, PathParam(pattern=AGENT)],
-    tier: Annotated[Literal["HOT", "WARM", "COLD", "archived", "past"], Query()] = "WARM",
+    tier: Annotated[Tier, Query()] = "WARM",
     after: Annotated[str | None, Query(pattern=REF)] = None,
-    q: Annotated[str, Query(max_length=2000)] = "",
 ) -> HTMLResponse:
+    """The owner's view (a question for the playground is POSTed: :func:`memory_recall`)."""
+    return await _memory_view(request, agent, tier, after, "")
+
+
+@router.post("/agents/{agent}/memory")
+async def memory_recall(request: Request, agent: Annotated[str, PathParam(pattern=AGENT)]) -> HTMLResponse:
+    """The recall playground: the question in the form body, from this site's pages only."""
+    if not _same_origin(request):
+        return _cross_site(request)
+    form = await _form(request)
+    tier = (form or {}).get("tier", "WARM")
+    q = (form or {}).get("q", "")
+    if form is None or tier not in _TIERS or len(q) > MAX_TURN_CHARS:
+        return _error(
+            request, 400, "Recall refused the question", "the form is not the playground's [ui.form]"
+        )
+    return await _memory_view(request, agent, cast(Tier, tier), None, q)
+
+
+async def _memory_view(request: Request, agent: str, tier: Tier, after: str | None, q: str) -> HTMLResponse:
     owner = _owner(request)
     if owner is None:
         return _error(
@@ -369,8 +463,8 @@ async def memory(
         counts["archived"] = sum(n for (_, st), n in by.items() if st == "archived")
         counts["past"] = sum(n for (_, st), n in by.items() if st == "superseded")
         recall = None
-        if q.strip():
-            result = svc.memory.recall(agent, q, record_access=False)
+        if q.strip():  # a long question is recalled by its most informative sentences
+            result = svc.memory.recall(agent, recall_query(q), record_access=False)
             recall = result.render()
         return {
             "items": items[:_PAGE],

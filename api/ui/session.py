@@ -7,9 +7,13 @@ memory and nothing of any other agent (specs/http-api.md §9).
   is recorded in the database's nonce table, so it opens one session across every worker.
 * The cookie is ``base64url(agent "\\n" key id "\\n" expires "\\n" session id) "." tag``,
   tag = HMAC-SHA256 under a key derived from the log's private key (every worker holds it;
-  nothing is stored per session). It is HttpOnly, SameSite=Strict, scoped to ``/ui`` and
-  Secure over https. It stops working when it expires (:data:`SESSION_S`) or when the key
-  that signed the ticket is no longer the agent's active key (rotated or revoked).
+  nothing is stored per open session). It is HttpOnly, SameSite=Strict, scoped to ``/ui`` and
+  Secure over https. It stops working when it expires (:data:`SESSION_S`), when the key
+  that signed the ticket is no longer the agent's active key (rotated or revoked), or once
+  its owner signed out (:meth:`OwnerSessions.revoke`: its random id is recorded in the
+  database's ``ui_revoked_sessions`` table until it would have expired, and every worker
+  reads that table on every request that shows the owner's view; issue 40, finding 9: a copied
+  cookie opened the memory view for the rest of its 30 minutes after "Sign out").
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ class OwnerSession:
     agent: str
     key_id: str
     expires_s: int
+    #: the session's random id (what signing out revokes)
+    session: str = ""
 
 
 class OwnerSessions:
@@ -84,13 +90,15 @@ class OwnerSessions:
             f"ui:{t.agent}", t.nonce, now_s=now, expires_s=t.expires_s + 1, grace_s=MAX_TICKET_S
         ):
             raise ReplayError("this ticket was already used: run `engram ui` again", check="ui.replay")
-        session = OwnerSession(agent=t.agent, key_id=t.key_id, expires_s=now + SESSION_S)
-        text = f"{session.agent}\n{session.key_id}\n{session.expires_s}\n{secrets.token_hex(16)}".encode()
+        session = OwnerSession(
+            agent=t.agent, key_id=t.key_id, expires_s=now + SESSION_S, session=secrets.token_hex(16)
+        )
+        text = f"{session.agent}\n{session.key_id}\n{session.expires_s}\n{session.session}".encode()
         return b64url(text) + "." + b64url(self._tag(text)), session
 
     def check(self, cookie: str | None) -> OwnerSession | None:
-        """The session a cookie holds, or None (absent, forged, expired, or its key is no
-        longer the agent's active key)."""
+        """The session a cookie holds, or None (absent, forged, expired, its key is no
+        longer the agent's active key, or it was signed out)."""
         if not cookie or len(cookie) > _MAX_COOKIE or cookie.count(".") != 1:
             return None
         text_part, tag_part = cookie.split(".")
@@ -103,10 +111,25 @@ class OwnerSessions:
         m = _COOKIE_TEXT.fullmatch(text.decode("ascii", "replace"))
         if m is None:
             return None
-        agent, key_id, expires = m.group(1), m.group(2), int(m.group(3))
+        agent, key_id, expires, sid = m.group(1), m.group(2), int(m.group(3)), m.group(4)
         if expires <= int(self.clock()):
             return None
         active = self.ledger.active_key_id(agent)
         if active is None or not hmac.compare_digest(active, key_id):
             return None
-        return OwnerSession(agent=agent, key_id=key_id, expires_s=expires)
+        if self.ledger.store.ui_session_revoked(sid):
+            return None
+        return OwnerSession(agent=agent, key_id=key_id, expires_s=expires, session=sid)
+
+    def revoke(self, cookie: str | None) -> OwnerSession | None:
+        """Sign out: the session the cookie holds is refused from now on by every worker
+        sharing the database (recorded until it would have expired). Returns it, or None
+        when the cookie opened nothing anyway. Raises ``StorageError`` if the database could
+        not record it (the caller must not claim the session ended)."""
+        session = self.check(cookie)
+        if session is None:
+            return None
+        self.ledger.store.revoke_ui_session(
+            session.session, session.agent, now_s=int(self.clock()), expires_s=session.expires_s
+        )
+        return session

@@ -99,10 +99,16 @@ def session_close(
     as_json: AsJson = False,
 ) -> None:
     """Close a session: distill it into memories and file them in their tiers."""
-    res = agent_memory(key_file, server, log_key).close_session(session, summary=summary)
+    mem = agent_memory(key_file, server, log_key)
+    res = mem.close_session(session, summary=summary)
     text = f"closed at index {res.closed}"
     if res.distilled is not None:
         text += f"\ndistilled {res.entries} memories at index {res.distilled}; {res.decisions} tier decisions"
+    else:  # the close stands either way; the service files it later on request
+        text += (
+            "\nnot filed into memories yet (compaction off, or the distiller failed): "
+            f"engram session distill --agent {mem.agent_id} --session {session}"
+        )
     emit(as_json, res.to_json(), text)
 
 

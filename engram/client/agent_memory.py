@@ -24,6 +24,7 @@ plain JSON the MCP tools and the CLI print):
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import secrets
@@ -61,9 +62,11 @@ from engram.protocol.bodies import (
     written_body,
 )
 from engram.protocol.erasure import ErasurePlan, plan_erasure
-from engram.protocol.errors import ConfigError, NotFoundError, ProofError, RejectedEventError
+from engram.protocol.errors import ConfigError, EngramError, NotFoundError, ProofError, RejectedEventError
 from engram.protocol.gate import WriteGate
 from engram.protocol.kinds import kinds_where
+from engram.protocol.longtext import recall_query
+from engram.protocol.schemas import MAX_QUERY_CHARS
 from engram.protocol.signer import AgentSigner
 from engram.protocol.wire import Receipt
 from verifier.event import Leaf
@@ -255,7 +258,13 @@ class AgentMemory:
 
     def _written(self, receipt: Receipt) -> Written:
         out = receipt.answer
-        ref = out.ref if out is not None and out.named else self._ref_for(receipt.index)
+        if out is not None and out.named:
+            ref = out.ref
+        else:
+            try:
+                ref = self._ref_for(receipt.index)
+            except EngramError:  # the write is committed: it is answered, its item unnamed
+                ref = None
         return Written(
             index=receipt.index, ref=ref, duplicate=ref is not None and ref != f"{receipt.index}.0"
         )
@@ -401,10 +410,16 @@ class AgentMemory:
         meshes: Sequence[str] | None = None,
     ) -> Recalled:
         """``meshes``: the Memory Meshes whose shared memories join the ranking (None: every
-        mesh this agent is a member of; empty: none)."""
-        return self.transport.recall(
+        mesh this agent is a member of; empty: none).
+
+        A query longer than the service takes (``MAX_QUERY_CHARS``, e.g. a whole prompt with
+        a pasted traceback) is recalled with the query derived from it
+        (:func:`engram.protocol.longtext.recall_query`: its most informative segments), never
+        refused; the answer's notes say so (issue 40, finding 7)."""
+        bounded = recall_query(query)
+        out = self.transport.recall(
             self._me,
-            query,
+            bounded,
             include_cold=include_cold,
             include_archived=include_archived,
             limit=limit,
@@ -413,6 +428,13 @@ class AgentMemory:
             scopes=scopes,
             meshes=meshes,
         )
+        if len(query) <= MAX_QUERY_CHARS:
+            return out
+        note = (
+            f"the query was derived from a text of {len(query):,} characters: its most informative "
+            f"segments ({len(bounded):,} characters)"
+        )
+        return dataclasses.replace(out, notes=[*out.notes, note])
 
     def meshes(self) -> list[dict[str, Any]]:
         """The meshes this agent is a member of: creator, members and each one's grant."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from engram import DISTRIBUTION, install_hint
 from engram.client.agent_memory import AgentMemory
@@ -106,18 +107,35 @@ def mcp_main(argv: Sequence[str], local: LocalFactory | None) -> int:
     return 0
 
 
-def hook_main(argv: Sequence[str], local: LocalFactory | None) -> int:
-    from engram.harness.hooks import HARNESSES, run_hook
+class _HookUsage(Exception):
+    """A hook command line argparse refused."""
 
-    p = argparse.ArgumentParser(
+
+class _HookParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _HookUsage(message)
+
+
+def hook_main(argv: Sequence[str], local: LocalFactory | None) -> int:
+    """``engram hook``: always exits 0 (engram.harness.hooks): argparse's exit code 2 on a
+    mistyped command line would read as "block this prompt" to both harnesses."""
+    from engram.harness.hooks import HARNESSES, HOOK_TIMEOUT_S, run_hook
+
+    p = _HookParser(
         prog="engram hook",
         description="Run one lifecycle hook: reads the harness's JSON payload on stdin, prints context to inject.",
     )
     p.add_argument("harness", choices=sorted(HARNESSES))
     _target_args(p)
-    a = p.parse_args(list(argv))
+    try:
+        a = p.parse_args(list(argv))
+    except _HookUsage as e:
+        sys.stderr.write(
+            f"engram hook: the hook command line is wrong ({e}); the harness goes on without memory\n"
+        )
+        return 0
     target = target_from(server=a.server, key_file=a.key_file, log_key=a.log_key)
-    return run_hook(a.harness, lambda: target.open(local))
+    return run_hook(a.harness, lambda: target.open(local, timeout_s=HOOK_TIMEOUT_S))
 
 
 def pin_main(argv: Sequence[str]) -> int:

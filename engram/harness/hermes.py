@@ -21,12 +21,19 @@ it with ``hermes config set memory.provider engram``. Configuration: ``$HERMES_H
 (``url``, ``key_file``, ``log_key``, written by ``hermes memory setup``), else the
 ``ENGRAM_URL`` / ``ENGRAM_KEY_FILE`` / ``ENGRAM_LOG_KEY`` variables; without a URL the
 embedded log is used when the service is installed beside Hermes.
+
+Nothing Hermes hands over is refused for its length or lost without a word (issue 40,
+finding 7): a prefetch query of any length is recalled with the bounded query derived from
+it (engram.protocol.longtext.recall_query), a long turn is logged in marked parts
+(``turn_parts``), and a call that cannot reach memory answers without it (an empty block, a
+tool error) while the reason goes to the log (``engram.harness.hermes``) and :attr:`errors`.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
 import queue
 import threading
@@ -38,9 +45,13 @@ from engram.client.agent_memory import AgentMemory
 from engram.harness.hooks import engram_session
 from engram.harness.target import Target, embedded_opener, target_from
 from engram.protocol.errors import EngramError
+from engram.protocol.longtext import turn_parts
 from engram.protocol.recall_block import without_hot
+from engram.protocol.schemas import MAX_TURN_CHARS
 
 __all__ = ["EngramMemoryProvider", "register"]
+
+_log = logging.getLogger(__name__)
 
 
 def _hermes_base() -> type:
@@ -63,7 +74,11 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
         "parameters": {
             "type": "object",
             "properties": {
-                "query": {"type": "string", "maxLength": 2000, "description": "What to recall"},
+                "query": {
+                    "type": "string",
+                    "maxLength": MAX_TURN_CHARS,
+                    "description": "What to recall (a long text is recalled by its most informative sentences)",
+                },
                 "include_cold": {"type": "boolean", "description": "Also search the permanent record"},
             },
             "required": ["query"],
@@ -194,11 +209,19 @@ class EngramMemoryProvider(_hermes_base()):  # type: ignore[misc]
                 session, role, text = job
                 try:
                     with self._lock:
-                        self.mem.turn(session, role, text[:32_000])
+                        for part in turn_parts(text):
+                            self.mem.turn(session, role, part)
                 except EngramError as e:
-                    self.errors.append(str(e))
+                    self._failed(f"a {role} turn was not logged", e)
             finally:
                 self._queue.task_done()
+
+    def _failed(self, what: str, error: BaseException) -> None:
+        """Record what could not be done and why (kept in :attr:`errors`, bounded, and logged)."""
+        check = getattr(error, "check", None)
+        line = f"{what}: {error}" + (f" [{check}]" if check else "")
+        self.errors = [*self.errors[-99:], line]
+        _log.warning("engram: %s", line)
 
     def _flush(self) -> None:
         if self._worker is not None:
@@ -218,12 +241,22 @@ class EngramMemoryProvider(_hermes_base()):  # type: ignore[misc]
             self._worker.start()
 
     def system_prompt_block(self) -> str:
-        with self._lock:
-            return self.mem.hot_block(self.session)
+        try:
+            with self._lock:
+                return self.mem.hot_block(self.session)
+        except EngramError as e:
+            self._failed("no standing memory for the system prompt", e)
+            return ""
 
     def prefetch(self, query: str, *, session_id: str = "") -> str:
-        with self._lock:
-            out = self.mem.recall(query[:2000], session=self.session, budget_tokens=1800)
+        """Recall for the coming turn (a long query is bounded by AgentMemory.recall); memory
+        that cannot be reached gives no block, and the turn goes on."""
+        try:
+            with self._lock:
+                out = self.mem.recall(query, session=self.session, budget_tokens=1800)
+        except EngramError as e:
+            self._failed("no memory was recalled for this turn", e)
+            return ""
         # The system prompt already holds the HOT section (system_prompt_block; issue 26).
         return without_hot(out.context)
 
@@ -252,7 +285,8 @@ class EngramMemoryProvider(_hermes_base()):  # type: ignore[misc]
             with self._lock:
                 if tool_name == "engram_recall":
                     out = self.mem.recall(
-                        str(args.get("query", ""))[:2000], include_cold=bool(args.get("include_cold", False))
+                        str(args.get("query", ""))[:MAX_TURN_CHARS],
+                        include_cold=bool(args.get("include_cold", False)),
                     )
                     return json.dumps({"context": out.context})
                 if tool_name == "engram_remember":
@@ -271,20 +305,26 @@ class EngramMemoryProvider(_hermes_base()):  # type: ignore[misc]
     def on_pre_compress(self, messages: list[dict[str, Any]], **kwargs: Any) -> str:
         """Flush before Hermes compresses its context: the session so far is distilled."""
         self._flush()
-        with self._lock:
-            sid = self.session
-            if self.mem.session_turns(sid):
-                self.mem.close_session(sid, summary="flushed before Hermes compressed its context")
-                self._part += 1
-                self._ensure_open()
+        try:
+            with self._lock:
+                sid = self.session
+                if self.mem.session_turns(sid):
+                    self.mem.close_session(sid, summary="flushed before Hermes compressed its context")
+                    self._part += 1
+                    self._ensure_open()
+        except EngramError as e:
+            self._failed("the session was not flushed before Hermes compressed its context", e)
         return ""
 
     def on_session_end(self, messages: list[dict[str, Any]]) -> None:
         self._flush()
-        with self._lock:
-            sid = self.session
-            if self.mem.session_turns(sid) is not None:
-                self.mem.close_session(sid, summary="hermes session ended")
+        try:
+            with self._lock:
+                sid = self.session
+                if self.mem.session_turns(sid) is not None:
+                    self.mem.close_session(sid, summary="hermes session ended")
+        except EngramError as e:
+            self._failed("the session was not closed", e)
 
     def on_memory_write(
         self, action: str, target: str, content: str, metadata: dict[str, Any] | None = None
@@ -298,7 +338,7 @@ class EngramMemoryProvider(_hermes_base()):  # type: ignore[misc]
             with self._lock:
                 self.mem.write(content=content[:4000], category=category, tags=["hermes", f"hermes-{target}"])
         except EngramError as e:
-            self.errors.append(str(e))
+            self._failed("a Hermes memory entry was not mirrored", e)
 
     def shutdown(self) -> None:
         if self._worker is not None:

@@ -28,8 +28,15 @@ The Engram session id is derived from the harness's session id (``cc-<id>``, ``c
 so a hook needs no state of its own except which continuation the session is on (a small
 JSON file under ``$ENGRAM_HOOK_STATE``, else ``$XDG_STATE_HOME/engram/hooks``).
 
-A hook must never break the harness: a failure (Engram down, a bad key) prints one line on
-stderr and exits 1, which both harnesses show as a non-blocking notice; nothing is injected.
+A hook never breaks the harness and never loses a prompt silently (issue 40, finding 7). It
+always exits 0: both harnesses read exit code 2 as "block this prompt" and any other non-zero
+code as a failed hook, so a hook that cannot reach memory (the service down, a bad key, a
+payload that is not JSON, any error) lets the prompt through unchanged and says why in one
+line on stderr (``engram hook: <event>: <what> [<check>]``); whatever it could do is still
+done (a prompt whose recall failed is still logged, and the other way round). A prompt of
+any length is logged: secrets redacted, in marked parts of at most ``MAX_TURN_CHARS``
+characters when it is longer (engram.protocol.longtext.turn_parts), and it is recalled for
+with the bounded query derived from it (``recall_query``).
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ from engram.client.agent_memory import AgentMemory
 from engram.protocol.errors import EngramError, MalformedError
 from engram.protocol.files import loads_bounded
 from engram.protocol.gate import quote_for_block
+from engram.protocol.longtext import recall_query, turn_parts
 from engram.protocol.recall_block import without_hot
 
 _SNAPSHOT_FOCUS = re.compile(r"Focus: the turn at log index (\d{1,16})\.")
@@ -67,7 +75,9 @@ MAX_CONTEXT_CHARS = 9_500
 RECALL_BUDGET_TOKENS = 1_800
 DEFAULT_SNAPSHOT_EVERY = 10
 SNAPSHOT_TAG = "session-state"
-MAX_TURN_CHARS = 32_000
+#: Seconds a hook waits on the service for one answer (the harnesses' own timeouts are 15 s
+#: and up: a hung service must not make the harness kill the hook).
+HOOK_TIMEOUT_S = 10.0
 _SESSION_OK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -167,12 +177,25 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 40] + "\n[... clipped by engram hook]"
 
 
+def _one_line(error: BaseException) -> str:
+    """An error as one bounded line: its text and, when it names one, its check."""
+    check = getattr(error, "check", None)
+    text = " ".join(str(error).split())[:600] or type(error).__name__
+    return text if not check or f"[{check}]" in text else f"{text} [{check}]"
+
+
 class Hook:
     def __init__(
-        self, harness: str, payload: Mapping[str, Any], mem: Callable[[], AgentMemory], state_dir: Path
+        self,
+        harness: str,
+        payload: Mapping[str, Any],
+        mem: Callable[[], AgentMemory],
+        state_dir: Path,
+        warn: Callable[[str], None] | None = None,
     ):
         self.harness = harness
         self.p = payload
+        self._warn = warn or (lambda line: sys.stderr.write(f"engram hook: {line}\n"))
         self._open = mem
         self._mem: AgentMemory | None = None
         sid = payload.get("session_id")
@@ -208,12 +231,27 @@ class Hook:
             return self.ensure_open()
         return sid
 
+    def warn(self, what: str, error: BaseException | None = None) -> None:
+        """One line on stderr: what was not done, and why."""
+        event = self._field("hook_event_name") or "?"
+        self._warn(f"{event}: {what}" + (f": {_one_line(error)}" if error is not None else ""))
+
     def _log(self, role: str, text: str) -> int | None:
-        """Log a turn; its log index (None: nothing was logged)."""
+        """Log a turn, in parts when it is longer than a turn may be; the log index of its
+        first part (None: nothing was logged). A part that fails stops the rest and raises."""
         text = text.strip()
-        if text and not text.startswith("<memory-context"):
-            return self.mem.turn(self.ensure_open(), role, _clip(text, MAX_TURN_CHARS)).index
-        return None
+        if not text:
+            return None
+        if text.startswith("<memory-context"):
+            # Engram's own block coming back (a harness echoing injected context): not a turn.
+            self.warn(f"the {role} turn was not logged: it is an Engram <memory-context> block")
+            return None
+        sid = self.ensure_open()
+        first: int | None = None
+        for part in turn_parts(text):
+            index = self.mem.turn(sid, role, part).index
+            first = index if first is None else first
+        return first
 
     @property
     def scopes(self) -> list[str] | None:
@@ -327,12 +365,26 @@ class Hook:
         return scope_tag(project[0]) if project else None
 
     def user_prompt_submit(self) -> str:
+        """Recall for the prompt (with the bounded query derived from it), then log it; each
+        goes on when the other fails, and says so."""
         prompt = self._field("prompt") or ""
+        if self.p.get("prompt") is not None and not isinstance(self.p.get("prompt"), str):
+            self.warn("the payload's prompt is not text: nothing of it was logged")
         sid = self.ensure_open()
-        out = self.mem.recall(
-            prompt[:2000], session=sid, budget_tokens=RECALL_BUDGET_TOKENS, scopes=self.scopes
-        )
-        turn = self._log("user", prompt)
+        context = ""
+        try:
+            out = self.mem.recall(
+                recall_query(prompt), session=sid, budget_tokens=RECALL_BUDGET_TOKENS, scopes=self.scopes
+            )
+            # SessionStart injected the HOT section; each prompt adds what it recalls (issue 26).
+            context = without_hot(out.context)
+        except Exception as e:  # whatever failed, the prompt is still logged
+            self.warn("no memory was recalled for this prompt", e)
+        try:
+            turn = self._log("user", prompt)
+        except Exception as e:  # and what was recalled is still injected
+            self.warn("the prompt was not logged", e)
+            turn = None
         n = int(self.state.data.get("exchanges", 0)) + 1
         # The state file is a copy on disk: it keeps the focus turn's log index, never its
         # text (an erased prompt must not survive here; issue 25, finding 3).
@@ -340,11 +392,13 @@ class Hook:
         self.state.save(
             exchanges=n, focus_turn=turn if turn is not None else self.state.data.get("focus_turn")
         )
-        every = self._snapshot_every()
-        if every and n % every == 0:
-            self.snapshot(f"every {every} exchanges")
-        # SessionStart injected the HOT section; each prompt adds what it recalls (issue 26).
-        return self._context("UserPromptSubmit", without_hot(out.context))
+        try:
+            every = self._snapshot_every()
+            if every and n % every == 0:
+                self.snapshot(f"every {every} exchanges")
+        except EngramError as e:
+            self.warn("no session-state snapshot was written", e)
+        return self._context("UserPromptSubmit", context) if context else ""
 
     def stop(self) -> str:
         text = self._field("last_assistant_message")
@@ -353,6 +407,11 @@ class Hook:
             text = last_assistant_text(Path(tp).expanduser()) if tp else None
         if text:
             self._log("assistant", text)
+        else:
+            self.warn(
+                "no assistant answer was logged: the payload has no last_assistant_message and "
+                "the transcript has no assistant text"
+            )
         return ""
 
     def pre_compact(self) -> str:
@@ -415,8 +474,10 @@ def handle(
     mem: Callable[[], AgentMemory],
     *,
     env: Mapping[str, str] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> str:
-    """What the hook prints for ``payload`` (an unknown event does nothing)."""
+    """What the hook prints for ``payload`` (an unknown event does nothing). ``warn`` gets a
+    line for each thing the event could not do while it went on (default: stderr)."""
     if harness not in HARNESSES:
         raise MalformedError(
             f"unknown harness {harness!r} (one of {', '.join(HARNESSES)})", check="hook.harness"
@@ -425,7 +486,7 @@ def handle(
     fn = EVENTS.get(event) if isinstance(event, str) else None
     if fn is None:
         return ""
-    return fn(Hook(harness, payload, mem, _state_dir(os.environ if env is None else env)))
+    return fn(Hook(harness, payload, mem, _state_dir(os.environ if env is None else env), warn))
 
 
 def run_hook(
@@ -436,19 +497,24 @@ def run_hook(
     stdout: IO[str] | None = None,
     stderr: IO[str] | None = None,
 ) -> int:
-    """Read the payload, act, print; 0 on success, 1 (one line on stderr) on any failure."""
+    """Read the payload, act, print; always 0 (see the module docstring): what the hook could
+    not do is one line each on stderr, and the harness goes on."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
+    err = stderr or sys.stderr
+
+    def warn(line: str) -> None:
+        err.write(f"engram hook: {line}\n")
+
+    event = "?"
     try:
-        out = handle(harness, parse_payload(stdin.read(MAX_PAYLOAD_BYTES + 1)), mem)
-    except EngramError as e:
-        check = getattr(e, "check", None)
-        stderr.write(f"engram hook: {e}" + (f" [{check}]" if check else "") + "\n")
-        return 1
-    except OSError as e:
-        stderr.write(f"engram hook: {e}\n")
-        return 1
+        payload = parse_payload(stdin.read(MAX_PAYLOAD_BYTES + 1))
+        event = str(payload.get("hook_event_name") or "?")[:64]
+        out = handle(harness, payload, mem, warn=warn)
+    except Exception as e:  # a hook never breaks the harness, whatever failed
+        what = "the prompt goes on without memory" if event == "UserPromptSubmit" else "nothing was done"
+        warn(f"{' '.join(event.split()) or '?'}: {what}: {_one_line(e)}")
+        return 0
     if out:
         stdout.write(out + "\n")
     return 0

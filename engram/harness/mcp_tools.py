@@ -299,7 +299,14 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
         )
     )
     def memory_recall(
-        query: Annotated[str, Field(max_length=2000, description="What to recall (natural language)")],
+        query: Annotated[
+            str,
+            Field(
+                max_length=MAX_TURN,
+                description="What to recall (natural language; a text over 1,000 characters is recalled "
+                "by its most informative sentences)",
+            ),
+        ],
         include_cold: Annotated[bool, Field(description="Also search the permanent record (COLD)")] = False,
         include_archived: Annotated[bool, Field(description="Rank decayed memories at full weight")] = False,
         limit: Annotated[int, Field(ge=1, le=100, description="Most results after HOT")] = 10,

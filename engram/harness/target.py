@@ -45,10 +45,13 @@ class Target:
     key_file: Path
     log_key: str | None
 
-    def open(self, local: LocalFactory | None, *, lite: bool = True) -> AgentMemory:
-        """The agent's memory: over HTTP when a URL is set, else the embedded log."""
+    def open(self, local: LocalFactory | None, *, lite: bool = True, timeout_s: float = 30.0) -> AgentMemory:
+        """The agent's memory: over HTTP when a URL is set (``timeout_s``: the longest wait
+        for one answer), else the embedded log."""
         if self.url:
-            return connect_remote(self.url, self.key_file, log_key=self.log_key, lite=lite)
+            return connect_remote(
+                self.url, self.key_file, log_key=self.log_key, lite=lite, timeout_s=timeout_s
+            )
         if local is None:
             from engram.protocol.errors import ConfigError
 

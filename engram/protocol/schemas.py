@@ -20,6 +20,7 @@ from verifier.mesh import MESH_ID
 __all__ = [
     "CATEGORIES",
     "MAX_CONTENT_CHARS",
+    "MAX_QUERY_CHARS",
     "MAX_TURN_CHARS",
     "NAME_PATTERN",
     "REF_JSON_PATTERN",
@@ -59,6 +60,9 @@ SOURCE_TYPES = ("log", "session", "turn", "pact", "eval", "tool", "url", "extern
 ROLES = ("user", "assistant", "system", "tool")
 MAX_CONTENT_CHARS = 4000
 MAX_TURN_CHARS = 32_000
+#: The longest recall query (specs/http-api.md); a longer text is bounded by
+#: :func:`engram.protocol.longtext.recall_query` before it is sent.
+MAX_QUERY_CHARS = 1000
 MAX_TAGS = 16
 MAX_PROVENANCE = 16
 MAX_DISTILLED_ENTRIES = 50
@@ -377,7 +381,7 @@ def memory_accessed(b: BodyReader) -> None:
     # ``query`` (the raw query) is what logs written before issue 25 carry; the ledger now
     # writes only ``query_digest``, a keyed digest (ledger/memory/access.py), and the log
     # refuses both together.
-    b.text("query", max_len=1000, required=False)
+    b.text("query", max_len=MAX_QUERY_CHARS, required=False)
     b.text("query_digest", max_len=64, pattern=_HEX64, required=False)
     if "query" in b.body and "query_digest" in b.body:
         raise b._fail("query", "an access entry carries a query or its digest, not both")

@@ -32,7 +32,7 @@ from engram.protocol.errors import (
     VerificationError,
 )
 from engram.protocol.kinds import kinds_where, validate_body
-from engram.protocol.schemas import CATEGORIES, parse_ref
+from engram.protocol.schemas import CATEGORIES, MAX_QUERY_CHARS, parse_ref
 from engram.protocol.scopes import GLOBAL, parse_scopes, scope_of
 from engram.protocol.wire import Outcome
 from ledger.log import Ledger, PolicyEvent, Prepared, Receipt, Submission
@@ -79,8 +79,6 @@ __all__ = ["CloseResult", "MemoryService", "Submitted"]
 
 _log = logging.getLogger("engram.memory")
 
-#: Longest recall query (characters), as the HTTP API bounds it.
-MAX_QUERY_CHARS = 1000
 MAX_RECALL_LIMIT = 100
 #: How long a caller waits for the background follower's round before it applies the log
 #: itself (MemoryService.sync): a few rounds under load; a stalled follower costs this once.
@@ -404,10 +402,34 @@ class MemoryService:
         Each event is prepared once (``Ledger.prepare``) unless the edge did it already."""
         prepared = [s if isinstance(s, Prepared) else self.ledger.prepare(s, operator=operator) for s in subs]
         receipts = self.ledger.append(prepared, operator=operator)
+        # Committed: whatever fails from here on, the entries are answered with their receipts
+        # (issue 40, finding 11: a close whose distillation failed was answered with a
+        # refusal, so a client retried an entry that was in the log). The failure is logged
+        # and named by /healthz (Ledger.problems); what it left undone is done again later
+        # (the follower's next round holds the caps; ``engram session distill`` distills).
         closes: dict[int, CloseResult] = {}
+        try:
+            self._after_commit(prepared, receipts, closes)
+        except Exception as e:
+            if not isinstance(e, EngramError):
+                _log.exception("the memory rules after a committed write failed")
+            self.ledger.report_problem(
+                "memory.after_commit", f"the memory rules after entry {receipts[-1].index} failed: {e}"
+            )
+        else:
+            self.ledger.clear_problem("memory.after_commit")
+        for r in receipts:
+            if r.kind == "session.closed" and r.index not in closes:
+                closes[r.index] = CloseResult(closed=r, distilled=None, entries=0)
+        return receipts, closes
+
+    def _after_commit(
+        self, prepared: Sequence[Prepared], receipts: Sequence[Receipt], closes: dict[int, CloseResult]
+    ) -> None:
+        """The memory rules after committed entries (:meth:`accept`, 1-3)."""
         folded = [r for r in receipts if r.kind in FOLDED_KINDS]
         if not folded:
-            return receipts, closes
+            return
         capped = dict.fromkeys(r.agent for r in receipts if r.kind in CAPPED_KINDS)
         if self._following:
             # Answer on durability (issue 28, Deliver 2): the follower applies the entries
@@ -422,7 +444,6 @@ class MemoryService:
         for p, r in zip(prepared, receipts, strict=True):
             if r.kind == "session.closed":  # the close's answer is its distillation
                 closes[r.index] = self.after_close(r, r.agent, str(p.body["session"]))
-        return receipts, closes
 
     # -- sessions ----------------------------------------------------------------------
 
@@ -470,17 +491,28 @@ class MemoryService:
                 self.hold_caps(agent)
             chains = self._chains_of(agent, body.get("refs") or ())
         [receipt], closes = self._accept([p], operator=operator)
+        ref: str | None = None
         if receipt.kind in OWN_ITEM:
-            ref: str | None = f"{receipt.index}.0"  # named by the entry: no projection needed
+            ref = f"{receipt.index}.0"  # named by the entry: no projection needed
         elif receipt.kind in NAMES_ITEM:
-            self.sync_through(receipt.index)  # a duplicate confirms an older item: ask the projection
-            ref = self.ref_for(agent, receipt.index)
-        else:
-            ref = None
+            try:  # a duplicate confirms an older item: ask the projection
+                self.sync_through(receipt.index)
+                ref = self.ref_for(agent, receipt.index)
+            except EngramError as e:  # committed: answered with its receipt, the item unnamed
+                self.ledger.report_problem(
+                    "memory.after_commit", f"the item of entry {receipt.index} could not be named: {e}"
+                )
         current: tuple[tuple[str, str | None], ...] = ()
         if chains:
-            self.sync_through(receipt.index)
-            current = tuple((erased, self._first_active(agent, older)) for erased, older in chains.items())
+            try:  # committed: what became current is told when it can be read
+                self.sync_through(receipt.index)
+                current = tuple(
+                    (erased, self._first_active(agent, older)) for erased, older in chains.items()
+                )
+            except EngramError as e:
+                self.ledger.report_problem(
+                    "memory.after_commit", f"what entry {receipt.index} made current could not be read: {e}"
+                )
         return Submitted(
             receipt=receipt, body=body, ref=ref, close=closes.get(receipt.index), current=current
         )

@@ -54,6 +54,7 @@ __all__ = [
     "metadata",
     "nodes",
     "stream_heads",
+    "ui_revoked_sessions",
 ]
 
 metadata = MetaData(
@@ -284,5 +285,19 @@ request_nonces = Table(
     Column("nonce", String(64), nullable=False),
     Column("expires_s", BigInteger, nullable=False),
     PrimaryKeyConstraint("signer", "nonce"),
+    Index(None, "expires_s"),
+)
+
+# -- Web UI owner sessions signed out before they expired (ordinary mutable table; rows expire)
+
+#: A session cookie is stateless (api/ui/session.py); signing out records its random id here,
+#: shared by every worker, until the cookie would have expired (then the row is pruned).
+ui_revoked_sessions = Table(
+    "ui_revoked_sessions",
+    metadata,
+    Column("session", String(32), nullable=False),
+    Column("agent", String(64), nullable=False),
+    Column("expires_s", BigInteger, nullable=False),
+    PrimaryKeyConstraint("session"),
     Index(None, "expires_s"),
 )

@@ -51,6 +51,7 @@ from ledger.storage.schema import (
     nodes,
     request_nonces,
     stream_heads,
+    ui_revoked_sessions,
 )
 from verifier.errors import VerificationError
 from verifier.event import Leaf, agent_key_id
@@ -1157,6 +1158,37 @@ class SqlStore:
             raise StorageError(f"database error: {e.orig!r}") from e
 
     # -- HTTP request replay protection ---------------------------------------------------
+
+    def revoke_ui_session(
+        self, session: str, agent: str, *, now_s: int, expires_s: int, grace_s: int = 300
+    ) -> None:
+        """Record that the web UI session ``session`` of ``agent`` was signed out; it stays
+        refused by every worker sharing this database until ``expires_s`` (when its cookie
+        expires anyway). Rows expired for more than ``grace_s`` are pruned in the same
+        transaction (the grace covers a worker whose clock runs behind, as for nonces).
+        Durable when it returns; a session signed out twice is recorded once."""
+        try:
+            with self.engine.connect() as conn:
+                conn = conn.execution_options(**{WRITE_OPTION: True})
+                with conn.begin():
+                    conn.execute(
+                        ui_revoked_sessions.delete().where(ui_revoked_sessions.c.expires_s < now_s - grace_s)
+                    )
+                    conn.execute(
+                        insert(ui_revoked_sessions).values(session=session, agent=agent, expires_s=expires_s)
+                    )
+        except IntegrityError:
+            return  # signed out already
+        except DBAPIError as e:
+            raise StorageError(f"database error: {e.orig!r}") from e
+
+    def ui_session_revoked(self, session: str) -> bool:
+        """Whether web UI session ``session`` was signed out (read on every owner request)."""
+        with self.read() as conn:
+            row = conn.execute(
+                select(ui_revoked_sessions.c.session).where(ui_revoked_sessions.c.session == session)
+            ).first()
+        return row is not None
 
     def claim_nonce(self, signer: str, nonce: str, *, now_s: int, expires_s: int, grace_s: int = 300) -> bool:
         """Record ``(signer, nonce)`` until ``expires_s``; False if it was already used.

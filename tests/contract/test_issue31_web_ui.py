@@ -195,7 +195,11 @@ def test_issue31_the_owner_view_needs_the_agents_authority(
     assert "httponly" in set_cookie and "samesite=strict" in set_cookie and "path=/ui" in set_cookie
     page = client.get("/ui/agents/ann/memory?tier=HOT")
     assert page.status_code == 200 and "Ann likes terse answers." in page.text
-    recalled = client.get("/ui/agents/ann/memory", params={"q": "how should answers be?"})
+    recalled = client.post(
+        "/ui/agents/ann/memory",
+        data={"q": "how should answers be?", "tier": "HOT"},
+        headers={"Sec-Fetch-Site": "same-origin"},
+    )
     assert "&lt;memory-context" in recalled.text and "terse answers" in recalled.text
     # the session shows ann's bodies on entry pages, and nothing of bob
     ann_write = _brute(ledger, agent="ann", kind="memory.written")[0]

@@ -5,17 +5,20 @@ pinned, in its own environment (``.ci/install-interop.sh`` makes ``.venv-hermes`
 ``engram hermes install`` writes the plugin directory (twice: idempotent), ``hermes config
 set`` selects it, ``hermes memory status`` reports it installed and available, and Hermes'
 own discovery and MemoryManager drive it through two chats against an ``engram serve``:
-what the first chat said is recalled in the second."""
+what the first chat said is recalled in the second, and a 5,000-character query (issue 40,
+finding 7) is recalled for."""
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from engram.protocol.longtext import PART_MARKER
 from tests.e2e.processes import ENGRAM, engram_serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,3 +93,16 @@ def test_issue26_f1_real_hermes_discovers_and_drives_the_provider(tmp_path: Path
     assert "tabs" in result["second"]["prefetch"].lower(), result["second"]
     third = result["third"]["prefetch"]
     assert "cache warmed" in third and "by ada via mesh ada/ops" in third, third
+    # issue 40, finding 7: Hermes' prefetch of a 5,000-character query recalls (it failed)
+    fourth = result["fourth"]["prefetch"]
+    assert "cache warmed" in fourth, fourth
+    # ... and its 40,000-character turn is in the log whole, in two marked parts
+    con = sqlite3.connect(next((tmp_path / "log").glob("*.db")))
+    try:
+        rows = con.execute(
+            "SELECT b.body FROM bodies b JOIN leaves l ON l.idx = b.idx WHERE l.kind = 'session.turn'"
+        ).fetchall()
+    finally:
+        con.close()
+    parts = [t for t in (json.loads(bytes(r[0]))["content"] for r in rows) if "/srv/zorblax/" in t]
+    assert len(parts) == 2 and len("".join(PART_MARKER.sub("", p) for p in parts)) == 40_000

@@ -45,7 +45,16 @@ def main() -> None:
     second = chat("chat-2", [], "Should I indent this Python file with tabs or spaces?")
     # issue 30: what another agent shares through a Memory Mesh comes back in the prefetch
     third = chat("chat-3", [], "What do Zorblax deploys need first?")
-    json.dump({"discovered": found, "first": first, "second": second, "third": third}, sys.stdout)
+    # issue 40, finding 7: a 5,000-character query (a pasted traceback) is recalled for, not
+    # refused, and a 40,000-character turn is logged
+    frames = "".join(f'  File "/srv/zorblax/step_{i}.py", line {i}, in step_{i}\n' for i in range(200))
+    long_query = ("What do Zorblax deploys need first? It fails like this:\n" + frames)[:5000]
+    long_turn = ("Here is the whole deploy log:\n" + frames * 20)[:40_000]
+    fourth = chat("chat-4", [(long_turn, "Noted.")], long_query)
+    json.dump(
+        {"discovered": found, "first": first, "second": second, "third": third, "fourth": fourth},
+        sys.stdout,
+    )
 
 
 if __name__ == "__main__":

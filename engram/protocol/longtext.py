@@ -1,0 +1,236 @@
+"""Long texts from a harness: the recall query derived from a prompt, and a turn in parts.
+
+A harness hands Engram whatever the user typed or pasted: a traceback, a diff, a whole file.
+Two limits meet it (specs/memory-events.md §1, specs/http-api.md): a recall query is at most
+:data:`MAX_QUERY_CHARS` characters and a turn's text at most ``MAX_TURN_CHARS``. Neither may
+make a prompt be refused (issue 40, finding 7: any prompt over 1,000 characters made the
+prompt hook fail before the turn was logged). Both functions here are pure and bounded, so
+the hooks, the MCP server, the Hermes provider and the SDK derive the same thing.
+
+**The recall query** (:func:`recall_query`). Secrets are redacted from the text first (the
+log holds none to match, and a query must not carry one to the service or its embedder); a
+text within the limit is then the query as it is.
+A longer one is cut into segments (its lines; a long line into its sentences; a long
+sentence into word-bounded pieces of at most :data:`MAX_SEGMENT_CHARS`; white space folded,
+a repeated segment kept once), and the query is made of whole segments, in their order in
+the text:
+
+1. the first and the last segment that carry a term (a question is usually at one end of a
+   pasted block: "why does this fail?" before or after the traceback);
+2. then, while the limit allows, the segment adding the most *weight per character* of
+   terms not chosen yet, a term weighing ``1 / (the number of segments it occurs in)``: a
+   word every line of a traceback repeats ("File", "line") weighs little, an error name or
+   an identifier that occurs once weighs 1. Ties go to the earlier segment.
+
+A term is a run of letters, digits and underscores holding a letter, at least two long,
+compared case-folded. A lone surrogate becomes U+FFFD (it has no UTF-8 form to send).
+The query is never longer than the limit (the segments chosen plus one separator between
+each), never empty unless the text has nothing but white space (a text
+without a single term gives its first segments), and costs O(n log n) in the text's length.
+
+**Turns in parts** (:func:`turn_parts`). What a turn may not hold is made visible first:
+control characters other than tab, line feed and carriage return (a pasted terminal's
+colour codes) become their Unicode control pictures (ESC is ``\u241b``), and a lone
+surrogate (JSON lets ``"\ud800"`` through) becomes U+FFFD. Secrets are redacted from the whole text first
+(a part boundary must never cut a secret in two and let each half pass the redactor), then
+a text over the limit is split at paragraph, line or word boundaries into parts that each
+carry a visible marker (``[engram: turn part 1 of 3, continued in the next turn]`` ...);
+joined without their markers, the parts give back the redacted text exactly. Past
+:data:`MAX_TURN_PARTS` parts the rest is cut, and the last part says how many characters
+were cut.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+
+from engram.protocol.redact import redact_secrets
+from engram.protocol.schemas import MAX_QUERY_CHARS, MAX_TURN_CHARS
+
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "MAX_SEGMENT_CHARS",
+    "MAX_TURN_PARTS",
+    "PART_MARKER",
+    "recall_query",
+    "storable_turn_text",
+    "turn_parts",
+]
+
+#: The longest segment a derived query is made of.
+MAX_SEGMENT_CHARS = 240
+#: The most parts one turn is stored in (32 parts hold a 1 MiB hook payload).
+MAX_TURN_PARTS = 40
+#: Room kept in each part for its markers.
+_MARKER_ROOM = 200
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+_TERM = re.compile(r"\w*[^\W\d_]\w*")
+
+
+def _pieces(line: str) -> list[str]:
+    """A line cut into word-bounded pieces of at most :data:`MAX_SEGMENT_CHARS`."""
+    out: list[str] = []
+    start, n = 0, len(line)
+    while n - start > MAX_SEGMENT_CHARS:
+        cut = line.rfind(" ", start + 1, start + MAX_SEGMENT_CHARS + 1)
+        if cut <= start:
+            cut = start + MAX_SEGMENT_CHARS
+        out.append(line[start:cut].strip())
+        start = cut
+    rest = line[start:].strip()
+    if rest:
+        out.append(rest)
+    return [p for p in out if p]
+
+
+def _segments(text: str) -> list[str]:
+    out: list[str] = []
+    for raw in text.splitlines():
+        line = " ".join(raw.split())
+        if not line:
+            continue
+        if len(line) <= MAX_SEGMENT_CHARS:
+            out.append(line)
+            continue
+        for sentence in _SENTENCE_END.split(line):
+            out.extend(_pieces(sentence))
+    return out
+
+
+def _terms(segment: str) -> frozenset[str]:
+    return frozenset(t[:64] for t in _TERM.findall(segment.casefold()) if len(t) >= 2)
+
+
+def recall_query(text: str, limit: int = MAX_QUERY_CHARS) -> str:
+    """The recall query for ``text``: the text itself within ``limit`` characters, else its
+    most informative segments (see the module docstring)."""
+    if limit < MAX_SEGMENT_CHARS:
+        raise ValueError(f"a query limit below {MAX_SEGMENT_CHARS} characters holds no segment")
+    text = _SURROGATE.sub("\ufffd", text)  # a lone surrogate (JSON lets one in) cannot be sent
+    # No secret leaves in a query (to the service, its embedder, its logs): stored texts hold
+    # none (redacted before signing), so a secret in a query matches nothing anyway.
+    text = redact_secrets(text)[0]
+    if len(text) <= limit:
+        return text
+    segments = list(dict.fromkeys(_segments(text)))  # a repeated line adds nothing: once
+    terms = [_terms(s) for s in segments]
+    df: dict[str, int] = {}
+    for ts in terms:
+        for t in ts:
+            df[t] = df.get(t, 0) + 1
+    chosen: set[int] = set()
+    covered: set[str] = set()
+    used = -1  # the separator before the first segment is not written
+
+    def take(i: int) -> None:
+        nonlocal used
+        chosen.add(i)
+        covered.update(terms[i])
+        used += len(segments[i]) + 1
+
+    def fits(i: int) -> bool:
+        return used + len(segments[i]) + 1 <= limit
+
+    with_terms = [i for i, ts in enumerate(terms) if ts]
+    for i in with_terms[:1] + with_terms[-1:]:  # 1: both ends
+        if i not in chosen and fits(i):
+            take(i)
+
+    def gain(i: int) -> float:
+        return sum(1.0 / df[t] for t in terms[i] - covered) / (len(segments[i]) + 1)
+
+    # 2: lazy greedy (a segment's gain only falls as terms are covered, so a popped entry
+    # whose recomputed gain still beats the next one's stale gain is the best one)
+    heap = [(-gain(i), i) for i in with_terms if i not in chosen]
+    heapq.heapify(heap)
+    while heap and heap[0][0] < 0:  # a stale gain only overstates: at 0 nothing adds a term
+        _, i = heapq.heappop(heap)
+        if not fits(i):
+            continue  # the room only shrinks: it never will
+        now = gain(i)
+        if now <= 0:
+            continue
+        if heap and (-now, i) > heap[0]:  # stale: the next one may be better now
+            heapq.heappush(heap, (-now, i))
+            continue
+        take(i)
+    if not chosen:  # no term anywhere: the text's first segments
+        for i in range(len(segments)):
+            if not fits(i):
+                break
+            take(i)
+    return "\n".join(segments[i] for i in sorted(chosen))
+
+
+def _marker_head(part: int, total: int) -> str:
+    return f"[engram: turn part {part} of {total}, continued from the previous turn]\n"
+
+
+def _marker_tail(part: int, total: int) -> str:
+    return f"\n[engram: turn part {part} of {total}, continued in the next turn]"
+
+
+def _marker_cut(cut: int) -> str:
+    return f"\n[engram: {cut} more characters of this turn were cut: a turn is stored in at most {MAX_TURN_PARTS} parts]"
+
+
+#: The markers :func:`turn_parts` adds, to take them off again.
+PART_MARKER = re.compile(
+    r"\A\[engram: turn part \d+ of \d+, continued from the previous turn\]\n"
+    r"|\n\[engram: turn part \d+ of \d+, continued in the next turn\]\Z"
+    r"|\n\[engram: \d+ more characters of this turn were cut: a turn is stored in at most \d+ parts\]\Z"
+)
+
+
+def _cut_at(text: str, start: int, room: int) -> int:
+    """Where the chunk of ``text`` from ``start`` ends (at most ``room`` long): after the
+    last blank line, line break or space in its second half, else at ``room``."""
+    end = start + room
+    if end >= len(text):
+        return len(text)
+    floor = start + room // 2
+    for sep in ("\n\n", "\n", " "):
+        at = text.rfind(sep, floor, end)
+        if at >= 0:
+            return at + len(sep)
+    return end
+
+
+def _picture(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return chr(0x2400 + c) if c < 0x20 else "\u2421" if c == 0x7F else "\ufffd"
+
+
+def storable_turn_text(text: str) -> str:
+    """``text`` with what a turn body may not hold made visible (see the module docstring)."""
+    text = _SURROGATE.sub("\ufffd", text)
+    return _CONTROL.sub(_picture, text)
+
+
+def turn_parts(text: str, limit: int = MAX_TURN_CHARS) -> list[str]:
+    """``text`` made storable and redacted, in parts of at most ``limit`` characters (one
+    part when it fits), each marked as a part; see the module docstring."""
+    if limit <= 2 * _MARKER_ROOM:
+        raise ValueError(f"a turn limit must exceed {2 * _MARKER_ROOM} characters")
+    text = redact_secrets(storable_turn_text(text))[0]
+    if len(text) <= limit:
+        return [text]
+    room = limit - _MARKER_ROOM
+    chunks: list[str] = []
+    start = 0
+    while start < len(text) and len(chunks) < MAX_TURN_PARTS:
+        end = _cut_at(text, start, room)
+        chunks.append(text[start:end])
+        start = end
+    cut = len(text) - start
+    total = len(chunks)
+    parts = []
+    for n, chunk in enumerate(chunks, 1):
+        head = _marker_head(n, total) if n > 1 else ""
+        tail = _marker_tail(n, total) if n < total else (_marker_cut(cut) if cut else "")
+        parts.append(head + chunk + tail)
+    return parts
