@@ -21,6 +21,10 @@ preconditions refuse it up front with the rule's check name):
   the WARM categories it shares and those it reads. A member shares nothing until it grants.
 * ``mesh.left``: a member other than the creator (who dissolves instead).
 
+An entry whose body was erased (possible on logs from before such erasures were refused) is
+folded, never skipped: verifier.mesh gives it its most restrictive reading for each mesh
+folded from its stream (specs/mesh.md, "Entries without a body").
+
 What a member B reads of a member A: A's active WARM memories in a category A shares and B
 reads, written at or after the grant that began sharing that category without a break
 (``backfill`` in A's current grant: also older memories of those categories). Isolation by
@@ -75,36 +79,43 @@ class MeshReader:
     def __init__(self, store: SqlStore) -> None:
         self.store = store
 
-    def _bodies(self, agent: str, kind: str, size: int) -> list[tuple[int, dict[str, Any]]]:
-        out = []
-        for i in self.store.stream_indices(agent, kind, size):
-            sb = self.store.body(i)
-            if sb is not None:  # an erased body takes no part
-                out.append((i, parse_strict(sb[1], max_bytes=1 << 16)))
-        return out
+    def _bodies(self, agent: str, kind: str, size: int) -> list[tuple[int, dict[str, Any] | None]]:
+        """A stream's entries below ``size`` with their bodies, None where erased (one read)."""
+        return [
+            (i, None if raw is None else parse_strict(raw, max_bytes=1 << 16))
+            for i, raw in self.store.stream_bodies(agent, kind, size)
+        ]
 
-    def events(self, mesh: str, size: int) -> list[tuple[int, str, str, dict[str, Any]]]:
+    def events(self, mesh: str, size: int) -> list[tuple[int, str, str, dict[str, Any] | None]]:
+        """The entries a fold of ``mesh`` reads: the creator's mesh streams and those of every
+        agent it invited, each entry of this mesh, and every entry whose body is erased (it
+        may have been of this mesh: the fold gives it its most restrictive reading, never
+        none; verifier.mesh)."""
         creator = creator_of(mesh)
-        out: list[tuple[int, str, str, dict[str, Any]]] = []
+        out: list[tuple[int, str, str, dict[str, Any] | None]] = []
         for kind in CREATOR_KINDS:
             out += [
-                (i, creator, kind, b) for i, b in self._bodies(creator, kind, size) if b.get("mesh") == mesh
+                (i, creator, kind, b)
+                for i, b in self._bodies(creator, kind, size)
+                if b is None or b.get("mesh") == mesh
             ]
-        invited = {str(b["agent"]) for _, _, k, b in out if k == "mesh.invited"} - {creator}
+        invited = {str(b["agent"]) for _, _, k, b in out if k == "mesh.invited" and b is not None} - {creator}
         for agent in sorted(invited):
             for kind in MEMBER_KINDS:
                 out += [
-                    (i, agent, kind, b) for i, b in self._bodies(agent, kind, size) if b.get("mesh") == mesh
+                    (i, agent, kind, b)
+                    for i, b in self._bodies(agent, kind, size)
+                    if b is None or b.get("mesh") == mesh
                 ]
         return out
 
     def mesh(self, mesh: str, size: int) -> Mesh | None:
-        return fold(self.events(mesh, size))
+        return fold(self.events(mesh, size), mesh=mesh)
 
     def meshes_of(self, agent: str, size: int) -> list[Mesh]:
         """The meshes ``agent`` is an active member of (not dissolved)."""
-        ids = {str(b["mesh"]) for _, b in self._bodies(agent, "mesh.created", size)}
-        ids |= {str(b["mesh"]) for _, b in self._bodies(agent, "mesh.joined", size)}
+        ids = {str(b["mesh"]) for _, b in self._bodies(agent, "mesh.created", size) if b is not None}
+        ids |= {str(b["mesh"]) for _, b in self._bodies(agent, "mesh.joined", size) if b is not None}
         out = []
         for mesh_id in sorted(ids):
             m = self.mesh(mesh_id, size)

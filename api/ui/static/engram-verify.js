@@ -2994,8 +2994,15 @@ function checkShape2(kind, body) {
   }
   if (!ok) throw refuse(`a ${kind} body of the wrong shape`, "mesh.malformed");
 }
-function applyEvent(state, index, agent, kind, body) {
+function applyEvent(state, index, agent, kind, body, mesh = null) {
+  if (body === null) {
+    if (mesh === null || !MESH_ID.test(mesh)) throw new Error("a body-less mesh entry is folded for a named mesh");
+    return applyBodyless(state, index, agent, kind, mesh);
+  }
   checkShape2(kind, body);
+  return applyBodied(state, index, agent, kind, body);
+}
+function applyBodied(state, index, agent, kind, body) {
   const mesh = body.mesh;
   if (kind === "mesh.created") {
     if (agent !== creatorOf(mesh)) {
@@ -3053,11 +3060,49 @@ function applyEvent(state, index, agent, kind, body) {
   }
   return state;
 }
-function fold(events) {
+function applyBodyless(state, index, agent, kind, mesh) {
+  const creator = creatorOf(mesh);
+  if (kind === "mesh.created") {
+    if (agent !== creator) throw refuse(`mesh ${mesh} can only be created by ${creator}`, "mesh.policy");
+    if (state !== null) throw refuse(`mesh ${mesh} already exists`, "mesh.exists");
+    const created = new Mesh({ mesh, creator: agent, createdIndex: index, title: null });
+    created.dissolvedIndex = index;
+    return created;
+  }
+  if (state === null) throw refuse(`there is no mesh ${mesh}`, "mesh.missing");
+  if (state.dissolved) throw refuse(`mesh ${mesh} is dissolved`, "mesh.dissolved");
+  const member2 = state.members.get(agent);
+  if ((kind === "mesh.invited" || kind === "mesh.removed" || kind === "mesh.dissolved") && agent !== state.creator) {
+    throw refuse(`only ${state.creator}, who created mesh ${mesh}, may do that`, "mesh.policy");
+  }
+  if (kind === "mesh.invited") {
+    throw refuse(`an invitation without a body invites no one to ${mesh}`, "mesh.erased");
+  } else if (kind === "mesh.joined") {
+    if (!state.invited.delete(agent)) throw refuse(`${agent} is not invited to ${mesh}`, "mesh.not_invited");
+  } else if (kind === "mesh.granted") {
+    if (member2 === void 0 || !member2.active) throw refuse(`${agent} is not a member of ${mesh}`, "mesh.not_member");
+    member2.grants.push([index, /* @__PURE__ */ new Set(), /* @__PURE__ */ new Set(), false]);
+  } else if (kind === "mesh.left") {
+    if (member2 === void 0 || !member2.active) throw refuse(`${agent} is not a member of ${mesh}`, "mesh.not_member");
+    if (agent === state.creator) throw refuse(`the creator of ${mesh} dissolves it instead of leaving`, "mesh.policy");
+    member2.leftIndex = index;
+  } else if (kind === "mesh.removed") {
+    for (const m of state.members.values()) {
+      if (m.active && m.agent !== state.creator) {
+        m.leftIndex = index;
+        state.invited.delete(m.agent);
+      }
+    }
+  } else if (kind === "mesh.dissolved") {
+    state.dissolvedIndex = index;
+  }
+  return state;
+}
+function fold(events, mesh = null) {
   let state = null;
   for (const [index, agent, kind, body] of [...events].sort((a, b) => a[0] - b[0])) {
     try {
-      state = applyEvent(state, index, agent, kind, body);
+      state = applyEvent(state, index, agent, kind, body, mesh);
     } catch (e) {
       if (!(e instanceof MeshRuleError)) throw e;
     }
@@ -3117,10 +3162,10 @@ function meshRead(s, streamBodies, memory) {
   for (const [[who, k], rows] of streamBodies) {
     if (!MESH_KINDS.includes(k)) continue;
     for (const [i, b] of rows) {
-      if (b !== null && get(b, "mesh") === meshId) events.push([i, who, k, b]);
+      if (b === null || get(b, "mesh") === meshId) events.push([i, who, k, b]);
     }
   }
-  const mesh = fold(events);
+  const mesh = fold(events, meshId);
   if (mesh === null || mesh.dissolved) return [false, `mesh ${meshId} does not exist or is dissolved`];
   const a = mesh.members.get(author);
   const r = mesh.members.get(reader);

@@ -245,9 +245,34 @@ function checkShape(kind: string, body: unknown): asserts body is Body & { mesh:
  * shape (the verifier reads bodies it did not validate) has no effect either
  * (`mesh.malformed`). Like the Python function, it changes `state` in place and returns it
  * (after `mesh.created`, a new mesh); a refused event changes nothing.
+ *
+ * `body` null is an entry whose body is erased or withheld: it is folded for `mesh` (the
+ * mesh being folded, which must be given) by its most restrictive reading
+ * ({@link applyBodyless}), never skipped.
  */
-export function applyEvent(state: Mesh | null, index: number, agent: string, kind: string, body: unknown): Mesh {
+export function applyEvent(
+  state: Mesh | null,
+  index: number,
+  agent: string,
+  kind: string,
+  body: unknown,
+  mesh: string | null = null,
+): Mesh {
+  if (body === null) {
+    if (mesh === null || !MESH_ID.test(mesh)) throw new Error("a body-less mesh entry is folded for a named mesh");
+    return applyBodyless(state, index, agent, kind, mesh);
+  }
   checkShape(kind, body);
+  return applyBodied(state, index, agent, kind, body);
+}
+
+function applyBodied(
+  state: Mesh | null,
+  index: number,
+  agent: string,
+  kind: string,
+  body: Body & { mesh: string },
+): Mesh {
   const mesh = body.mesh;
   if (kind === "mesh.created") {
     if (agent !== creatorOf(mesh)) {
@@ -308,16 +333,66 @@ export function applyEvent(state: Mesh | null, index: number, agent: string, kin
   return state;
 }
 
+/**
+ * A body-less entry of `kind` by `agent` at `index`, folded for `mesh`: it may have
+ * concerned this mesh, and its body can no longer say otherwise, so it takes the reading
+ * that lets the least flow (specs/mesh.md, "Entries without a body"). Readings that would
+ * widen what flows (an invitation, a membership, a grant's categories) are never assumed.
+ */
+function applyBodyless(state: Mesh | null, index: number, agent: string, kind: string, mesh: string): Mesh {
+  const creator = creatorOf(mesh);
+  if (kind === "mesh.created") {
+    if (agent !== creator) throw refuse(`mesh ${mesh} can only be created by ${creator}`, "mesh.policy");
+    if (state !== null) throw refuse(`mesh ${mesh} already exists`, "mesh.exists");
+    // It may have been this mesh's creation: the mesh exists from here, dissolved.
+    const created = new Mesh({ mesh, creator: agent, createdIndex: index, title: null });
+    created.dissolvedIndex = index;
+    return created;
+  }
+  if (state === null) throw refuse(`there is no mesh ${mesh}`, "mesh.missing");
+  if (state.dissolved) throw refuse(`mesh ${mesh} is dissolved`, "mesh.dissolved");
+  const member = state.members.get(agent);
+  if ((kind === "mesh.invited" || kind === "mesh.removed" || kind === "mesh.dissolved") && agent !== state.creator) {
+    throw refuse(`only ${state.creator}, who created mesh ${mesh}, may do that`, "mesh.policy");
+  }
+  if (kind === "mesh.invited") {
+    throw refuse(`an invitation without a body invites no one to ${mesh}`, "mesh.erased");
+  } else if (kind === "mesh.joined") {
+    // It may have consumed the invitation; it never makes a member.
+    if (!state.invited.delete(agent)) throw refuse(`${agent} is not invited to ${mesh}`, "mesh.not_invited");
+  } else if (kind === "mesh.granted") {
+    if (member === undefined || !member.active) throw refuse(`${agent} is not a member of ${mesh}`, "mesh.not_member");
+    member.grants.push([index, new Set(), new Set(), false]);
+  } else if (kind === "mesh.left") {
+    if (member === undefined || !member.active) throw refuse(`${agent} is not a member of ${mesh}`, "mesh.not_member");
+    if (agent === state.creator) throw refuse(`the creator of ${mesh} dissolves it instead of leaving`, "mesh.policy");
+    member.leftIndex = index;
+  } else if (kind === "mesh.removed") {
+    // It may have removed any member but the creator: all of them leave.
+    for (const m of state.members.values()) {
+      if (m.active && m.agent !== state.creator) {
+        m.leftIndex = index;
+        state.invited.delete(m.agent);
+      }
+    }
+  } else if (kind === "mesh.dissolved") {
+    state.dissolvedIndex = index;
+  }
+  return state;
+}
+
 /** One event of a mesh: (index, agent, kind, body). */
 export type MeshEvent = readonly [index: number, agent: string, kind: string, body: unknown];
 
 /** A mesh's state from its events, applied in log order (a stable sort by index); events
- * the rules give no effect are skipped. */
-export function fold(events: Iterable<MeshEvent>): Mesh | null {
+ * the rules give no effect are skipped. An event with body null (erased or withheld) is
+ * folded for `mesh`, the mesh these events are of, by its most restrictive reading
+ * ({@link applyEvent}); `mesh` must be given when there is one. */
+export function fold(events: Iterable<MeshEvent>, mesh: string | null = null): Mesh | null {
   let state: Mesh | null = null;
   for (const [index, agent, kind, body] of [...events].sort((a, b) => a[0] - b[0])) {
     try {
-      state = applyEvent(state, index, agent, kind, body);
+      state = applyEvent(state, index, agent, kind, body, mesh);
     } catch (e) {
       if (!(e instanceof MeshRuleError)) throw e;
     }
@@ -403,10 +478,11 @@ export function meshRead(
   for (const [[who, k], rows] of streamBodies) {
     if (!MESH_KINDS.includes(k)) continue;
     for (const [i, b] of rows) {
-      if (b !== null && get(b, "mesh") === meshId) events.push([i, who, k, b]);
+      // A body-less entry may have been of this mesh: folded, never skipped.
+      if (b === null || get(b, "mesh") === meshId) events.push([i, who, k, b]);
     }
   }
-  const mesh = fold(events);
+  const mesh = fold(events, meshId);
   if (mesh === null || mesh.dissolved) return [false, `mesh ${meshId} does not exist or is dissolved`];
   const a = mesh.members.get(author);
   const r = mesh.members.get(reader);

@@ -33,7 +33,8 @@ interface MeshRead {
 }
 
 interface MeshCase {
-  events: [number, string, string, Body][];
+  mesh: string;
+  events: [number, string, string, Body | null][];
   fold: MeshJson | null;
   reads: MeshRead[];
 }
@@ -70,7 +71,7 @@ describe("mesh: the Python verifier's answers", () => {
   fx.mesh_folds.forEach((c, n) => {
     it(`random events ${n}`, () => {
       // The generator folds them in reverse: the fold sorts by index.
-      const folded = fold([...c.events].reverse() as MeshEvent[]);
+      const folded = fold([...c.events].reverse() as MeshEvent[], c.mesh);
       assert.deepEqual(folded === null ? null : folded.toJson(), c.fold);
       for (const r of c.reads) {
         assert.deepEqual(meshRead(r.statement, streamsOf(c.events, r.withheld), r.memory), [r.holds, r.why]);
@@ -118,7 +119,7 @@ describe("mesh: the rules", () => {
       assert.equal(JSON.stringify(m.toJson()), before, `${kind} changed the mesh`);
     }
     throwsCheck(() => applyEvent(null, 1, "ada", "mesh.joined", { mesh: M }), "mesh.missing");
-    throwsCheck(() => applyEvent(swarm(), 1, "ada", "mesh.joined", null), "mesh.malformed");
+    assert.throws(() => applyEvent(swarm(), 1, "ada", "mesh.joined", null), /folded for a named mesh/);
     throwsCheck(() => applyEvent(swarm(), 1, "ada", "mesh.joined", ["x"]), "mesh.malformed");
     const dissolved = applyEvent(swarm(), 6, "ada", "mesh.dissolved", { mesh: M });
     throwsCheck(() => applyEvent(dissolved, 7, "bob", "mesh.left", { mesh: M }), "mesh.dissolved");
@@ -182,6 +183,52 @@ describe("mesh: the rules", () => {
     );
     assert.equal(fold([]), null);
     assert.equal(fold([[1, "bob", "mesh.created", { mesh: M }]]), null);
+  });
+
+  it("never reads a body-less entry as absent: it takes its most restrictive reading", () => {
+    const flows = (m: Mesh | null): string[] => {
+      if (m === null || m.dissolved) return [];
+      const out: string[] = [];
+      for (const a of m.activeMembers()) {
+        for (const r of m.activeMembers()) {
+          if (a.agent === r.agent) continue;
+          for (const [c, since] of a.sharedSince()) if (r.reads.has(c)) out.push(`${a.agent}>${r.agent}:${c}@${since}`);
+        }
+      }
+      return out.sort();
+    };
+    const base = (): MeshEvent[] => [
+      [1, "ada", "mesh.created", { mesh: M }],
+      [2, "ada", "mesh.invited", { mesh: M, agent: "bob" }],
+      [3, "bob", "mesh.joined", { mesh: M }],
+      [4, "ada", "mesh.granted", grant(["LEARNING"], [])],
+      [5, "bob", "mesh.granted", grant([], ["LEARNING"])],
+    ];
+    assert.deepEqual(flows(fold(base(), M)), ["ada>bob:LEARNING@4"]);
+    // a left member, a dissolution, a removal, a grant: each keeps its effect
+    for (const [agent, kind] of [
+      ["bob", "mesh.left"],
+      ["ada", "mesh.dissolved"],
+      ["ada", "mesh.removed"],
+      ["ada", "mesh.granted"],
+      ["bob", "mesh.granted"],
+    ] as const) {
+      assert.deepEqual(flows(fold([...base(), [6, agent, kind, null]], M)), [], kind);
+    }
+    const dissolved = fold([...base(), [6, "ada", "mesh.dissolved", null]], M);
+    assert.equal(dissolved?.dissolvedIndex, 6);
+    // a body-less creation before the mesh exists: dissolved from the start
+    const created = fold([[0, "ada", "mesh.created", null], ...base()], M);
+    assert.equal(created?.dissolvedIndex, 0);
+    assert.deepEqual(created?.toJson().members, []);
+    // a body-less join consumes the invitation, makes no member; an invitation invites no one
+    const joined = fold([...base().slice(0, 2), [3, "bob", "mesh.joined", null], [4, "bob", "mesh.joined", { mesh: M }]], M);
+    assert.deepEqual(joined?.toJson().invited, {});
+    assert.equal(joined?.members.has("bob"), false);
+    const invited = fold([base()[0] as MeshEvent, [2, "ada", "mesh.invited", null], [3, "bob", "mesh.joined", { mesh: M }]], M);
+    assert.equal(invited?.members.has("bob"), false);
+    throwsCheck(() => applyEvent(fold(base(), M), 9, "ada", "mesh.invited", null, M), "mesh.erased", MeshRuleError);
+    assert.throws(() => fold([[1, "ada", "mesh.left", null]]), /folded for a named mesh/);
   });
 
   it("keeps an invitation of any name, even __proto__, as a member of its JSON", () => {
