@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -70,7 +71,7 @@ from ledger.memory.terms import content_terms
 from ledger.memory.tokens import count_tokens
 from ledger.memory.vectors import VectorIndex
 from ledger.mesh import Mesh, MeshReader
-from verifier.event import Leaf
+from verifier.event import PER_ENTRY, Leaf
 from verifier.jcs import canonical_bytes, parse_strict
 
 __all__ = ["CloseResult", "MemoryService", "Submitted"]
@@ -143,16 +144,18 @@ class MemoryService:
         distiller: Distiller | None = None,
         embedder: Embedder | None = None,
         access_log: str = "async",
+        rand: Callable[[int], bytes] = secrets.token_bytes,
     ) -> None:
         """``embedder``: the semantic ranking's model (None: recall ranks without vectors).
         ``access_log``: ``"async"`` (uses are appended by a background writer, off the
         reader's path), ``"sync"`` (each recall appends its use before it returns) or
-        ``"off"``."""
+        ``"off"``. ``rand``: random bytes (the nonces of distilled entries)."""
         if access_log not in ("async", "sync", "off"):
             raise ValueError(f"access_log must be async, sync or off, not {access_log!r}")
         self.ledger = ledger
         self.config = config or PolicyConfig()
         self.distiller: Distiller = distiller or RuleBasedDistiller()
+        self._rand = rand
         self.gate = ledger.gate  # one gate for the log and the memory service (ledger.compose)
         self.projection = Projection(ledger.store)
         self.vectors = None if embedder is None else VectorIndex(ledger.store.engine, embedder)
@@ -524,10 +527,14 @@ class MemoryService:
         digest = hashlib.sha256(
             b"engram/transcript/v1\x00" + canonical_bytes([[t.index, t.role, t.content] for t in turns])
         ).hexdigest()
+        # Per-entry form (issue 40): each entry gets its own random nonce and the body's
+        # commitment is over the entries' digests, so a mesh proof can disclose one memory
+        # of the session and none of the others (verifier.event.commitment_of).
         body: dict[str, Any] = {
             "session": session,
             "input": {"start": s.opened_index, "end": s.last_index, "digest": digest},
             "distiller": {"name": self.distiller.name, "version": self.distiller.version},
+            "disclosure": PER_ENTRY,
             "entries": [],
         }
         started = time.perf_counter_ns()
@@ -543,7 +550,10 @@ class MemoryService:
         for e in proposed:
             try:
                 text, _ = self.gate.prepare(e["content"])
-                entry = {k: v for k, v in e.items() if k != "updates"} | {"content": text}
+                entry = {k: v for k, v in e.items() if k not in ("updates", "nonce")} | {
+                    "content": text,
+                    "nonce": self._rand(16).hex(),
+                }
                 validate_body("memory.distilled", {**body, "entries": [entry]})
                 self.gate.check_not_verbatim(text, [t.content for t in turns])
             except RejectedEventError:

@@ -2306,6 +2306,10 @@ var LEAF_FORMAT = "engram.leaf/v1";
 var EVENT_DOMAIN = utf8("engram/event/v1\0");
 var POP_DOMAIN = utf8("engram/key-pop/v1\0");
 var BODY_DOMAIN = utf8("engram/body/v1\0");
+var DIGEST_BODY_DOMAIN = utf8("engram/body-digest/v1\0");
+var DISTILLED_ENTRY_DOMAIN = utf8("engram/distilled-entry/v1\0");
+var DISCLOSURE_MEMBER = "disclosure";
+var PER_ENTRY = "per-entry/v1";
 var KEY_ID_DOMAIN = utf8("engram/agent-key/v1\0");
 var SALT_SIZE = 16;
 var DEFAULT_MAX_LEAF_BYTES = 65535;
@@ -2383,6 +2387,46 @@ function bodyCommitment(salt, bodyJcs) {
     throw new MalformedError(`salt must be ${SALT_SIZE} bytes`, { check: "body.salt" });
   }
   return toHex(sha256(concatBytes(BODY_DOMAIN, salt, bodyJcs)));
+}
+var NONCE = /^[0-9a-f]{32}$/;
+var HEX64 = /^[0-9a-f]{64}$/;
+function formError(why) {
+  return new MalformedError(`a per-entry memory.distilled body ${why}`, { check: "body.form" });
+}
+function entryDigest(entry) {
+  if (!isPlainObject2(entry)) throw formError("has an entry without a 16-byte hex nonce");
+  const nonce = Object.hasOwn(entry, "nonce") ? entry["nonce"] : void 0;
+  if (typeof nonce !== "string" || !NONCE.test(nonce)) throw formError("has an entry without a 16-byte hex nonce");
+  return toHex(sha256(concatBytes(DISTILLED_ENTRY_DOMAIN, canonicalBytes(entry))));
+}
+function perEntry(kind, body) {
+  if (kind !== "memory.distilled" || !isPlainObject2(body) || !Object.hasOwn(body, DISCLOSURE_MEMBER)) return false;
+  const form = body[DISCLOSURE_MEMBER];
+  if (form !== PER_ENTRY) {
+    throw formError(`names disclosure ${JSON.stringify(String(form).slice(0, 40))}, not "${PER_ENTRY}"`);
+  }
+  return true;
+}
+function digestForm(body) {
+  const entries = Object.hasOwn(body, "entries") ? body["entries"] : void 0;
+  if (!Array.isArray(entries)) throw formError("has no list of entries");
+  const out = entries.map((e) => {
+    if (typeof e === "string") {
+      if (!HEX64.test(e)) throw formError("gives an undisclosed entry that is not a hex SHA-256");
+      return e;
+    }
+    return entryDigest(e);
+  });
+  return { ...body, entries: out };
+}
+function commitmentOf(kind, salt, bodyJcs, parsed) {
+  if (kind !== "memory.distilled") return bodyCommitment(salt, bodyJcs);
+  const value = parsed === void 0 ? parseCanonical(bodyJcs, { maxBytes: Math.max(bodyJcs.length, 1) }) : parsed;
+  if (!perEntry(kind, value)) return bodyCommitment(salt, bodyJcs);
+  if (salt.length !== SALT_SIZE) {
+    throw new MalformedError(`salt must be ${SALT_SIZE} bytes`, { check: "body.salt" });
+  }
+  return toHex(sha256(concatBytes(DIGEST_BODY_DOMAIN, salt, canonicalBytes(digestForm(value)))));
 }
 function intField(obj, name, minimum = 0) {
   const value = member(obj, name);
@@ -2627,7 +2671,7 @@ function verifyPop(envelope) {
 function verifyBody(envelope, salt, body, options = {}) {
   const value = parseCanonical(body, { maxBytes: options.maxBytes ?? DEFAULT_MAX_BODY_BYTES });
   if (!isPlainObject2(value)) throw new MalformedError("a body is a JSON object", { check: "body.type" });
-  if (!stringsEqualCT(bodyCommitment(salt, body), envelope.bodyCommitment)) {
+  if (!stringsEqualCT(commitmentOf(envelope.kind, salt, body, value), envelope.bodyCommitment)) {
     throw new SignatureError("body does not match the signed commitment", { check: "body.commitment" });
   }
   return value;
@@ -5621,6 +5665,7 @@ export {
   checkShape,
   checkWitnessName,
   checkpointText,
+  commitmentOf,
   compareCodePoints,
   consistencyProofLength,
   cosign,
@@ -5629,8 +5674,10 @@ export {
   creatorOf,
   decodeBase64Url,
   describeStatement,
+  digestForm,
   ed25519KeyId,
   encodesAsUtf8,
+  entryDigest,
   eventSigningInput,
   fold,
   formatAddCheckpoint,
