@@ -50,6 +50,7 @@ from verifier.mesh import (
     creator_of,
     fold,
 )
+from verifier.tiers import DISCLOSED_STATUS_KINDS, EXEMPT_KIND, USE_KIND, names_memory
 
 __all__ = [
     "MESH_KINDS",
@@ -61,6 +62,9 @@ __all__ = [
     "apply_event",
     "creator_of",
 ]
+
+#: The kinds whose entries can name a memory, read to build a mesh-read index.
+_NAMING_KINDS = (*DISCLOSED_STATUS_KINDS, EXEMPT_KIND, USE_KIND)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +115,39 @@ class MeshReader:
 
     def mesh(self, mesh: str, size: int) -> Mesh | None:
         return fold(self.events(mesh, size), mesh=mesh)
+
+    def read_index(self, statement: Mapping[str, Any], size: int) -> list[tuple[str, int]]:
+        """The entries that bear on a ``mesh_read`` statement as of ``size``, each with its
+        role (verifier.mesh_index): the memory's entry; the author's entries that name the
+        memory (status changes with their bodies; exemptions, and the latest use before each
+        status change, without); every entry of the mesh in the creator's mesh streams and
+        the author's and reader's member streams, and every one of those whose body is
+        erased (it may have been of this mesh)."""
+        ref, mesh = str(statement["ref"]), str(statement["mesh"])
+        author, reader, creator = str(statement["author"]), str(statement["agent"]), creator_of(mesh)
+        memory = int(ref.split(".")[0])
+        out: list[tuple[str, int]] = [("memory", memory)]
+        uses: list[int] = []
+        for kind in _NAMING_KINDS:
+            for i, b in self._bodies(author, kind, size):
+                if i <= memory or b is None or not names_memory(kind, b, ref):
+                    continue
+                if kind == USE_KIND:
+                    uses.append(i)
+                else:
+                    out.append(("exempt" if kind == EXEMPT_KIND else "status", i))
+        for status in [i for role, i in out if role == "status"]:
+            before = [u for u in uses if u < status]
+            if before and ("use", before[-1]) not in out:
+                out.append(("use", before[-1]))
+        streams = {(creator, k) for k in CREATOR_KINDS} | {
+            (a, k) for a in (author, reader) for k in MEMBER_KINDS
+        }
+        for agent, kind in sorted(streams):
+            out += [
+                ("mesh", i) for i, b in self._bodies(agent, kind, size) if b is None or b.get("mesh") == mesh
+            ]
+        return sorted(out, key=lambda e: e[1])
 
     def meshes_of(self, agent: str, size: int) -> list[Mesh]:
         """The meshes ``agent`` is an active member of (not dissolved)."""

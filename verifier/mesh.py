@@ -28,7 +28,7 @@ flow than its body did.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,7 @@ __all__ = [
     "apply_event",
     "creator_of",
     "fold",
+    "memory_category",
     "mesh_read",
     "statement_agents",
     "statement_streams",
@@ -336,52 +337,64 @@ def statement_agents(s: Mapping[str, Any]) -> set[str]:
 
 
 def statement_streams(s: Mapping[str, Any]) -> set[tuple[str, str]]:
-    """The streams a claim statement needs complete (a ``mesh_read``: the creator's mesh
-    streams and the reader's and the author's member streams)."""
+    """The streams a claim statement needs complete. A ``mesh_read`` needs none: the log's
+    mesh-read index (verifier.mesh_index) lists exactly the entries of its mesh and memory,
+    so the creator's other meshes and the author's other memories stay undisclosed."""
     if s.get("predicate") != "mesh_read":
         return {(str(s["agent"]), str(s["kind"]))}
-    creator = creator_of(str(s["mesh"]))
-    streams = {(creator, k) for k in CREATOR_KINDS}
-    for who in (str(s["agent"]), str(s["author"])):
-        streams |= {(who, k) for k in MEMBER_KINDS}
-    return streams
+    return set()
 
 
-def mesh_read(
-    s: Mapping[str, Any],
-    stream_bodies: Mapping[tuple[str, str], Sequence[tuple[int, Mapping[str, Any] | None]]],
-    memory: tuple[str, str, Mapping[str, Any] | None],
-) -> tuple[bool, str]:
-    """Whether the memory ``s["ref"]`` (``memory``: its entry's agent, kind and body) was
-    shared with reader ``s["agent"]`` by ``s["author"]`` through ``s["mesh"]`` as of the
-    streams given (complete to the checkpoint): the author wrote it, both are active members
-    of the undissolved mesh, the author's grant shares the memory's category from an index
-    at or before the memory's entry, and the reader's grant reads it. Returns (holds, why)."""
-    mesh_id, reader, author = str(s["mesh"]), str(s["agent"]), str(s["author"])
+def memory_category(
+    s: Mapping[str, Any], memory: tuple[str, str, Mapping[str, Any] | None]
+) -> tuple[str | None, str]:
+    """The category of memory ``s["ref"]`` from its entry (agent, kind, body as disclosed),
+    or None and why not."""
     index, _, pos = str(s["ref"]).partition(".")
     agent, kind, body = memory
+    author = str(s["author"])
     if agent != author or kind != s["kind"]:
-        return False, f"entry {index} is a {kind} of {agent}, not a {s['kind']} of {author}"
+        return None, f"entry {index} is a {kind} of {agent}, not a {s['kind']} of {author}"
     if body is None:
-        return False, f"entry {index}'s body is not disclosed (erased?)"
+        return None, f"entry {index}'s body is not disclosed (erased?)"
     if kind == "memory.distilled":
         entries = body.get("entries")
         if not isinstance(entries, list) or not int(pos) < len(entries):
-            return False, f"entry {index} has no memory {pos}"
+            return None, f"entry {index} has no memory {pos}"
         entry = entries[int(pos)]
         category = entry.get("category") if isinstance(entry, Mapping) else None
     else:
         category = body.get("category") if pos == "0" else None
     if not isinstance(category, str):
-        return False, f"memory {s['ref']} has no category"
-    events: list[tuple[int, str, str, Mapping[str, Any] | None]] = []
-    for (who, k), rows in stream_bodies.items():
-        if k in MESH_KINDS:
-            for i, b in rows:
-                # A body-less entry may have been of this mesh: folded, never skipped.
-                if b is None or b.get("mesh") == mesh_id:
-                    events.append((i, who, k, b))
-    mesh = fold(events, mesh=mesh_id)
+        return None, f"memory {s['ref']} has no category"
+    return category, ""
+
+
+def mesh_read(
+    s: Mapping[str, Any],
+    events: Iterable[tuple[int, str, str, Mapping[str, Any] | None]],
+    memory: tuple[str, str, Mapping[str, Any] | None],
+) -> tuple[bool, str]:
+    """Whether the memory ``s["ref"]`` (``memory``: its entry's agent, kind and body) was
+    shared with reader ``s["agent"]`` by ``s["author"]`` through ``s["mesh"]``, as of the
+    mesh's entries given (index, agent, kind, body; all of them to the checkpoint, bodies of
+    other meshes ignored, body-less ones folded restrictively): the author wrote it, both are
+    active members of the undissolved mesh, the author's grant shares the memory's category
+    from an index at or before the memory's entry, and the reader's grant reads it. The
+    memory's tier and status are verifier.tiers' question. Returns (holds, why)."""
+    mesh_id, reader, author = str(s["mesh"]), str(s["agent"]), str(s["author"])
+    index = str(s["ref"]).partition(".")[0]
+    category, why = memory_category(s, memory)
+    if category is None:
+        return False, why
+    mesh = fold(
+        [
+            (i, who, k, b)
+            for i, who, k, b in events
+            if k in MESH_KINDS and (b is None or b.get("mesh") == mesh_id)
+        ],
+        mesh=mesh_id,
+    )
     if mesh is None or mesh.dissolved:
         return False, f"mesh {mesh_id} does not exist or is dissolved"
     a, r = mesh.members.get(author), mesh.members.get(reader)

@@ -978,21 +978,57 @@ class MemoryService:
 
     def mesh_proof(self, reader: str, mesh: str, ref: str) -> bytes:
         """A bundle proving, offline, that memory ``ref`` was shared with ``reader`` through
-        ``mesh`` under grants valid at the latest checkpoint (specs/bundle.md ``mesh_read``).
-        Refused unless it holds (``mesh.not_shared``): nothing is disclosed to a reader the
-        memory was not shared with."""
+        ``mesh`` under grants valid at the latest checkpoint (specs/bundle.md ``mesh_read``):
+        the memory was active and WARM then, of a category its author's grant shared and the
+        reader's read, and the bundle discloses that memory and the entries that bear on it,
+        nothing else. Refused unless all of that holds (``mesh.not_shared``, the same answer
+        whatever the reason, so a refusal says nothing of the author's memories), and for a
+        memory of a distillation made before per-entry commitments, which cannot be disclosed
+        alone (``mesh.not_disclosable``)."""
         from ledger.bundle import create_bundle, mesh_read_claim
         from verifier.bundle import verify_bundle
         from verifier.note import VerifierKey
 
-        parse_ref(ref)
-        data = create_bundle(self.ledger, mesh_read_claim(self.ledger, reader, mesh, ref))
+        index, _ = parse_ref(ref)
+        refused = RejectedEventError(
+            f"memory {ref} is not shared with {reader} through {mesh}", check="mesh.not_shared"
+        )
+        size = self.sync()
+        raw = self.ledger.store.leaf(index) if index < size else None
+        if raw is None:
+            raise refused
+        author = Leaf.from_bytes(raw).envelope.agent
+        it = self.projection.item(author, ref)
+        # The projection first (it knows what the proof's fold cannot: a duplicate folded
+        # into another memory, a replacement's other side), then the mesh.
+        if it is None or it.status != "active" or it.tier != "WARM" or it.index != index:
+            raise refused
+        share = next(
+            (
+                sh
+                for sh in MeshReader(self.ledger.store).shares_for(reader, size, [mesh])
+                if sh.author == author
+            ),
+            None,
+        )
+        since = None if share is None else share.since.get(it.category)
+        if since is None or since > index:
+            raise refused
+        try:
+            data = create_bundle(self.ledger, mesh_read_claim(self.ledger, reader, mesh, ref))
+        except MalformedError as e:
+            if e.check == "bundle.disclosure":
+                raise RejectedEventError(
+                    f"memory {ref} is shared with {reader}, but it is in a distillation made before "
+                    "per-entry commitments: it cannot be proven without disclosing the session's other "
+                    "memories",
+                    check="mesh.not_disclosable",
+                ) from e
+            raise refused from e
         try:
             verify_bundle(data, VerifierKey.parse(self.ledger.vkey))
         except VerificationError as e:
-            raise RejectedEventError(
-                f"memory {ref} is not shared with {reader} through {mesh}: {e}", check="mesh.not_shared"
-            ) from e
+            raise refused from e
         return data
 
     def meshes_of(self, agent_id: str) -> list[Mesh]:

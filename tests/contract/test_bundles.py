@@ -475,3 +475,23 @@ def test_unicode_garbage_is_a_format_error_not_a_crash(world: tuple) -> None:
     # Refused by the strict parser itself, before any member is read (the format step).
     assert e.value.check == "canonical.string"
     assert _bundle_step(e.value.check) == "format"
+
+
+def test_mesh_read_bundles_match_their_json_schema(
+    ledger: Ledger, make_agent: Callable[..., Agent], memory: MemoryService
+) -> None:
+    """The schema knows the mesh_read statement and the log's mesh-read indexes (issue 40)."""
+    import jsonschema
+
+    transport = InProcessMemory(memory)
+    ada, bob = (make_agent(n) for n in ("ada", "bob"))
+    ada.transport = bob.transport = transport
+    a, b = AgentMemory(ada), AgentMemory(bob)
+    mesh = a.mesh_create("desk")
+    a.mesh_invite(mesh, "bob")
+    b.mesh_join(mesh)
+    a.mesh_grant(mesh, share=["LEARNING"], read=[])
+    b.mesh_grant(mesh, share=[], read=["LEARNING"])
+    w = a.write(category="LEARNING", content="Northwind's bonds settle on Fridays.", tier="WARM")
+    schema = json.loads((Path(__file__).resolve().parents[2] / "specs" / "bundle.schema.json").read_text())
+    jsonschema.validate(json.loads(memory.mesh_proof("bob", mesh, w.ref or "")), schema)
