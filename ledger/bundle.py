@@ -21,13 +21,14 @@ from ledger.mesh import MeshReader
 from ledger.sharing import verify_share_token
 from ledger.storage.store import StoredCheckpoint
 from ledger.witnessing import ensure_witnessed
-from verifier.bundle import MAX_CONSISTENCY_PROOFS, MEDIA_TYPE, heads_text, mean_quality
+from verifier.bundle import MAX_CONSISTENCY_PROOFS, MEDIA_TYPE, heads_text, mean_quality, verify_bundle
+from verifier.errors import VerificationError
 from verifier.event import DISCLOSURE_MEMBER, KEY_KINDS, PER_ENTRY, POLICY_AGENT, Leaf, disclose_entries
 from verifier.jcs import canonical_bytes, parse_strict
 from verifier.merkle import leaf_hash
 from verifier.mesh import statement_agents, statement_streams
 from verifier.mesh_index import index_text
-from verifier.note import b64encode, sign_note
+from verifier.note import VerifierKey, b64encode, sign_note
 
 __all__ = ["create_bundle", "mesh_read_claim", "pact_claim"]
 
@@ -85,8 +86,14 @@ def create_bundle(
 
     ``at_size`` builds it at an earlier signed checkpoint instead (the oracle's evidence is
     built at its verdict's checkpoint). With ``disclose_bodies=False`` no body is included (leaves, proofs and stream heads
-    only), so only claims that need no bodies (a ``count`` without ``where``) verify."""
-    return _assemble(
+    only), so only claims that need no bodies (a ``count`` without ``where``) verify.
+
+    The bundle is verified before it is returned, as its buyer will verify it: a claim the
+    verifier would fail (a mean over an erased record, a count that is not the log's, a
+    mesh_read that does not hold) is refused with ``bundle.<the failed check>`` (issue 40:
+    `engram bundle create` silently wrote a bundle whose own claim failed once a record was
+    erased), and nothing is handed out."""
+    data = _assemble(
         ledger,
         claim,
         trusted_size=trusted_size,
@@ -96,6 +103,13 @@ def create_bundle(
         disclose_bodies=disclose_bodies,
         at_size=at_size,
     )
+    try:
+        verify_bundle(data, VerifierKey.parse(ledger.vkey), audience=audience)
+    except VerificationError as e:
+        raise MalformedError(
+            f"no bundle made: its verifier would fail it, {e}", check=f"bundle.{e.check}"
+        ) from e
+    return data
 
 
 def _assemble(

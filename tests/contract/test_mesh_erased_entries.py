@@ -15,7 +15,7 @@ from engram.protocol.errors import RejectedEventError
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
 from ledger.mesh import MeshReader
-from tests.contract.conftest import MemoryOf
+from tests.contract.conftest import MemoryOf, unchecked_bundle
 
 LESSON = "Northwind's CFO signs off bond trades on Fridays only."
 
@@ -113,7 +113,7 @@ def test_a_bundle_that_withholds_a_departure_proves_nothing_for_the_member_who_l
     import base64
     import json
 
-    from ledger.bundle import create_bundle, mesh_read_claim
+    from ledger.bundle import mesh_read_claim
     from verifier.bundle import verify_bundle
     from verifier.errors import VerificationError
     from verifier.event import Leaf
@@ -123,7 +123,8 @@ def test_a_bundle_that_withholds_a_departure_proves_nothing_for_the_member_who_l
     ada.mesh_grant(mesh, share=["LEARNING"], read=[], backfill=True)
     written = ada.write(category="LEARNING", content=LESSON, tier="WARM")
     left = bob.mesh_leave(mesh)
-    doc = json.loads(create_bundle(ledger, mesh_read_claim(ledger, "bob", mesh, written.ref or "")))
+    # the bundle as an older builder would hand it out (create_bundle now refuses it, issue 40)
+    doc = json.loads(unchecked_bundle(ledger, mesh_read_claim(ledger, "bob", mesh, written.ref or "")))
     entry = next(e for e in doc["entries"] if e["index"] == left.index)
     assert Leaf.from_bytes(base64.b64decode(entry["leaf"])).envelope.kind == "mesh.left"
     entry.pop("body", None)

@@ -17,11 +17,11 @@ import pytest
 from engram.client.agent_memory import AgentMemory
 from engram.client.sdk import Agent
 from engram.protocol.errors import RejectedEventError
-from ledger.bundle import _assemble, mesh_read_claim
+from ledger.bundle import mesh_read_claim
 from ledger.log import Ledger, PolicyEvent
 from ledger.memory.service import MemoryService
 from tests.conftest import StepClock
-from tests.contract.conftest import MemoryOf
+from tests.contract.conftest import MemoryOf, unchecked_bundle
 from verifier.bundle import verify_bundle
 from verifier.errors import VerificationError
 from verifier.event import Leaf
@@ -44,17 +44,9 @@ def _desk(make_agent: Callable[..., Agent], memory_of: MemoryOf) -> tuple[str, A
 
 
 def _bundle(ledger: Ledger, reader: str, mesh: str, ref: str) -> bytes:
-    """The log's bundle for the claim, as a crafted request would get it built (unchecked)."""
-    return _assemble(
-        ledger,
-        mesh_read_claim(ledger, reader, mesh, ref),
-        trusted_size=None,
-        trusted_sizes=(),
-        token=None,
-        audience=None,
-        disclose_bodies=True,
-        at_size=None,
-    )
+    """The log's bundle for the claim as an older or crafted builder would hand it out
+    (create_bundle refuses a claim its verifier would fail)."""
+    return unchecked_bundle(ledger, mesh_read_claim(ledger, reader, mesh, ref))
 
 
 def _check(ledger: Ledger, data: bytes) -> str:
