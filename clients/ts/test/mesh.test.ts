@@ -21,6 +21,7 @@ import {
   type MeshEvent,
   type MeshJson,
 } from "../src/mesh.js";
+import { foldStatus, type StatusEntry } from "../src/tiers.js";
 import { loadFixture, throwsCheck } from "../test-support/helpers.js";
 
 interface MeshRead {
@@ -275,5 +276,30 @@ describe("mesh: the rules", () => {
       false,
       "entry 9 has no memory 2",
     ]);
+  });
+});
+
+interface StatusCase {
+  ref: string;
+  memory: StatusEntry;
+  entries: StatusEntry[];
+  status: { category: string | null; tier: string; status: string; why: string };
+  shareable: boolean;
+}
+
+describe("tiers: a memory's status folded as the Python verifier folds it", () => {
+  const cases = loadFixture<{ status_folds: StatusCase[] }>("bundle-cases.json").status_folds;
+  it("holds every outcome", () => {
+    for (const s of ["active", "superseded", "archived", "erased", "unknown"]) {
+      assert.ok(cases.some((c) => c.status.status === s), s);
+    }
+    assert.ok(cases.some((c) => c.shareable) && cases.some((c) => !c.shareable));
+  });
+  cases.forEach((c, n) => {
+    it(`random memory ${n}`, () => {
+      const got = foldStatus(c.ref, c.memory, c.entries);
+      assert.deepEqual({ category: got.category, tier: got.tier, status: got.status, why: got.why }, c.status);
+      assert.equal(got.shareable, c.shareable);
+    });
   });
 });
