@@ -55,7 +55,7 @@ from ledger.memory.state import (
 from ledger.signed_head import ForkRefusedError, SignedHead, SignedHeadRecord
 from ledger.storage.store import SqlStore
 from verifier.errors import VerificationError
-from verifier.event import Leaf, body_commitment
+from verifier.event import Leaf, commitment_of
 from verifier.jcs import parse_canonical
 from verifier.merkle import EMPTY_ROOT, leaf_hash
 from verifier.note import VerifierKey, verify_checkpoint
@@ -316,15 +316,19 @@ class _Audit:
                 self.replay.last_timestamp_us = max(self.replay.last_timestamp_us, leaf.timestamp_us)
             self.heads[env.stream] = (env.version, lh, idx)
             self.last_ts = leaf.timestamp_us
-            self._body(row, env.body_commitment, body)
+            self._body(row, env.kind, env.body_commitment, body)
         else:
             self.completed.extend(self.replay.tree.append(lh))
 
-    def _body(self, row: str, commitment: str, body: tuple[bytes, bytes] | None) -> None:
+    def _body(self, row: str, kind: str, commitment: str, body: tuple[bytes, bytes] | None) -> None:
         if body is None:
             return  # withheld or erased: the leaf keeps its commitment, nothing to compare
         salt, data = body
-        if not hmac.compare_digest(body_commitment(salt, data), commitment):
+        try:
+            opened = hmac.compare_digest(commitment_of(kind, salt, data), commitment)
+        except VerificationError:
+            opened = False  # a body that does not parse, or a per-entry body of a bad form
+        if not opened:
             self.report.add(
                 "bodies", row, "body", "salt and body do not match the commitment signed in the leaf"
             )

@@ -17,12 +17,18 @@ from typing import Any
 
 from engram.protocol.errors import MalformedError
 from ledger.log import Ledger
+from ledger.mesh import MeshReader
 from ledger.sharing import verify_share_token
+from ledger.storage.store import StoredCheckpoint
 from ledger.witnessing import ensure_witnessed
-from verifier.bundle import MAX_CONSISTENCY_PROOFS, MEDIA_TYPE, heads_text, mean_quality
-from verifier.event import KEY_KINDS, POLICY_AGENT, Leaf
+from verifier.bundle import MAX_CONSISTENCY_PROOFS, MEDIA_TYPE, heads_text, mean_quality, verify_bundle
+from verifier.errors import VerificationError
+from verifier.event import DISCLOSURE_MEMBER, KEY_KINDS, PER_ENTRY, POLICY_AGENT, Leaf, disclose_entries
+from verifier.jcs import canonical_bytes, parse_strict
+from verifier.merkle import leaf_hash
 from verifier.mesh import statement_agents, statement_streams
-from verifier.note import b64encode, sign_note
+from verifier.mesh_index import index_text
+from verifier.note import VerifierKey, b64encode, sign_note
 
 __all__ = ["create_bundle", "mesh_read_claim", "pact_claim"]
 
@@ -80,7 +86,44 @@ def create_bundle(
 
     ``at_size`` builds it at an earlier signed checkpoint instead (the oracle's evidence is
     built at its verdict's checkpoint). With ``disclose_bodies=False`` no body is included (leaves, proofs and stream heads
-    only), so only claims that need no bodies (a ``count`` without ``where``) verify."""
+    only), so only claims that need no bodies (a ``count`` without ``where``) verify.
+
+    The bundle is verified before it is returned, as its buyer will verify it: a claim the
+    verifier would fail (a mean over an erased record, a count that is not the log's, a
+    mesh_read that does not hold) is refused with ``bundle.<the failed check>`` (issue 40:
+    `engram bundle create` silently wrote a bundle whose own claim failed once a record was
+    erased), and nothing is handed out."""
+    data = _assemble(
+        ledger,
+        claim,
+        trusted_size=trusted_size,
+        trusted_sizes=trusted_sizes,
+        token=token,
+        audience=audience,
+        disclose_bodies=disclose_bodies,
+        at_size=at_size,
+    )
+    try:
+        verify_bundle(data, VerifierKey.parse(ledger.vkey), audience=audience)
+    except VerificationError as e:
+        raise MalformedError(
+            f"no bundle made: its verifier would fail it, {e}", check=f"bundle.{e.check}"
+        ) from e
+    return data
+
+
+def _assemble(
+    ledger: Ledger,
+    claim: Mapping[str, Any],
+    *,
+    trusted_size: int | None,
+    trusted_sizes: Sequence[int],
+    token: str | None,
+    audience: str | None,
+    disclose_bodies: bool,
+    at_size: int | None,
+) -> bytes:
+    """The bundle's bytes for ``claim``, as :func:`create_bundle` describes them, unchecked."""
     statements: Sequence[Mapping[str, Any]] = claim.get("statements") or []
     if not statements:
         raise MalformedError("a claim holds at least one statement", check="claim")
@@ -90,6 +133,13 @@ def create_bundle(
     if cp is None:
         raise MalformedError(f"no checkpoint was signed at size {at_size}", check="bundle.size")
     size = cp.size
+    if any(s.get("predicate") == "mesh_read" for s in statements):
+        if token is not None or not disclose_bodies:
+            raise MalformedError(
+                "a mesh_read bundle carries no share token and discloses its bodies", check="claim"
+            )
+        mesh_doc = _mesh_read_document(ledger, cp, statements)
+        return _finish(ledger, mesh_doc, size, trusted_size, trusted_sizes)
     claimed = {st for s in statements for st in statement_streams(s)}
     claim_agents = {a for s in statements for a in statement_agents(s)}
     agents = sorted(claim_agents | {POLICY_AGENT})
@@ -156,6 +206,13 @@ def create_bundle(
     }
     if token is not None:
         doc["token"] = token
+    return _finish(ledger, doc, size, trusted_size, trusted_sizes)
+
+
+def _finish(
+    ledger: Ledger, doc: dict[str, Any], size: int, trusted_size: int | None, trusted_sizes: Sequence[int]
+) -> bytes:
+    """The consistency proofs from the sizes the buyer trusts, and the bundle's bytes."""
     olds = sorted({*trusted_sizes, *([] if trusted_size is None else [trusted_size])})
     if len(olds) > MAX_CONSISTENCY_PROOFS:
         raise MalformedError(
@@ -174,11 +231,116 @@ def create_bundle(
     return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
 
 
+def _mesh_read_document(
+    ledger: Ledger, cp: StoredCheckpoint, statements: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """A ``mesh_read`` bundle (specs/bundle.md): per statement the log's signed mesh-read
+    index and exactly the entries it lists, with the bodies it needs (the memory alone, a
+    distillation's other memories as digests; the entries that name it; its mesh's entries),
+    and the key history of the agents it names, leaves only. Nothing of the creator's other
+    meshes or the author's other memories."""
+    if not all(s.get("predicate") == "mesh_read" for s in statements):
+        raise MalformedError(
+            "a bundle with a mesh_read statement makes mesh_read statements only", check="claim"
+        )
+    size = cp.size
+    reader = MeshReader(ledger.store)
+    agents = sorted({a for s in statements for a in statement_agents(s)} | {POLICY_AGENT})
+    heads = [h for a in agents for h in ledger.store.heads_at(a, size)]
+    roles: dict[int, str] = {}
+    listed: list[list[tuple[str, int]]] = []
+    for s in statements:
+        memory = int(str(s["ref"]).split(".")[0])
+        if memory >= size:
+            raise MalformedError("the memory is not in the checkpoint yet", check="bundle.size")
+        index = reader.read_index(s, size)
+        listed.append(index)
+        for role, i in index:
+            roles.setdefault(i, role)
+    keys = {
+        i for h in heads if h.kind in KEY_KINDS for i in ledger.store.stream_indices(h.agent, h.kind, size)
+    }
+    indices = sorted(set(roles) | keys)
+    proofs = ledger.prove_inclusion_many(indices, size)
+    hashes: dict[int, str] = {}
+    entries = []
+    for i, proof in zip(indices, proofs, strict=True):
+        leaf = ledger.store.leaf(i)
+        assert leaf is not None
+        hashes[i] = leaf_hash(leaf).hex()
+        entry: dict[str, Any] = {
+            "index": i,
+            "leaf": b64encode(leaf),
+            "proof": [b64encode(h) for h in proof.hashes],
+        }
+        body = _disclosed(ledger, i, roles.get(i), statements)
+        if body is not None:
+            entry["salt"], entry["body"] = b64encode(body[0]), b64encode(body[1])
+        entries.append(entry)
+    root_b64 = base64.b64encode(cp.root).decode("ascii")
+    text = heads_text(
+        ledger.origin,
+        size,
+        root_b64,
+        [(h.agent, h.kind, h.version, h.index, h.leaf_hash.hex()) for h in heads],
+        agents=agents,
+    )
+    notes = []
+    for s, index in zip(statements, listed, strict=True):
+        note = index_text(ledger.origin, size, root_b64, s, [(role, i, hashes[i]) for role, i in index])
+        if len(note.encode()) > MAX_INDEX_TEXT:
+            raise MalformedError(
+                f"the mesh-read index of {s['ref']} lists {len(index)} entries, more than one note holds",
+                check="bundle.index_size",
+            )
+        notes.append(sign_note(note, ledger.origin, ledger.log_key.private_key).decode("utf-8"))
+    return {
+        "media_type": MEDIA_TYPE,
+        "origin": ledger.origin,
+        "checkpoint": ledger.cosigned_note(cp).decode("utf-8"),
+        "stream_heads": sign_note(text, ledger.origin, ledger.log_key.private_key).decode("utf-8"),
+        "entries": entries,
+        "claim": {"statements": [dict(s) for s in statements]},
+        "mesh_indexes": notes,
+    }
+
+
+#: A signed note is at most 64 KiB (verifier.note); its signature line takes under 200 bytes.
+MAX_INDEX_TEXT = 64 * 1024 - 256
+
+
+def _disclosed(
+    ledger: Ledger, index: int, role: str | None, statements: Sequence[Mapping[str, Any]]
+) -> tuple[bytes, bytes] | None:
+    """The (salt, body) a mesh_read bundle discloses for an entry of ``role``: the memory's
+    (a distillation's with its other memories as digests), a status change's, a mesh
+    entry's; nothing for a use, an exemption or a key event."""
+    if role not in ("memory", "status", "mesh"):
+        return None
+    stored = ledger.store.body(index)
+    if stored is None or role != "memory":
+        return stored
+    salt, raw = stored
+    leaf = ledger.store.leaf(index)
+    assert leaf is not None
+    if Leaf.from_bytes(leaf).envelope.kind != "memory.distilled":
+        return stored
+    body = parse_strict(raw, max_bytes=1 << 20)
+    positions = {
+        int(str(s["ref"]).split(".")[1]) for s in statements if int(str(s["ref"]).split(".")[0]) == index
+    }
+    if body.get(DISCLOSURE_MEMBER) != PER_ENTRY:
+        raise MalformedError(
+            f"entry {index} is a distillation made before per-entry commitments: its memories cannot be "
+            "disclosed one at a time, and disclosing it whole would hand over the session's other memories",
+            check="bundle.disclosure",
+        )
+    return salt, canonical_bytes(disclose_entries(body, positions))
+
+
 def _erases_claimed(ledger: Ledger, sb: tuple[bytes, bytes] | None, claimed: set[tuple[str, str]]) -> bool:
     """Whether an erasure (its stored body) erased an entry of a claimed stream: only then
     is its body needed (it proves that entry's ``erased`` mark) and disclosed."""
-    from verifier.jcs import parse_strict
-
     if sb is None:
         return False
     target = ledger.store.leaf(int(parse_strict(sb[1], max_bytes=1 << 20)["index"]))

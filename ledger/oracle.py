@@ -199,6 +199,8 @@ def evaluate_claim(
     }
     return (
         OracleAnswer(note=note, payload=payload, checkpoint=cp.note, size=cp.size),
-        {"statements": statements},
+        # With an erased outcome no statement over bodies can verify (claim.undisclosed), and
+        # the bundle builder refuses one that would not: the evidence is then the record count.
+        public if undisclosed else {"statements": statements},
         public,
     )

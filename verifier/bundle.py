@@ -31,12 +31,19 @@ Checks, in order (the numbers the CLI prints; one function per step below):
    versions 0..head are all present, each ``prev`` is the previous entry's leaf hash, and
    the last entry is the attested head. An included entry beyond the attested head is a
    fraud proof: the log contradicted its own statement.
-10. ``bodies``: every disclosed body matches its signed commitment; erased entries are
-    reported as undisclosed.
+10. ``bodies``: every disclosed body matches its signed commitment (a per-entry
+    ``memory.distilled`` body through its digest form); erased entries are reported as
+    undisclosed.
+10b. ``index`` (``mesh_read`` statements only): each statement's mesh-read index is signed
+    by the log for this checkpoint and claim, every entry it lists is carried and is what
+    its role says, and nothing else is carried or disclosed (verifier.mesh_index); an
+    unlisted entry that bears on the claim is a fraud proof.
 11. ``token``: if the bundle carries a share token, it is signed by the agent's active
     key, allows every disclosed and claimed kind to the verifying audience now, and none
     of its revocation ids is in the agent's complete ``share.revoked`` stream.
-12. ``claim``: each statement, recomputed from the disclosed bodies, equals the claim.
+12. ``claim``: each statement, recomputed from the disclosed bodies, equals the claim (a
+    ``mesh_read``: the memory active and WARM at the checkpoint, verifier.tiers, and shared
+    by the mesh's fold, verifier.mesh).
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ from verifier.jcs import parse_strict
 from verifier.keys import KeyHistory
 from verifier.merkle import HASH_SIZE, verify_inclusion
 from verifier.mesh import MEMORY_KINDS, MESH_ID, mesh_read, statement_agents, statement_streams
+from verifier.mesh_index import MeshReadIndex, allowed_entries, check_index, parse_index
 from verifier.note import (
     SignedNote,
     VerifiedCheckpoint,
@@ -71,6 +79,7 @@ from verifier.note import (
     verify_checkpoint,
 )
 from verifier.state import StateError, require_extends
+from verifier.tiers import fold_status
 from verifier.token import TokenError, verify_token
 
 __all__ = [
@@ -337,6 +346,8 @@ class _Bundle:
     statements: list[dict[str, Any]]
     consistency: dict[int, list[bytes]]
     token: str | None
+    #: the log's mesh-read index of each mesh_read statement, in statement order
+    mesh_indexes: list[str] = field(default_factory=list)
     leaves: list[tuple[Leaf, dict[str, Any]]] = field(default_factory=list)
 
 
@@ -357,7 +368,7 @@ def _step_format(data: bytes) -> _Bundle:
     b = _exact(
         doc,
         {"media_type", "origin", "checkpoint", "stream_heads", "entries", "claim"},
-        {"consistency", "token"},
+        {"consistency", "token", "mesh_indexes"},
         "bundle",
     )
     if b["media_type"] != MEDIA_TYPE:
@@ -386,15 +397,51 @@ def _step_format(data: bytes) -> _Bundle:
     token = b.get("token")
     if "token" in b and (not isinstance(token, str) or not 0 < len(token) <= 16_384):
         raise MalformedError("token is a non-empty string of at most 16 KiB", check="format")
+    statements = _claim_statements(b["claim"])
     return _Bundle(
         origin=b["origin"],
         checkpoint_note=b["checkpoint"],
         stream_heads=b["stream_heads"],
         entries=entries,
-        statements=_claim_statements(b["claim"]),
+        statements=statements,
         consistency=consistency,
         token=token,
+        mesh_indexes=_mesh_indexes(b, statements),
     )
+
+
+def _mesh_indexes(b: dict[str, Any], statements: list[dict[str, Any]]) -> list[str]:
+    """``mesh_indexes``: one note per ``mesh_read`` statement, in order; only with them, and
+    a bundle with them makes no other kind of statement (its entries are exactly what its
+    indexes list)."""
+    reads = [s for s in statements if s["predicate"] == "mesh_read"]
+    if not reads:
+        if "mesh_indexes" in b:
+            raise MalformedError("mesh_indexes come only with mesh_read statements", check="format")
+        return []
+    if len(reads) != len(statements):
+        raise MalformedError(
+            "a bundle with a mesh_read statement makes mesh_read statements only", check="format.claim"
+        )
+    notes = b.get("mesh_indexes")
+    if notes is None:
+        raise MalformedError(
+            "a mesh_read statement needs the log's mesh-read index (mesh_indexes): bundles made "
+            "before it proved memories that were never shared (HOT, replaced, erased) and carried "
+            "other meshes' and other memories' bodies, so they are refused; ask for a new proof "
+            "(engram mesh prove)",
+            check="format.mesh_index",
+        )
+    if (
+        not isinstance(notes, list)
+        or len(notes) != len(reads)
+        or not all(isinstance(n, str) and 0 < len(n) <= 64 * 1024 for n in notes)
+    ):
+        raise MalformedError(
+            "mesh_indexes is a list of one note text (at most 64 KiB) per mesh_read statement",
+            check="format.mesh_index",
+        )
+    return list(notes)
 
 
 def _step_trusted(
@@ -637,6 +684,26 @@ def _step_bodies(bundle: _Bundle) -> tuple[dict[int, dict[str, Any] | None], lis
     return bodies, erased
 
 
+def _step_index(
+    bundle: _Bundle, bodies: dict[int, dict[str, Any] | None], key: VerifierKey, cp: VerifiedCheckpoint
+) -> tuple[list[MeshReadIndex], str]:
+    """10b. Each mesh_read statement's index is the log's, for this checkpoint and claim;
+    the bundle carries exactly what the indexes list (plus key history), with what must be
+    disclosed disclosed and nothing else (verifier.mesh_index)."""
+    leaves = {leaf.index: leaf for leaf, _ in bundle.leaves}
+    indexes = []
+    for s, note in zip(bundle.statements, bundle.mesh_indexes, strict=True):
+        idx = parse_index(_utf8(note), key, cp, s)
+        check_index(s, idx, leaves, bodies)
+        indexes.append(idx)
+    allowed_entries(bundle.statements, indexes, leaves, bodies)
+    listed = sum(len(i.entries) for i in indexes)
+    return indexes, (
+        f"{listed} entries listed by the log's mesh-read index for this checkpoint, all carried; "
+        "nothing else disclosed"
+    )
+
+
 def _step_token(
     bundle: _Bundle,
     bodies: dict[int, dict[str, Any] | None],
@@ -692,15 +759,19 @@ def _step_token(
     )
 
 
-def _step_claim(bundle: _Bundle, bodies: dict[int, dict[str, Any] | None]) -> list[ClaimResult]:
+def _step_claim(
+    bundle: _Bundle, bodies: dict[int, dict[str, Any] | None], indexes: Sequence[MeshReadIndex] = ()
+) -> list[ClaimResult]:
     """12. Each statement recomputed from the disclosed bodies equals the claim."""
     by_stream: dict[tuple[str, str], list[Leaf]] = {}
     for leaf, _ in bundle.leaves:
         by_stream.setdefault(leaf.envelope.stream, []).append(leaf)
+    leaves = {leaf.index: leaf for leaf, _ in bundle.leaves}
     results = []
+    reads = iter(indexes)
     for s in bundle.statements:
         if s["predicate"] == "mesh_read":
-            results.append(_mesh_claim(s, by_stream, bodies))
+            results.append(_mesh_claim(s, next(reads), leaves, bodies))
             continue
         stream = sorted(by_stream.get((s["agent"], s["kind"]), []), key=lambda lf: lf.envelope.version)
         value = _evaluate(s, [bodies[lf.index] for lf in stream])
@@ -713,24 +784,46 @@ def _step_claim(bundle: _Bundle, bodies: dict[int, dict[str, Any] | None]) -> li
     return results
 
 
+def _withheld(kind: str, body: dict[str, Any] | None, pos: int) -> bool:
+    """Whether the memory at ``pos`` of an entry is not disclosed: no body, or a distilled
+    body that gives that memory only as its digest."""
+    if body is None:
+        return True
+    entries = body.get("entries") if kind == "memory.distilled" else None
+    return isinstance(entries, list) and pos < len(entries) and isinstance(entries[pos], str)
+
+
 def _mesh_claim(
-    s: dict[str, Any], by_stream: dict[tuple[str, str], list[Leaf]], bodies: dict[int, dict[str, Any] | None]
+    s: dict[str, Any], index: MeshReadIndex, leaves: dict[int, Leaf], bodies: dict[int, dict[str, Any] | None]
 ) -> ClaimResult:
-    """A ``mesh_read`` recomputed: the memory's entry (proven, body disclosed) and the mesh
-    folded from the complete mesh streams (step 9 proved nothing was left out, so no
-    revocation before the checkpoint is hidden)."""
-    index = int(s["ref"].split(".")[0])
-    memory = next((lf for lfs in by_stream.values() for lf in lfs if lf.index == index), None)
-    if memory is None:
-        raise ClaimError(f"the bundle does not carry entry {index}", check="claim.undisclosed")
-    streams = {
-        st: [
-            (lf.index, bodies.get(lf.index))
-            for lf in sorted(by_stream.get(st, []), key=lambda x: x.envelope.version)
-        ]
-        for st in statement_streams(s)
-    }
-    holds, why = mesh_read(s, streams, (memory.envelope.agent, memory.envelope.kind, bodies.get(index)))
+    """A ``mesh_read`` recomputed from what the log's index lists (step 10b proved the list is
+    the log's and nothing listed is missing): the memory was active and WARM at the checkpoint
+    (verifier.tiers, ``claim.status``), and the mesh folded from its entries shared its
+    category with the reader (verifier.mesh, ``claim.mesh``)."""
+    ref = str(s["ref"])
+    (memory_index,) = index.of("memory")
+    memory = leaves[memory_index]
+    env, body = memory.envelope, bodies.get(memory_index)
+    ours = env.agent == s["author"] and env.kind == s["kind"]
+    if ours and _withheld(env.kind, body, int(ref.split(".")[1])):
+        raise ClaimError(
+            f"claim says {describe_statement(s)}; the memory's body is not disclosed (erased?)",
+            check="claim.undisclosed",
+        )
+    named = [i for role in ("status", "exempt", "use") for i in index.of(role)]
+    status = fold_status(
+        ref,
+        (memory_index, memory.timestamp_us, env.kind, body),
+        [(i, leaves[i].timestamp_us, leaves[i].envelope.kind, bodies.get(i)) for i in named],
+    )
+    if ours and not status.shareable:
+        raise ClaimError(
+            f"claim says {describe_statement(s)}; the log says memory {ref} was not an active WARM memory "
+            f"at the checkpoint ({status.status}, {status.tier}: {status.why})",
+            check="claim.status",
+        )
+    events = [(i, leaves[i].envelope.agent, leaves[i].envelope.kind, bodies.get(i)) for i in index.of("mesh")]
+    holds, why = mesh_read(s, events, (env.agent, env.kind, body))
     if not holds:
         raise ClaimError(f"claim says {describe_statement(s)}; the log says no: {why}", check="claim.mesh")
     return ClaimResult(statement=s, recomputed=True, holds=True)
@@ -812,11 +905,16 @@ def verify_bundle(
     bodies, erased = _step_bodies(bundle)
     shown = sum(1 for v in bodies.values() if v is not None)
     steps.append(("bodies", f"{shown} bodies match their commitments; {len(erased)} erased"))
+    # 10b. the mesh-read indexes (mesh_read statements only)
+    indexes: list[MeshReadIndex] = []
+    if bundle.mesh_indexes:
+        indexes, detail = _step_index(bundle, bodies, log_key, cp)
+        steps.append(("index", detail))
     # 11. share token
     if bundle.token is not None:
         steps.append(("token", _step_token(bundle, bodies, history, cp.origin, audience, now)))
     # 12. claim
-    results = _step_claim(bundle, bodies)
+    results = _step_claim(bundle, bodies, indexes)
     steps.append(("claim", "; ".join(describe_statement(r.statement, r.recomputed) for r in results)))
     return VerifiedBundle(
         checkpoint=cp,

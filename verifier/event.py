@@ -10,6 +10,11 @@ by a NUL byte, so no signature or hash made for one purpose is valid for another
 * event signature: Ed25519 over ``b"engram/event/v1\\x00" || JCS(envelope)``
 * key possession:  Ed25519 over ``b"engram/key-pop/v1\\x00" || JCS(statement)``
 * body commitment: SHA-256(``b"engram/body/v1\\x00" || salt(16) || JCS(body)``)
+* a ``memory.distilled`` body of per-entry form (``"disclosure": "per-entry/v1"``):
+  SHA-256(``b"engram/body-digest/v1\\x00" || salt(16) || JCS(digest form)``), where the digest
+  form is the body with each entry replaced by hex SHA-256(``b"engram/distilled-entry/v1\\x00"
+  || JCS(entry)``) (each entry carries its own random ``nonce``), so one entry can be
+  disclosed with the others given only as their digests (specs/event-envelope.md §3)
 * agent key id:    SHA-256(``b"engram/agent-key/v1\\x00" || public key``)[:16], hex
 
 The leaf itself is hashed as an RFC 9162 leaf (0x00 prefix) by :mod:`verifier.merkle`.
@@ -45,10 +50,14 @@ __all__ = [
     "BODY_DOMAIN",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_LEAF_BYTES",
+    "DIGEST_BODY_DOMAIN",
+    "DISCLOSURE_MEMBER",
+    "DISTILLED_ENTRY_DOMAIN",
     "ENVELOPE_VERSION",
     "EVENT_DOMAIN",
     "KEY_KINDS",
     "LEAF_FORMAT",
+    "PER_ENTRY",
     "POLICY_AGENT",
     "POLICY_KINDS",
     "POP_DOMAIN",
@@ -60,6 +69,10 @@ __all__ = [
     "body_commitment",
     "check_agent_id",
     "check_kind",
+    "commitment_of",
+    "digest_form",
+    "disclose_entries",
+    "entry_digest",
     "event_signing_input",
     "pop_signing_input",
     "sign_event",
@@ -74,6 +87,14 @@ LEAF_FORMAT = "engram.leaf/v1"
 EVENT_DOMAIN = b"engram/event/v1\x00"
 POP_DOMAIN = b"engram/key-pop/v1\x00"
 BODY_DOMAIN = b"engram/body/v1\x00"
+#: Per-entry commitments of ``memory.distilled`` bodies (issue 40): the body's commitment
+#: is over its digest form, each entry's digest over its own bytes and nonce.
+DIGEST_BODY_DOMAIN = b"engram/body-digest/v1\x00"
+DISTILLED_ENTRY_DOMAIN = b"engram/distilled-entry/v1\x00"
+#: The member (inside the committed bytes) that says a ``memory.distilled`` body is of the
+#: per-entry form, and its one value; each entry then carries a 16-byte hex ``nonce``.
+DISCLOSURE_MEMBER = "disclosure"
+PER_ENTRY = "per-entry/v1"
 KEY_ID_DOMAIN = b"engram/agent-key/v1\x00"
 SALT_SIZE = 16
 #: tlog-tiles entry bundles prefix each entry with a uint16 length, so a leaf can never be
@@ -130,6 +151,82 @@ def body_commitment(salt: bytes, body_jcs: bytes) -> str:
     if len(salt) != SALT_SIZE:
         raise MalformedError(f"salt must be {SALT_SIZE} bytes", check="body.salt")
     return hashlib.sha256(BODY_DOMAIN + salt + body_jcs).hexdigest()
+
+
+_NONCE = re.compile(r"[0-9a-f]{32}")
+
+
+def _form_error(why: str) -> MalformedError:
+    return MalformedError(f"a per-entry memory.distilled body {why}", check="body.form")
+
+
+def entry_digest(entry: Any) -> str:
+    """Hex SHA-256 of one distilled entry (with its ``nonce``): what stands in its place in
+    the digest form, and what a bundle gives for an entry it does not disclose."""
+    if (
+        not isinstance(entry, dict)
+        or not isinstance(entry.get("nonce"), str)
+        or not _NONCE.fullmatch(entry["nonce"])
+    ):
+        raise _form_error("has an entry without a 16-byte hex nonce")
+    return hashlib.sha256(DISTILLED_ENTRY_DOMAIN + canonical_bytes(entry)).hexdigest()
+
+
+def _per_entry(kind: str, body: Any) -> bool:
+    """Whether ``body`` is committed to in the per-entry form: a ``memory.distilled`` body
+    whose ``disclosure`` member (inside the committed bytes) says so. Only that kind and
+    only that one value: any other value is refused, never read as the whole-body form."""
+    if kind != "memory.distilled" or not isinstance(body, dict) or DISCLOSURE_MEMBER not in body:
+        return False
+    if body[DISCLOSURE_MEMBER] != PER_ENTRY:
+        raise _form_error(f"names disclosure {str(body[DISCLOSURE_MEMBER])[:40]!r}, not {PER_ENTRY!r}")
+    return True
+
+
+def digest_form(body: dict[str, Any]) -> dict[str, Any]:
+    """The digest form of a per-entry body, full or partly disclosed: every entry that is
+    an object is replaced by its :func:`entry_digest`; an entry already given as a digest
+    (64 lowercase hex) stays. Anything else is ``body.form``."""
+    entries = body.get("entries")
+    if not isinstance(entries, list):
+        raise _form_error("has no list of entries")
+    out = []
+    for e in entries:
+        if isinstance(e, str):
+            if not _HEX_HASH.fullmatch(e):
+                raise _form_error("gives an undisclosed entry that is not a hex SHA-256")
+            out.append(e)
+        else:
+            out.append(entry_digest(e))
+    return {**body, "entries": out}
+
+
+def disclose_entries(body: dict[str, Any], keep: set[int] | frozenset[int]) -> dict[str, Any]:
+    """A per-entry body with only the entries at positions ``keep`` disclosed: the others
+    are given as their digests, so the result still opens the same commitment."""
+    if not _per_entry("memory.distilled", body):
+        raise _form_error("is needed to disclose entries one at a time (this body is whole-body)")
+    full = digest_form(body)
+    return {
+        **body,
+        "entries": [e if n in keep else full["entries"][n] for n, e in enumerate(body["entries"])],
+    }
+
+
+def commitment_of(kind: str, salt: bytes, body_jcs: bytes, *, parsed: Any = None) -> str:
+    """The commitment an event of ``kind`` signs for a body: :func:`body_commitment` of its
+    bytes, or for a per-entry ``memory.distilled`` body (its ``disclosure`` member says so),
+    SHA-256 over ``engram/body-digest/v1``, the salt and the JCS of its :func:`digest_form`.
+    The two use different domain labels, so a body of one form never opens a commitment of
+    the other. ``parsed``: the body already parsed from ``body_jcs`` (saves a parse)."""
+    if kind != "memory.distilled":
+        return body_commitment(salt, body_jcs)
+    value = parse_canonical(body_jcs, max_bytes=max(len(body_jcs), 1)) if parsed is None else parsed
+    if not _per_entry(kind, value):
+        return body_commitment(salt, body_jcs)
+    if len(salt) != SALT_SIZE:
+        raise MalformedError(f"salt must be {SALT_SIZE} bytes", check="body.salt")
+    return hashlib.sha256(DIGEST_BODY_DOMAIN + salt + canonical_bytes(digest_form(value))).hexdigest()
 
 
 def _int_field(obj: dict[str, Any], name: str, *, minimum: int = 0) -> int:
@@ -361,11 +458,15 @@ def verify_body(
     """Check a disclosed body against the envelope's commitment; return the parsed body.
 
     The body must be a canonical JSON object; the commitment is compared in constant time.
+    A per-entry ``memory.distilled`` body may give undisclosed entries as their digests
+    (:func:`commitment_of`); the parsed body then holds those digests as strings.
     """
     value = parse_canonical(body, max_bytes=max_bytes)
     if not isinstance(value, dict):
         raise MalformedError("a body is a JSON object", check="body.type")
-    if not hmac.compare_digest(body_commitment(salt, body), envelope.body_commitment):
+    if not hmac.compare_digest(
+        commitment_of(envelope.kind, salt, body, parsed=value), envelope.body_commitment
+    ):
         raise SignatureError("body does not match the signed commitment", check="body.commitment")
     return value
 

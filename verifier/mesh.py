@@ -13,12 +13,22 @@ it carries). specs/mesh.md has the rules; in short, applied in log order:
 * ``mesh.left``: a member other than the creator.
 
 An event that breaks a rule has no effect (:class:`MeshRuleError` names the rule).
+
+A body-less entry (its body erased, or withheld from a bundle) is never read as absent
+(issue 40: erasing one's own ``mesh.left`` made sharing flow again). The fold of a mesh
+takes it as concerning that mesh, with its most restrictive reading (specs/mesh.md,
+"Entries without a body"): a ``mesh.left``, ``mesh.removed`` or ``mesh.dissolved`` keeps its
+effect (removing everyone it could have removed), a ``mesh.granted`` becomes a grant that
+shares and reads nothing, a ``mesh.joined`` consumes the invitation without making a member,
+a ``mesh.created`` before the mesh exists leaves it dissolved from the start, and a
+``mesh.invited`` (which only widens) has no effect. So no body-less entry ever lets more
+flow than its body did.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +43,7 @@ __all__ = [
     "apply_event",
     "creator_of",
     "fold",
+    "memory_category",
     "mesh_read",
     "statement_agents",
     "statement_streams",
@@ -171,11 +182,27 @@ def _check_shape(kind: str, body: Mapping[str, Any]) -> None:
         raise _refuse(f"a {kind} body of the wrong shape", "mesh.malformed")
 
 
-def apply_event(state: Mesh | None, index: int, agent: str, kind: str, body: Mapping[str, Any]) -> Mesh:
+def apply_event(
+    state: Mesh | None,
+    index: int,
+    agent: str,
+    kind: str,
+    body: Mapping[str, Any] | None,
+    *,
+    mesh: str | None = None,
+) -> Mesh:
     """The mesh after one event, or :class:`MeshRuleError` (its check named) when the
     rules give the event no effect. ``state`` is None before ``mesh.created``. A body that
     is not the kind's shape (the verifier reads bodies it did not validate) has no effect
-    either (``mesh.malformed``)."""
+    either (``mesh.malformed``).
+
+    ``body`` None is an entry whose body is erased or withheld: it is folded for ``mesh``
+    (the mesh being folded, which must be given) by its most restrictive reading
+    (:func:`_apply_bodyless`), never skipped."""
+    if body is None:
+        if mesh is None or not MESH_ID.fullmatch(mesh):
+            raise ValueError("a body-less mesh entry is folded for a named mesh")
+        return _apply_bodyless(state, index, agent, kind, mesh)
     _check_shape(kind, body)
     mesh = str(body["mesh"])
     if kind == "mesh.created":
@@ -233,13 +260,66 @@ def apply_event(state: Mesh | None, index: int, agent: str, kind: str, body: Map
     return state
 
 
-def fold(events: Iterable[tuple[int, str, str, Mapping[str, Any]]]) -> Mesh | None:
+def _apply_bodyless(state: Mesh | None, index: int, agent: str, kind: str, mesh: str) -> Mesh:
+    """A body-less entry of ``kind`` by ``agent`` at ``index``, folded for ``mesh``: it may
+    have concerned this mesh, and its body can no longer say otherwise, so it takes the
+    reading that lets the least flow (specs/mesh.md, "Entries without a body"). Readings
+    that would widen what flows (an invitation, a membership, a grant's categories) are
+    never assumed."""
+    creator = creator_of(mesh)
+    if kind == "mesh.created":
+        if agent != creator:
+            raise _refuse(f"mesh {mesh} can only be created by {creator}", "mesh.policy")
+        if state is not None:
+            raise _refuse(f"mesh {mesh} already exists", "mesh.exists")
+        # It may have been this mesh's creation: the mesh exists from here, dissolved, so
+        # no later creation, invitation or grant can revive it.
+        return Mesh(mesh=mesh, creator=agent, created_index=index, dissolved_index=index)
+    if state is None:
+        raise _refuse(f"there is no mesh {mesh}", "mesh.missing")
+    if state.dissolved:
+        raise _refuse(f"mesh {mesh} is dissolved", "mesh.dissolved")
+    member = state.members.get(agent)
+    if kind in ("mesh.invited", "mesh.removed", "mesh.dissolved") and agent != state.creator:
+        raise _refuse(f"only {state.creator}, who created mesh {mesh}, may do that", "mesh.policy")
+    if kind == "mesh.invited":
+        raise _refuse(f"an invitation without a body invites no one to {mesh}", "mesh.erased")
+    if kind == "mesh.joined":
+        # It may have consumed the invitation; it never makes a member.
+        if state.invited.pop(agent, None) is None:
+            raise _refuse(f"{agent} is not invited to {mesh}", "mesh.not_invited")
+    elif kind == "mesh.granted":
+        if member is None or not member.active:
+            raise _refuse(f"{agent} is not a member of {mesh}", "mesh.not_member")
+        member.grants.append((index, frozenset(), frozenset(), False))
+    elif kind == "mesh.left":
+        if member is None or not member.active:
+            raise _refuse(f"{agent} is not a member of {mesh}", "mesh.not_member")
+        if agent == state.creator:
+            raise _refuse(f"the creator of {mesh} dissolves it instead of leaving", "mesh.policy")
+        member.left_index = index
+    elif kind == "mesh.removed":
+        # It may have removed any member but the creator: all of them leave.
+        for m in state.members.values():
+            if m.active and m.agent != state.creator:
+                m.left_index = index
+                state.invited.pop(m.agent, None)
+    elif kind == "mesh.dissolved":
+        state.dissolved_index = index
+    return state
+
+
+def fold(
+    events: Iterable[tuple[int, str, str, Mapping[str, Any] | None]], *, mesh: str | None = None
+) -> Mesh | None:
     """A mesh's state from its events (index, agent, kind, body), applied in log order;
-    events the rules give no effect are skipped."""
+    events the rules give no effect are skipped. An event with body None (erased or
+    withheld) is folded for ``mesh``, the mesh these events are of, by its most
+    restrictive reading (:func:`apply_event`); ``mesh`` must be given when there is one."""
     state: Mesh | None = None
     for index, agent, kind, body in sorted(events, key=lambda e: e[0]):
         try:
-            state = apply_event(state, index, agent, kind, body)
+            state = apply_event(state, index, agent, kind, body, mesh=mesh)
         except MeshRuleError:
             continue
     return state
@@ -257,51 +337,64 @@ def statement_agents(s: Mapping[str, Any]) -> set[str]:
 
 
 def statement_streams(s: Mapping[str, Any]) -> set[tuple[str, str]]:
-    """The streams a claim statement needs complete (a ``mesh_read``: the creator's mesh
-    streams and the reader's and the author's member streams)."""
+    """The streams a claim statement needs complete. A ``mesh_read`` needs none: the log's
+    mesh-read index (verifier.mesh_index) lists exactly the entries of its mesh and memory,
+    so the creator's other meshes and the author's other memories stay undisclosed."""
     if s.get("predicate") != "mesh_read":
         return {(str(s["agent"]), str(s["kind"]))}
-    creator = creator_of(str(s["mesh"]))
-    streams = {(creator, k) for k in CREATOR_KINDS}
-    for who in (str(s["agent"]), str(s["author"])):
-        streams |= {(who, k) for k in MEMBER_KINDS}
-    return streams
+    return set()
 
 
-def mesh_read(
-    s: Mapping[str, Any],
-    stream_bodies: Mapping[tuple[str, str], Sequence[tuple[int, Mapping[str, Any] | None]]],
-    memory: tuple[str, str, Mapping[str, Any] | None],
-) -> tuple[bool, str]:
-    """Whether the memory ``s["ref"]`` (``memory``: its entry's agent, kind and body) was
-    shared with reader ``s["agent"]`` by ``s["author"]`` through ``s["mesh"]`` as of the
-    streams given (complete to the checkpoint): the author wrote it, both are active members
-    of the undissolved mesh, the author's grant shares the memory's category from an index
-    at or before the memory's entry, and the reader's grant reads it. Returns (holds, why)."""
-    mesh_id, reader, author = str(s["mesh"]), str(s["agent"]), str(s["author"])
+def memory_category(
+    s: Mapping[str, Any], memory: tuple[str, str, Mapping[str, Any] | None]
+) -> tuple[str | None, str]:
+    """The category of memory ``s["ref"]`` from its entry (agent, kind, body as disclosed),
+    or None and why not."""
     index, _, pos = str(s["ref"]).partition(".")
     agent, kind, body = memory
+    author = str(s["author"])
     if agent != author or kind != s["kind"]:
-        return False, f"entry {index} is a {kind} of {agent}, not a {s['kind']} of {author}"
+        return None, f"entry {index} is a {kind} of {agent}, not a {s['kind']} of {author}"
     if body is None:
-        return False, f"entry {index}'s body is not disclosed (erased?)"
+        return None, f"entry {index}'s body is not disclosed (erased?)"
     if kind == "memory.distilled":
         entries = body.get("entries")
         if not isinstance(entries, list) or not int(pos) < len(entries):
-            return False, f"entry {index} has no memory {pos}"
+            return None, f"entry {index} has no memory {pos}"
         entry = entries[int(pos)]
         category = entry.get("category") if isinstance(entry, Mapping) else None
     else:
         category = body.get("category") if pos == "0" else None
     if not isinstance(category, str):
-        return False, f"memory {s['ref']} has no category"
-    events = []
-    for (who, k), rows in stream_bodies.items():
-        if k in MESH_KINDS:
-            for i, b in rows:
-                if b is not None and b.get("mesh") == mesh_id:
-                    events.append((i, who, k, b))
-    mesh = fold(events)
+        return None, f"memory {s['ref']} has no category"
+    return category, ""
+
+
+def mesh_read(
+    s: Mapping[str, Any],
+    events: Iterable[tuple[int, str, str, Mapping[str, Any] | None]],
+    memory: tuple[str, str, Mapping[str, Any] | None],
+) -> tuple[bool, str]:
+    """Whether the memory ``s["ref"]`` (``memory``: its entry's agent, kind and body) was
+    shared with reader ``s["agent"]`` by ``s["author"]`` through ``s["mesh"]``, as of the
+    mesh's entries given (index, agent, kind, body; all of them to the checkpoint, bodies of
+    other meshes ignored, body-less ones folded restrictively): the author wrote it, both are
+    active members of the undissolved mesh, the author's grant shares the memory's category
+    from an index at or before the memory's entry, and the reader's grant reads it. The
+    memory's tier and status are verifier.tiers' question. Returns (holds, why)."""
+    mesh_id, reader, author = str(s["mesh"]), str(s["agent"]), str(s["author"])
+    index = str(s["ref"]).partition(".")[0]
+    category, why = memory_category(s, memory)
+    if category is None:
+        return False, why
+    mesh = fold(
+        [
+            (i, who, k, b)
+            for i, who, k, b in events
+            if k in MESH_KINDS and (b is None or b.get("mesh") == mesh_id)
+        ],
+        mesh=mesh_id,
+    )
     if mesh is None or mesh.dissolved:
         return False, f"mesh {mesh_id} does not exist or is dissolved"
     a, r = mesh.members.get(author), mesh.members.get(reader)

@@ -199,9 +199,10 @@ async def mesh_proof(
     mesh: Annotated[str, Query(pattern=MESH, max_length=97)],
     ref: Annotated[str, Query(pattern=REF)],
 ) -> Response:
-    """A bundle proving offline that memory ``ref`` was written by its author and shared with
-    the agent through ``mesh`` under grants valid at the latest checkpoint (signed by the
-    reading agent; refused, ``mesh.not_shared``, unless it holds)."""
+    """A bundle proving offline that memory ``ref`` was written by its author, was active and
+    WARM at the latest checkpoint and was shared with the agent through ``mesh`` under grants
+    valid then; it discloses that memory and the entries that bear on it, nothing else (signed
+    by the reading agent; refused, ``mesh.not_shared``, unless it holds, specs/mesh.md)."""
     data = await run_in_threadpool(svc.memory.mesh_proof, access.agent, mesh, ref)
     return Response(data, media_type=BUNDLE_MEDIA_TYPE, headers={"Cache-Control": "no-store"})
 

@@ -12,6 +12,7 @@ import typer
 
 from engram.cli.common import AsJson, KeyFile, LogKey, Server, agent_memory, emit, out
 from engram.protocol.errors import MalformedError
+from engram.protocol.files import write_file
 from engram.protocol.schemas import CATEGORIES
 
 mesh_app = typer.Typer(
@@ -154,5 +155,5 @@ def mesh_prove(
         ref = found[0].ref
     assert ref is not None
     data = am.mesh_proof(mesh, ref)
-    output.write_bytes(data)
+    write_file(output, data)  # never through a symlink planted at the path (as bundle create)
     out.print(f"wrote {output}: memory {ref} shared through {mesh} ({len(data)} bytes)")

@@ -784,7 +784,14 @@ class Buyer:
             raise ProofError("the evidence is about another agent or kind", check="oracle.evidence")
         if vb.checkpoint.size != cp.size:
             raise ProofError("the evidence is not built at the verdict's checkpoint", check="oracle.evidence")
-        if token is not None:
+        if token is not None and p["verdict"] == "unknown":
+            # Erased outcomes: no figure over bodies can be proven, so the evidence is the
+            # record count, and it must prove the erasure the verdict rests on.
+            if not vb.erased:
+                raise ProofError(
+                    "an unknown verdict's evidence proves no erased record", check="oracle.evidence"
+                )
+        elif token is not None:
             figures = {
                 c.statement["predicate"]: c.recomputed
                 for c in vb.claims

@@ -13,6 +13,7 @@ from typing import Any
 from engram.protocol.gate import WriteGate, redact_secrets
 from engram.protocol.kinds import gated_texts, validate_body
 from engram.protocol.schemas import parse_ref
+from verifier.tiers import DEFAULT_TIER_V2_FROM_US, default_tier
 
 __all__ = [
     "DEFAULT_TIER_V2_FROM_US",
@@ -61,17 +62,11 @@ def closed_body(session: str, summary: str | None = None) -> dict[str, Any]:
     return body
 
 
-#: From this server time on (2026-11-24T00:00:00Z; memory events v2), a ``memory.written``
-#: without ``tier`` is filed by :func:`default_tier`, the rule every client already applied;
-#: before it the log filed such an entry in HOT, and old logs replay as they were written.
-DEFAULT_TIER_V2_FROM_US = 1_795_478_400_000_000
-
-
-def default_tier(category: str, tags: Sequence[str], session: str | None) -> str:
-    """The one default tier of a memory written without one (specs/memory-events.md): HOT is
-    the working set (a session's memories, compacted when it ends; preferences; blockers),
-    anything else is WARM."""
-    return "HOT" if session or category == "PREFERENCE" or "blocker" in tags else "WARM"
+# DEFAULT_TIER_V2_FROM_US and default_tier: from this server time on (2026-11-24T00:00:00Z;
+# memory events v2), a ``memory.written`` without ``tier`` is filed by default_tier, the rule
+# every client already applied; before it the log filed such an entry in HOT, and old logs
+# replay as they were written. Defined in verifier.tiers, below both sides: the projection,
+# the clients and the offline verifier of a mesh proof apply the one rule.
 
 
 def written_body(

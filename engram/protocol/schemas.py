@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engram.protocol.errors import RejectedEventError
+from verifier.event import PER_ENTRY
 from verifier.mesh import MESH_ID
 
 __all__ = [
@@ -79,6 +80,7 @@ SESSION_PATTERN = _SESSION
 REF_JSON_PATTERN = f"^{_REF.pattern}$"
 SESSION_JSON_PATTERN = f"^{_SESSION.pattern}$"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+_NONCE = re.compile(r"[0-9a-f]{32}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
@@ -265,6 +267,10 @@ def memory_distilled(b: BodyReader) -> None:
     ):
         raise b._fail("distiller", "must be {name, version}")
     _distill_stats(b)
+    # The per-entry form (issue 40, verifier.event.commitment_of): each entry carries its own
+    # random nonce, and the body's commitment is over the entries' digests, so one memory
+    # can be disclosed without the session's others.
+    per_entry = b.choice("disclosure", (PER_ENTRY,), required=False) is not None
     entries = b.get("entries", True)
     if not isinstance(entries, list) or len(entries) > MAX_DISTILLED_ENTRIES:
         raise b._fail(
@@ -273,6 +279,8 @@ def memory_distilled(b: BodyReader) -> None:
     for i, e in enumerate(entries):
         eb = BodyReader(f"memory.distilled.entries[{i}]", e)
         _memory_fields(eb)
+        if per_entry:
+            eb.text("nonce", max_len=32, pattern=_NONCE)
         eb.done()
 
 

@@ -18,8 +18,8 @@ from verifier.event import (
     SALT_SIZE,
     Envelope,
     agent_key_id,
-    body_commitment,
     check_agent_id,
+    commitment_of,
     sign_event,
     sign_pop,
 )
@@ -75,7 +75,7 @@ class AgentSigner:
             version=version,
             prev=prev,
             client_time_us=client_time_us,
-            body_commitment=body_commitment(salt, body_bytes),
+            body_commitment=commitment_of(kind, salt, body_bytes),
             new_key=None
             if new_key is None
             else sign_pop(origin=self.origin, agent=self.agent, private_key=new_key),

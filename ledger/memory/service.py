@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -71,7 +72,7 @@ from ledger.memory.terms import content_terms
 from ledger.memory.tokens import count_tokens
 from ledger.memory.vectors import VectorIndex
 from ledger.mesh import Mesh, MeshReader
-from verifier.event import Leaf
+from verifier.event import PER_ENTRY, Leaf
 from verifier.jcs import canonical_bytes, parse_strict
 from verifier.merkle import leaf_hash
 
@@ -146,16 +147,18 @@ class MemoryService:
         distiller: Distiller | None = None,
         embedder: Embedder | None = None,
         access_log: str = "async",
+        rand: Callable[[int], bytes] = secrets.token_bytes,
     ) -> None:
         """``embedder``: the semantic ranking's model (None: recall ranks without vectors).
         ``access_log``: ``"async"`` (uses are appended by a background writer, off the
         reader's path), ``"sync"`` (each recall appends its use before it returns) or
-        ``"off"``."""
+        ``"off"``. ``rand``: random bytes (the nonces of distilled entries)."""
         if access_log not in ("async", "sync", "off"):
             raise ValueError(f"access_log must be async, sync or off, not {access_log!r}")
         self.ledger = ledger
         self.config = config or PolicyConfig()
         self.distiller: Distiller = distiller or RuleBasedDistiller()
+        self._rand = rand
         self.gate = ledger.gate  # one gate for the log and the memory service (ledger.compose)
         self.projection = Projection(ledger.store)
         self.vectors = None if embedder is None else VectorIndex(ledger.store.engine, embedder)
@@ -606,10 +609,14 @@ class MemoryService:
         digest = hashlib.sha256(
             b"engram/transcript/v1\x00" + canonical_bytes([[t.index, t.role, t.content] for t in turns])
         ).hexdigest()
+        # Per-entry form (issue 40): each entry gets its own random nonce and the body's
+        # commitment is over the entries' digests, so a mesh proof can disclose one memory
+        # of the session and none of the others (verifier.event.commitment_of).
         body: dict[str, Any] = {
             "session": session,
             "input": {"start": s.opened_index, "end": s.last_index, "digest": digest},
             "distiller": {"name": self.distiller.name, "version": self.distiller.version},
+            "disclosure": PER_ENTRY,
             "entries": [],
         }
         started = time.perf_counter_ns()
@@ -625,7 +632,10 @@ class MemoryService:
         for e in proposed:
             try:
                 text, _ = self.gate.prepare(e["content"])
-                entry = {k: v for k, v in e.items() if k != "updates"} | {"content": text}
+                entry = {k: v for k, v in e.items() if k not in ("updates", "nonce")} | {
+                    "content": text,
+                    "nonce": self._rand(16).hex(),
+                }
                 validate_body("memory.distilled", {**body, "entries": [entry]})
                 self.gate.check_not_verbatim(text, [t.content for t in turns])
             except RejectedEventError:
@@ -1039,21 +1049,57 @@ class MemoryService:
 
     def mesh_proof(self, reader: str, mesh: str, ref: str) -> bytes:
         """A bundle proving, offline, that memory ``ref`` was shared with ``reader`` through
-        ``mesh`` under grants valid at the latest checkpoint (specs/bundle.md ``mesh_read``).
-        Refused unless it holds (``mesh.not_shared``): nothing is disclosed to a reader the
-        memory was not shared with."""
+        ``mesh`` under grants valid at the latest checkpoint (specs/bundle.md ``mesh_read``):
+        the memory was active and WARM then, of a category its author's grant shared and the
+        reader's read, and the bundle discloses that memory and the entries that bear on it,
+        nothing else. Refused unless all of that holds (``mesh.not_shared``, the same answer
+        whatever the reason, so a refusal says nothing of the author's memories), and for a
+        memory of a distillation made before per-entry commitments, which cannot be disclosed
+        alone (``mesh.not_disclosable``)."""
         from ledger.bundle import create_bundle, mesh_read_claim
         from verifier.bundle import verify_bundle
         from verifier.note import VerifierKey
 
-        parse_ref(ref)
-        data = create_bundle(self.ledger, mesh_read_claim(self.ledger, reader, mesh, ref))
+        index, _ = parse_ref(ref)
+        refused = RejectedEventError(
+            f"memory {ref} is not shared with {reader} through {mesh}", check="mesh.not_shared"
+        )
+        size = self.sync()
+        raw = self.ledger.store.leaf(index) if index < size else None
+        if raw is None:
+            raise refused
+        author = Leaf.from_bytes(raw).envelope.agent
+        it = self.projection.item(author, ref)
+        # The projection first (it knows what the proof's fold cannot: a duplicate folded
+        # into another memory, a replacement's other side), then the mesh.
+        if it is None or it.status != "active" or it.tier != "WARM" or it.index != index:
+            raise refused
+        share = next(
+            (
+                sh
+                for sh in MeshReader(self.ledger.store).shares_for(reader, size, [mesh])
+                if sh.author == author
+            ),
+            None,
+        )
+        since = None if share is None else share.since.get(it.category)
+        if since is None or since > index:
+            raise refused
+        try:
+            data = create_bundle(self.ledger, mesh_read_claim(self.ledger, reader, mesh, ref))
+        except MalformedError as e:
+            if e.check == "bundle.disclosure":
+                raise RejectedEventError(
+                    f"memory {ref} is shared with {reader}, but it is in a distillation made before "
+                    "per-entry commitments: it cannot be proven without disclosing the session's other "
+                    "memories",
+                    check="mesh.not_disclosable",
+                ) from e
+            raise refused from e
         try:
             verify_bundle(data, VerifierKey.parse(self.ledger.vkey))
         except VerificationError as e:
-            raise RejectedEventError(
-                f"memory {ref} is not shared with {reader} through {mesh}: {e}", check="mesh.not_shared"
-            ) from e
+            raise refused from e
         return data
 
     def meshes_of(self, agent_id: str) -> list[Mesh]:

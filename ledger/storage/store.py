@@ -772,6 +772,9 @@ class SqlStore:
         self.engine = engine
         #: this process's cache of committed nodes and checkpoints (see ProofCache)
         self.cache = ProofCache()
+        #: bumped by :meth:`delete_body` (a body deleted without an erasure entry): readers
+        #: that cache bodies by log size (ledger.mesh.MeshCache) start over when it moves
+        self.bodies_deleted = 0
         #: set by the ledger (:meth:`trust`): checkpoint rows are accepted only if signed
         self.checkpoint_check: CheckpointCheck | None = None
         #: key state from the log's key entries, for every security decision (KeyStreams)
@@ -1085,7 +1088,31 @@ class SqlStore:
         """Erase a body and its salt (the leaf, proofs and chains stay valid)."""
         with self.write() as tx:
             res = tx._conn.execute(bodies.delete().where(bodies.c.idx == index))
+            self.bodies_deleted += 1
             return bool(res.rowcount)
+
+    def entries_of_kinds(
+        self, kinds: Sequence[str], start: int, end: int
+    ) -> list[tuple[int, str, str, bytes | None]]:
+        """``(index, agent, kind, body or None where erased)`` of the entries in
+        ``[start, end)`` whose kind is one of ``kinds``, in index order: one range read of the
+        leaves appended since a reader last looked (ledger.mesh.MeshCache)."""
+        with self.read() as conn:
+            rows = conn.execute(
+                select(leaves.c.idx, leaves.c.agent, leaves.c.kind, bodies.c.body)
+                .select_from(leaves.outerjoin(bodies, bodies.c.idx == leaves.c.idx))
+                .where(and_(leaves.c.idx >= start, leaves.c.idx < end, leaves.c.kind.in_(list(kinds))))
+                .order_by(leaves.c.idx)
+            ).all()
+        return [
+            (
+                int(r.idx),
+                str(r.agent),
+                str(r.kind),
+                None if r.body is None else blob(r.body, "bodies", int(r.idx), "body"),
+            )
+            for r in rows
+        ]
 
     def counts(self) -> dict[str, int]:
         with self.read() as conn:

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pytest
 
@@ -41,3 +42,20 @@ def memory_of(memory: MemoryService) -> MemoryOf:
         return am
 
     return of
+
+
+def unchecked_bundle(ledger: Ledger, claim: Mapping[str, Any], **options: Any) -> bytes:
+    """The bundle the log builds for ``claim`` without the builder's own verification
+    (``create_bundle`` refuses a claim its verifier would fail, issue 40): what an older or a
+    crafted builder hands a buyer, for the tests of what the verifier then says."""
+    from ledger.bundle import _assemble
+
+    defaults: dict[str, Any] = {
+        "trusted_size": None,
+        "trusted_sizes": (),
+        "token": None,
+        "audience": None,
+        "disclose_bodies": True,
+        "at_size": None,
+    }
+    return _assemble(ledger, claim, **(defaults | options))

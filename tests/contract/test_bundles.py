@@ -24,6 +24,7 @@ from ledger.memory.service import MemoryService
 from ledger.memory.transport import InProcessMemory
 from ledger.storage.db import make_engine
 from tests.conftest import StepClock
+from tests.contract.conftest import unchecked_bundle
 from verifier.bundle import heads_text, verify_bundle
 from verifier.cli import _bundle_step, main
 from verifier.errors import VerificationError
@@ -94,8 +95,11 @@ def test_a_misstated_claim_fails(world: tuple) -> None:
     claim = pact_claim(ledger, "alice")
     claim["statements"][1]["value"] = 6  # "all six fulfilled"
     with pytest.raises(VerificationError) as e:
-        _verify(ledger, create_bundle(ledger, claim))
+        _verify(ledger, unchecked_bundle(ledger, claim))
     assert e.value.check == "claim.value"
+    with pytest.raises(VerificationError) as e:  # and the builder never hands it out
+        create_bundle(ledger, claim)
+    assert e.value.check == "bundle.claim.value"
 
 
 def test_a_stream_head_statement_that_hides_a_record_is_a_fraud_proof(world: tuple) -> None:
@@ -200,7 +204,7 @@ def test_erased_bodies_are_reported_and_block_only_claims_that_need_them(world: 
     result = _verify(ledger, create_bundle(ledger, count_only))
     assert result.erased == [first] and result.claims[0].recomputed == 6
     with pytest.raises(VerificationError) as e:
-        _verify(ledger, create_bundle(ledger, pact_claim(ledger, "alice")))
+        _verify(ledger, unchecked_bundle(ledger, pact_claim(ledger, "alice")))
     assert e.value.check == "claim.undisclosed"
     assert memory.rebuild() == memory.digest()  # projection unchanged by the body's deletion
 
@@ -442,7 +446,7 @@ def test_claims_compare_types_strictly(world: tuple) -> None:
         },
     ]:
         with pytest.raises(VerificationError) as e:
-            _verify(ledger, create_bundle(ledger, {"statements": [statement]}))
+            _verify(ledger, unchecked_bundle(ledger, {"statements": [statement]}))
         assert e.value.check == "format.claim"
     where_missing = {
         "predicate": "count",
@@ -475,3 +479,42 @@ def test_unicode_garbage_is_a_format_error_not_a_crash(world: tuple) -> None:
     # Refused by the strict parser itself, before any member is read (the format step).
     assert e.value.check == "canonical.string"
     assert _bundle_step(e.value.check) == "format"
+
+
+def test_mesh_read_bundles_match_their_json_schema(
+    ledger: Ledger, make_agent: Callable[..., Agent], memory: MemoryService
+) -> None:
+    """The schema knows the mesh_read statement and the log's mesh-read indexes (issue 40)."""
+    import jsonschema
+
+    transport = InProcessMemory(memory)
+    ada, bob = (make_agent(n) for n in ("ada", "bob"))
+    ada.transport = bob.transport = transport
+    a, b = AgentMemory(ada), AgentMemory(bob)
+    mesh = a.mesh_create("desk")
+    a.mesh_invite(mesh, "bob")
+    b.mesh_join(mesh)
+    a.mesh_grant(mesh, share=["LEARNING"], read=[])
+    b.mesh_grant(mesh, share=[], read=["LEARNING"])
+    w = a.write(category="LEARNING", content="Northwind's bonds settle on Fridays.", tier="WARM")
+    schema = json.loads((Path(__file__).resolve().parents[2] / "specs" / "bundle.schema.json").read_text())
+    jsonschema.validate(json.loads(memory.mesh_proof("bob", mesh, w.ref or "")), schema)
+
+
+def test_bundle_create_refuses_a_claim_its_verifier_would_fail(world: tuple) -> None:
+    """Issue 40, finding 10: after a record was erased, the builder behind `engram bundle
+    create` (its default claim: the pact summary, whose mean needs every body) made without a
+    word a bundle whose own claim failed verification. It verifies what it made and refuses,
+    naming the verifier's check (tests/e2e/test_bundle_cli.py: the command writes nothing)."""
+    ledger, _, alice = world
+    first = ledger.store.stream_indices("alice", "pact.outcome", ledger.size())[0]
+    AgentMemory(alice).erase(first, reason="customer asked")
+    with pytest.raises(VerificationError) as e:
+        create_bundle(ledger, pact_claim(ledger, "alice"))
+    assert e.value.check == "bundle.claim.undisclosed"
+    assert "claim.undisclosed" in str(e.value)
+    # a claim that needs no body still makes a bundle, and it verifies
+    count_only = {
+        "statements": [{"predicate": "count", "agent": "alice", "kind": "pact.outcome", "value": 6}]
+    }
+    assert _verify(ledger, create_bundle(ledger, count_only)).claims[0].holds

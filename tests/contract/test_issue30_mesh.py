@@ -15,7 +15,7 @@ from engram.protocol.errors import RejectedEventError
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
 from ledger.mesh import MeshReader
-from tests.contract.conftest import MemoryOf
+from tests.contract.conftest import MemoryOf, unchecked_bundle
 
 LEARNING = "The client Northwind prefers low-risk bond portfolios over equities."
 
@@ -233,11 +233,15 @@ def test_issue30_a_shared_memory_is_provable_offline_to_its_author_and_grant(
     # not shared: a CONTEXT memory, a reader outside the mesh
     other = ada.write(category="CONTEXT", content="Northwind's office moved to the harbour.", tier="WARM")
     assert other.ref is not None
-    assert fails(create_bundle(ledger, mesh_read_claim(ledger, "bob", mesh, other.ref))) == "claim.mesh"
-    assert fails(create_bundle(ledger, mesh_read_claim(ledger, "dee", mesh, shared.ref))) == "claim.mesh"
+    # (built as an older builder would hand them out: create_bundle refuses them, issue 40)
+    assert fails(unchecked_bundle(ledger, mesh_read_claim(ledger, "bob", mesh, other.ref))) == "claim.mesh"
+    assert fails(unchecked_bundle(ledger, mesh_read_claim(ledger, "dee", mesh, shared.ref))) == "claim.mesh"
+    with pytest.raises(VerificationError) as refused:
+        create_bundle(ledger, mesh_read_claim(ledger, "dee", mesh, shared.ref))
+    assert refused.value.check == "bundle.claim.mesh"
     # withdrawn: a later grant stops it; leaving the withdrawal out of the bundle is caught
     ada.mesh_grant(mesh, share=["PREFERENCE"], read=["LEARNING"])
-    honest = create_bundle(ledger, mesh_read_claim(ledger, "bob", mesh, shared.ref))
+    honest = unchecked_bundle(ledger, mesh_read_claim(ledger, "bob", mesh, shared.ref))
     assert fails(honest) == "claim.mesh"
     doc = json.loads(honest)
     grants = [
@@ -246,7 +250,7 @@ def test_issue30_a_shared_memory_is_provable_offline_to_its_author_and_grant(
         if Leaf.from_bytes(base64.b64decode(e["leaf"])).envelope.stream == ("ada", "mesh.granted")
     ]
     doc["entries"] = [e for e in doc["entries"] if e is not grants[-1]]
-    assert fails(json.dumps(doc).encode()).startswith("completeness.")
+    assert fails(json.dumps(doc).encode()) == "index.missing"  # the log's index lists it (issue 40)
     # a forged grant body (the withdrawal rewritten to share LEARNING) fails its commitment
     doc = json.loads(honest)
     last = next(e for e in doc["entries"] if e["index"] == grants[-1]["index"])

@@ -30,6 +30,7 @@ from ledger.storage.db import make_engine
 from ledger.storage.schema import log_state
 from ledger.tiles import export_tiles
 from tests.conftest import StepClock
+from tests.contract.conftest import unchecked_bundle
 from verifier.bundle import verify_bundle
 from verifier.cli import main
 from verifier.errors import VerificationError
@@ -132,7 +133,7 @@ def test_hole2_a_backdated_entry_in_a_bundle_is_a_fraud_proof(
     clock.now = 2_000
     AgentMemory(alice).record("pact.outcome", {"pact": "late", "result": "fulfilled", "quality": 99})
     with pytest.raises(VerificationError) as e:
-        verify_bundle(create_bundle(ledger, pact_claim(ledger, "alice")), _key(ledger))
+        verify_bundle(unchecked_bundle(ledger, pact_claim(ledger, "alice")), _key(ledger))
     assert e.value.check == "timestamps.fraud" and "fraud proof" in str(e.value)
 
 
@@ -393,7 +394,7 @@ def test_hole6_a_malformed_share_revoked_body_is_a_named_token_check(
     monkeypatch.setattr("ledger.log.validate_body", lambda kind, body: None)
     alice.append("share.revoked", {"note": "no token id"})
     monkeypatch.setattr("ledger.bundle._check_token_first", lambda *a, **k: None)
-    doc = create_bundle(ledger, pact_claim(ledger, "alice"), token=token, audience="buyer-1")
+    doc = unchecked_bundle(ledger, pact_claim(ledger, "alice"), token=token, audience="buyer-1")
     with pytest.raises(VerificationError) as e:
         verify_bundle(doc, _key(ledger), audience="buyer-1", now=now)
     assert e.value.check == "token.revoked"

@@ -96,6 +96,16 @@ def test_issue30_mesh_tour_through_the_cli(tmp_path: Path, cli_db: str | None) -
         if r.get("author") == "ada"
     )
     bundle = tmp_path / "shared.json"
+    # never written through a link planted at the path (issue 40: as bundle create, issue 25)
+    victim, planted = tmp_path / "victim.txt", tmp_path / "planted.json"
+    victim.write_text("keep")
+    planted.symlink_to(victim)
+    through = run(
+        home, "mesh", "prove", "--key-file", keys["bob"], "--mesh", mesh, "--ref", ref, "-o", str(planted),
+        db_url=cli_db, ok=False,
+    )  # fmt: skip
+    assert through.returncode != 0 and "file.symlink" in through.stdout + through.stderr
+    assert victim.read_text() == "keep"
     run(
         home,
         "mesh",

@@ -315,6 +315,28 @@ def test_oracle_statement_and_claims(
     assert bad.status_code == 400 and bad.headers["content-type"] == "application/problem+json"
 
 
+def test_an_oracle_claim_after_an_erasure_is_unknown_with_evidence_that_verifies(
+    connect: Callable[..., AgentMemory], client: TestClient, ledger: Ledger
+) -> None:
+    """Issue 40, finding 10: once an outcome was erased, the evidence bundle proved the
+    matching count from bodies that were gone, so it failed its own verification."""
+    ada = connect("ada")
+    first = ada.record(
+        "pact.outcome", {"pact": "a1", "result": "fulfilled", "quality": 90, "task_type": "review"}
+    )
+    ada.record("pact.outcome", {"pact": "a2", "result": "fulfilled", "quality": 80, "task_type": "review"})
+    ada.erase(first.index, reason="customer asked")
+    buyer = Buyer(
+        HttpTransport("http://testserver", http=client),
+        log_vkey=ledger.vkey,
+        audience_key=Ed25519PrivateKey.generate(),
+    )
+    token = ada.mint_token(audience=buyer.audience, kinds=["pact.outcome"], expires=int(time.time()) + 600)
+    answer = buyer.oracle_claim({"agent": "ada", "count": 2, "task_type": "review"}, token=token)
+    assert answer["verdict"] == "unknown"
+    assert [c.recomputed for c in answer["evidence_verified"].claims] == [2]  # the record count
+
+
 def test_keys_registration_rotation_revocation(
     connect: Callable[..., AgentMemory], client: TestClient, ledger: Ledger
 ) -> None:

@@ -22,7 +22,18 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from verifier.event import Envelope, Leaf, agent_key_id, body_commitment, sign_event, sign_pop  # noqa: E402
+from verifier.event import (  # noqa: E402
+    Envelope,
+    Leaf,
+    agent_key_id,
+    body_commitment,
+    commitment_of,
+    digest_form,
+    disclose_entries,
+    entry_digest,
+    sign_event,
+    sign_pop,
+)
 from verifier.jcs import canonical_bytes  # noqa: E402
 from verifier.merkle import (  # noqa: E402
     consistency_ranges,
@@ -371,6 +382,126 @@ def oracle_vectors() -> dict[str, Any]:
     }
 
 
+def distilled_vectors() -> dict[str, Any]:
+    """Per-entry commitments of ``memory.distilled`` bodies (specs/event-envelope.md §3):
+    a body, its entry digests, digest form and commitment, partial disclosures that open it,
+    and bodies that must not (each with the check the verifier names)."""
+    salt = bytes(range(16))
+    session = {
+        "session": "s-1",
+        "input": {"start": 3, "end": 9, "digest": "ab" * 32},
+        "distiller": {"name": "rules", "version": "1"},
+    }
+    entries = [
+        {"category": "PREFERENCE", "content": "Prefers tea to coffee.", "confidence": 80},
+        {"category": "LEARNING", "content": "Northwind prefers bond reports on Fridays.", "confidence": 70},
+        {"category": "CONTEXT", "content": "Lives at 12 Harbour Lane.", "confidence": 90, "tags": ["home"]},
+    ]
+    nonces = [bytes([0x10 + n]) * 16 for n in range(len(entries))]
+    body = {
+        **session,
+        "disclosure": "per-entry/v1",
+        "entries": [{**e, "nonce": nonce.hex()} for e, nonce in zip(entries, nonces, strict=True)],
+    }
+    body_jcs = canonical_bytes(body)
+    commitment = commitment_of("memory.distilled", salt, body_jcs)
+    form = canonical_bytes(digest_form(body))
+
+    def shown(keep: set[int]) -> str:
+        return canonical_bytes(disclose_entries(body, keep)).decode()
+
+    one = disclose_entries(body, {1})
+    swapped = {**one, "entries": [one["entries"][2], one["entries"][1], one["entries"][0]]}
+    altered = {
+        **one,
+        "entries": [one["entries"][0], {**one["entries"][1], "category": "CONTEXT"}, one["entries"][2]],
+    }
+    unmarked = {k: v for k, v in body.items() if k != "disclosure"}
+    legacy = {**session, "entries": entries}
+    legacy_jcs = canonical_bytes(legacy)
+    legacy_commitment = body_commitment(salt, legacy_jcs)
+    as_new = {**legacy, "disclosure": "per-entry/v1", "entries": body["entries"]}
+    no_nonce = {**body, "entries": [entries[0], *body["entries"][1:]]}
+    upper = {**one, "entries": [one["entries"][0].upper(), *one["entries"][1:]]}
+    return {
+        "description": (
+            "memory.distilled bodies of the per-entry form: the commitment is SHA-256 over "
+            "'engram/body-digest/v1' 0x00, the salt and JCS of the digest form (each entry "
+            "replaced by hex SHA-256 over 'engram/distilled-entry/v1' 0x00 and the entry's JCS)."
+        ),
+        "kind": "memory.distilled",
+        "salt_hex": salt.hex(),
+        "body": body,
+        "body_jcs": body_jcs.decode(),
+        "entry_digests": [entry_digest(e) for e in body["entries"]],
+        "digest_form_jcs": form.decode(),
+        "commitment": commitment,
+        # the same bytes under the whole-body rule: never the commitment
+        "whole_body_commitment": body_commitment(salt, body_jcs),
+        "digest_form_whole_body_commitment": body_commitment(salt, form),
+        "disclosures": [
+            {"disclosed": sorted(keep), "body_jcs": shown(keep)} for keep in ({1}, {0, 2}, set(), {0, 1, 2})
+        ],
+        "legacy": {"body_jcs": legacy_jcs.decode(), "commitment": legacy_commitment},
+        "invalid": [
+            {
+                "name": "the marker removed (read by the whole-body rule)",
+                "body_jcs": canonical_bytes(unmarked).decode(),
+                "commitment": commitment,
+                "check": "body.commitment",
+            },
+            {
+                "name": "two undisclosed digests swapped",
+                "body_jcs": canonical_bytes(swapped).decode(),
+                "commitment": commitment,
+                "check": "body.commitment",
+            },
+            {
+                "name": "the disclosed entry altered",
+                "body_jcs": canonical_bytes(altered).decode(),
+                "commitment": commitment,
+                "check": "body.commitment",
+            },
+            {
+                "name": "a whole-body (old) distillation presented in the per-entry form",
+                "body_jcs": canonical_bytes(as_new).decode(),
+                "commitment": legacy_commitment,
+                "check": "body.commitment",
+            },
+            {
+                "name": "an unknown disclosure form",
+                "body_jcs": canonical_bytes({**body, "disclosure": "per-entry/v2"}).decode(),
+                "commitment": commitment,
+                "check": "body.form",
+            },
+            {
+                "name": "an entry without a nonce",
+                "body_jcs": canonical_bytes(no_nonce).decode(),
+                "commitment": commitment,
+                "check": "body.form",
+            },
+            {
+                "name": "an undisclosed entry that is not a lowercase hex digest",
+                "body_jcs": canonical_bytes(upper).decode(),
+                "commitment": commitment,
+                "check": "body.form",
+            },
+            {
+                "name": "an entry given as a number",
+                "body_jcs": canonical_bytes({**one, "entries": [7, *one["entries"][1:]]}).decode(),
+                "commitment": commitment,
+                "check": "body.form",
+            },
+            {
+                "name": "no list of entries",
+                "body_jcs": canonical_bytes({**body, "entries": {}}).decode(),
+                "commitment": commitment,
+                "check": "body.form",
+            },
+        ],
+    }
+
+
 def all_vectors() -> dict[str, dict[str, Any]]:
     return {
         "merkle.json": merkle_vectors(),
@@ -379,6 +510,7 @@ def all_vectors() -> dict[str, dict[str, Any]]:
         "jcs.json": jcs_vectors(),
         "http-request.json": http_request_vectors(),
         "oracle.json": oracle_vectors(),
+        "distilled.json": distilled_vectors(),
     }
 
 

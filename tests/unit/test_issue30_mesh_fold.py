@@ -48,7 +48,6 @@ def test_issue30_the_fold_is_total_and_order_free(
     if a is not None and b is not None:
         assert a.to_json() == b.to_json()
     statement = {"agent": "bob", "author": "ada", "mesh": "ada/m", "kind": kind, "ref": "99.0"}
-    streams = {(ag, k): [(i, bd)] for i, ag, k, bd in indexed}
     for body in ({"category": "LEARNING"}, memory):
-        holds, why = mesh_read(statement, streams, ("ada", kind, body))
+        holds, why = mesh_read(statement, indexed, ("ada", kind, body))
         assert isinstance(holds, bool) and why

@@ -34,7 +34,16 @@ def load(name: str) -> dict:
 
 
 @pytest.mark.parametrize(
-    "name", ["merkle.json", "checkpoint.json", "event.json", "jcs.json", "http-request.json", "oracle.json"]
+    "name",
+    [
+        "merkle.json",
+        "checkpoint.json",
+        "event.json",
+        "jcs.json",
+        "http-request.json",
+        "oracle.json",
+        "distilled.json",
+    ],
 )
 def test_committed_vectors_are_what_the_generator_writes(name: str) -> None:
     # A format change must be deliberate: regenerate, review the diff, bump the spec version.
@@ -242,3 +251,44 @@ def test_oracle_statement_vector_verifies_and_fails_when_tampered() -> None:
     cp = load("checkpoint.json")
     with pytest.raises(VerificationError):
         verify_oracle_statement(cp["checkpoints"][0]["note"].encode(), key)
+
+
+def _distilled_envelope(commitment: str) -> Envelope:
+    return Envelope(
+        origin="example.com/engram",
+        agent="vector-agent",
+        key_id="0" * 32,
+        kind="memory.distilled",
+        version=0,
+        prev=None,
+        client_time_us=1,
+        body_commitment=commitment,
+    )
+
+
+def test_distilled_vectors_disclose_one_memory_at_a_time() -> None:
+    """Issue 40: a distilled body commits to each entry's digest, so any subset of its
+    memories opens the commitment with the others given only as digests; the two forms never
+    open each other's commitment."""
+    from verifier.event import body_commitment, commitment_of, digest_form, entry_digest
+
+    v = load("distilled.json")
+    salt = bytes.fromhex(v["salt_hex"])
+    body_jcs = v["body_jcs"].encode()
+    assert [entry_digest(e) for e in v["body"]["entries"]] == v["entry_digests"]
+    assert canonical_bytes(digest_form(v["body"])) == v["digest_form_jcs"].encode()
+    assert commitment_of("memory.distilled", salt, body_jcs) == v["commitment"]
+    assert v["commitment"] not in (v["whole_body_commitment"], v["digest_form_whole_body_commitment"])
+    assert body_commitment(salt, body_jcs) == v["whole_body_commitment"]
+    env = _distilled_envelope(v["commitment"])
+    assert verify_body(env, salt, body_jcs) == v["body"]
+    for d in v["disclosures"]:
+        shown = verify_body(env, salt, d["body_jcs"].encode())
+        assert [n for n, e in enumerate(shown["entries"]) if isinstance(e, dict)] == d["disclosed"]
+        assert all(e == v["entry_digests"][n] for n, e in enumerate(shown["entries"]) if isinstance(e, str))
+    legacy = v["legacy"]
+    assert verify_body(_distilled_envelope(legacy["commitment"]), salt, legacy["body_jcs"].encode())
+    for case in v["invalid"]:
+        with pytest.raises(VerificationError) as e:
+            verify_body(_distilled_envelope(case["commitment"]), salt, case["body_jcs"].encode())
+        assert e.value.check == case["check"], case["name"]

@@ -2306,6 +2306,10 @@ var LEAF_FORMAT = "engram.leaf/v1";
 var EVENT_DOMAIN = utf8("engram/event/v1\0");
 var POP_DOMAIN = utf8("engram/key-pop/v1\0");
 var BODY_DOMAIN = utf8("engram/body/v1\0");
+var DIGEST_BODY_DOMAIN = utf8("engram/body-digest/v1\0");
+var DISTILLED_ENTRY_DOMAIN = utf8("engram/distilled-entry/v1\0");
+var DISCLOSURE_MEMBER = "disclosure";
+var PER_ENTRY = "per-entry/v1";
 var KEY_ID_DOMAIN = utf8("engram/agent-key/v1\0");
 var SALT_SIZE = 16;
 var DEFAULT_MAX_LEAF_BYTES = 65535;
@@ -2383,6 +2387,46 @@ function bodyCommitment(salt, bodyJcs) {
     throw new MalformedError(`salt must be ${SALT_SIZE} bytes`, { check: "body.salt" });
   }
   return toHex(sha256(concatBytes(BODY_DOMAIN, salt, bodyJcs)));
+}
+var NONCE = /^[0-9a-f]{32}$/;
+var HEX64 = /^[0-9a-f]{64}$/;
+function formError(why) {
+  return new MalformedError(`a per-entry memory.distilled body ${why}`, { check: "body.form" });
+}
+function entryDigest(entry) {
+  if (!isPlainObject2(entry)) throw formError("has an entry without a 16-byte hex nonce");
+  const nonce = Object.hasOwn(entry, "nonce") ? entry["nonce"] : void 0;
+  if (typeof nonce !== "string" || !NONCE.test(nonce)) throw formError("has an entry without a 16-byte hex nonce");
+  return toHex(sha256(concatBytes(DISTILLED_ENTRY_DOMAIN, canonicalBytes(entry))));
+}
+function perEntry(kind, body) {
+  if (kind !== "memory.distilled" || !isPlainObject2(body) || !Object.hasOwn(body, DISCLOSURE_MEMBER)) return false;
+  const form = body[DISCLOSURE_MEMBER];
+  if (form !== PER_ENTRY) {
+    throw formError(`names disclosure ${JSON.stringify(String(form).slice(0, 40))}, not "${PER_ENTRY}"`);
+  }
+  return true;
+}
+function digestForm(body) {
+  const entries = Object.hasOwn(body, "entries") ? body["entries"] : void 0;
+  if (!Array.isArray(entries)) throw formError("has no list of entries");
+  const out = entries.map((e) => {
+    if (typeof e === "string") {
+      if (!HEX64.test(e)) throw formError("gives an undisclosed entry that is not a hex SHA-256");
+      return e;
+    }
+    return entryDigest(e);
+  });
+  return { ...body, entries: out };
+}
+function commitmentOf(kind, salt, bodyJcs, parsed) {
+  if (kind !== "memory.distilled") return bodyCommitment(salt, bodyJcs);
+  const value = parsed === void 0 ? parseCanonical(bodyJcs, { maxBytes: Math.max(bodyJcs.length, 1) }) : parsed;
+  if (!perEntry(kind, value)) return bodyCommitment(salt, bodyJcs);
+  if (salt.length !== SALT_SIZE) {
+    throw new MalformedError(`salt must be ${SALT_SIZE} bytes`, { check: "body.salt" });
+  }
+  return toHex(sha256(concatBytes(DIGEST_BODY_DOMAIN, salt, canonicalBytes(digestForm(value)))));
 }
 function intField(obj, name, minimum = 0) {
   const value = member(obj, name);
@@ -2627,7 +2671,7 @@ function verifyPop(envelope) {
 function verifyBody(envelope, salt, body, options = {}) {
   const value = parseCanonical(body, { maxBytes: options.maxBytes ?? DEFAULT_MAX_BODY_BYTES });
   if (!isPlainObject2(value)) throw new MalformedError("a body is a JSON object", { check: "body.type" });
-  if (!stringsEqualCT(bodyCommitment(salt, body), envelope.bodyCommitment)) {
+  if (!stringsEqualCT(commitmentOf(envelope.kind, salt, body, value), envelope.bodyCommitment)) {
     throw new SignatureError("body does not match the signed commitment", { check: "body.commitment" });
   }
   return value;
@@ -2994,8 +3038,15 @@ function checkShape2(kind, body) {
   }
   if (!ok) throw refuse(`a ${kind} body of the wrong shape`, "mesh.malformed");
 }
-function applyEvent(state, index, agent, kind, body) {
+function applyEvent(state, index, agent, kind, body, mesh = null) {
+  if (body === null) {
+    if (mesh === null || !MESH_ID.test(mesh)) throw new Error("a body-less mesh entry is folded for a named mesh");
+    return applyBodyless(state, index, agent, kind, mesh);
+  }
   checkShape2(kind, body);
+  return applyBodied(state, index, agent, kind, body);
+}
+function applyBodied(state, index, agent, kind, body) {
   const mesh = body.mesh;
   if (kind === "mesh.created") {
     if (agent !== creatorOf(mesh)) {
@@ -3053,25 +3104,54 @@ function applyEvent(state, index, agent, kind, body) {
   }
   return state;
 }
-function fold(events) {
+function applyBodyless(state, index, agent, kind, mesh) {
+  const creator = creatorOf(mesh);
+  if (kind === "mesh.created") {
+    if (agent !== creator) throw refuse(`mesh ${mesh} can only be created by ${creator}`, "mesh.policy");
+    if (state !== null) throw refuse(`mesh ${mesh} already exists`, "mesh.exists");
+    const created = new Mesh({ mesh, creator: agent, createdIndex: index, title: null });
+    created.dissolvedIndex = index;
+    return created;
+  }
+  if (state === null) throw refuse(`there is no mesh ${mesh}`, "mesh.missing");
+  if (state.dissolved) throw refuse(`mesh ${mesh} is dissolved`, "mesh.dissolved");
+  const member2 = state.members.get(agent);
+  if ((kind === "mesh.invited" || kind === "mesh.removed" || kind === "mesh.dissolved") && agent !== state.creator) {
+    throw refuse(`only ${state.creator}, who created mesh ${mesh}, may do that`, "mesh.policy");
+  }
+  if (kind === "mesh.invited") {
+    throw refuse(`an invitation without a body invites no one to ${mesh}`, "mesh.erased");
+  } else if (kind === "mesh.joined") {
+    if (!state.invited.delete(agent)) throw refuse(`${agent} is not invited to ${mesh}`, "mesh.not_invited");
+  } else if (kind === "mesh.granted") {
+    if (member2 === void 0 || !member2.active) throw refuse(`${agent} is not a member of ${mesh}`, "mesh.not_member");
+    member2.grants.push([index, /* @__PURE__ */ new Set(), /* @__PURE__ */ new Set(), false]);
+  } else if (kind === "mesh.left") {
+    if (member2 === void 0 || !member2.active) throw refuse(`${agent} is not a member of ${mesh}`, "mesh.not_member");
+    if (agent === state.creator) throw refuse(`the creator of ${mesh} dissolves it instead of leaving`, "mesh.policy");
+    member2.leftIndex = index;
+  } else if (kind === "mesh.removed") {
+    for (const m of state.members.values()) {
+      if (m.active && m.agent !== state.creator) {
+        m.leftIndex = index;
+        state.invited.delete(m.agent);
+      }
+    }
+  } else if (kind === "mesh.dissolved") {
+    state.dissolvedIndex = index;
+  }
+  return state;
+}
+function fold(events, mesh = null) {
   let state = null;
   for (const [index, agent, kind, body] of [...events].sort((a, b) => a[0] - b[0])) {
     try {
-      state = applyEvent(state, index, agent, kind, body);
+      state = applyEvent(state, index, agent, kind, body, mesh);
     } catch (e) {
       if (!(e instanceof MeshRuleError)) throw e;
     }
   }
   return state;
-}
-function dedupe(streams) {
-  const seen = /* @__PURE__ */ new Set();
-  return streams.filter(([a, k]) => {
-    const key = `${a}\0${k}`;
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
 }
 function statementAgents(s) {
   if (s["predicate"] === "mesh_read") {
@@ -3081,46 +3161,48 @@ function statementAgents(s) {
 }
 function statementStreams(s) {
   if (s["predicate"] !== "mesh_read") return [[String(s["agent"]), String(s["kind"])]];
-  const creator = creatorOf(String(s["mesh"]));
-  const streams = CREATOR_KINDS.map((k) => [creator, k]);
-  for (const who of [String(s["agent"]), String(s["author"])]) {
-    for (const k of MEMBER_KINDS) streams.push([who, k]);
-  }
-  return dedupe(streams);
+  return [];
 }
-function meshRead(s, streamBodies, memory) {
-  const meshId = String(s["mesh"]);
-  const reader = String(s["agent"]);
-  const author = String(s["author"]);
+function memoryCategory(s, memory) {
   const ref = String(s["ref"]);
   const dot = ref.indexOf(".");
   const index = dot < 0 ? ref : ref.slice(0, dot);
   const pos = dot < 0 ? "" : ref.slice(dot + 1);
+  const author = String(s["author"]);
   const [agent, kind, body] = memory;
   if (agent !== author || kind !== s["kind"]) {
-    return [false, `entry ${index} is a ${kind} of ${agent}, not a ${String(s["kind"])} of ${author}`];
+    return [null, `entry ${index} is a ${kind} of ${agent}, not a ${String(s["kind"])} of ${author}`];
   }
-  if (body === null) return [false, `entry ${index}'s body is not disclosed (erased?)`];
+  if (body === null) return [null, `entry ${index}'s body is not disclosed (erased?)`];
   let category;
   if (kind === "memory.distilled") {
     const entries = get(body, "entries");
     if (!Array.isArray(entries) || !(Number(pos) < entries.length)) {
-      return [false, `entry ${index} has no memory ${pos}`];
+      return [null, `entry ${index} has no memory ${pos}`];
     }
     const entry = entries[Number(pos)];
     category = isObject(entry) ? get(entry, "category") : void 0;
   } else {
     category = pos === "0" ? get(body, "category") : void 0;
   }
-  if (typeof category !== "string") return [false, `memory ${ref} has no category`];
-  const events = [];
-  for (const [[who, k], rows] of streamBodies) {
-    if (!MESH_KINDS.includes(k)) continue;
-    for (const [i, b] of rows) {
-      if (b !== null && get(b, "mesh") === meshId) events.push([i, who, k, b]);
-    }
+  if (typeof category !== "string") return [null, `memory ${ref} has no category`];
+  return [category, ""];
+}
+function meshRead(s, events, memory) {
+  const meshId = String(s["mesh"]);
+  const reader = String(s["agent"]);
+  const author = String(s["author"]);
+  const ref = String(s["ref"]);
+  const dot = ref.indexOf(".");
+  const index = dot < 0 ? ref : ref.slice(0, dot);
+  const [category, why] = memoryCategory(s, memory);
+  if (category === null) return [false, why];
+  const own = [];
+  for (const e of events) {
+    const b = e[3];
+    if (MESH_KINDS.includes(e[2]) && (b === null || isObject(b) && get(b, "mesh") === meshId)) own.push(e);
   }
-  const mesh = fold(events);
+  const mesh = fold(own, meshId);
   if (mesh === null || mesh.dissolved) return [false, `mesh ${meshId} does not exist or is dissolved`];
   const a = mesh.members.get(author);
   const r = mesh.members.get(reader);
@@ -3133,6 +3215,352 @@ function meshRead(s, streamBodies, memory) {
   }
   if (!r.reads.has(category)) return [false, `${reader}'s grant does not read ${category}`];
   return [true, `${author}'s ${category} memory ${ref} flows to ${reader} through ${meshId}`];
+}
+
+// src/tiers.ts
+var DEFAULT_TIER_V2_FROM_US = 17954784e8;
+var CATEGORIES = /* @__PURE__ */ new Set([
+  "COMMITMENT",
+  "PERFORMANCE",
+  "LEARNING",
+  "FAILURE",
+  "PREFERENCE",
+  "ANOMALY",
+  "CONTEXT"
+]);
+var DISCLOSED_STATUS_KINDS = Object.freeze([
+  "memory.tier_changed",
+  "memory.archived",
+  "memory.superseded",
+  "memory.replaced",
+  "memory.erased"
+]);
+var EXEMPT_KIND = "memory.decay_exempted";
+var USE_KIND = "memory.accessed";
+function isObject2(value) {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+function get2(body, name) {
+  return Object.hasOwn(body, name) ? body[name] : void 0;
+}
+function isInt(v) {
+  return typeof v === "number" && Number.isInteger(v);
+}
+function defaultTier(category, tags, session) {
+  return session || category === "PREFERENCE" || tags.includes("blocker") ? "HOT" : "WARM";
+}
+function refIndex(ref) {
+  return Number(ref.slice(0, ref.indexOf(".")));
+}
+function namesMemory(kind, body, ref) {
+  if (DISCLOSED_STATUS_KINDS.includes(kind) && kind !== "memory.erased") return get2(body, "item") === ref;
+  if (kind === EXEMPT_KIND) return get2(body, "item") === ref;
+  if (kind === USE_KIND) {
+    const items = get2(body, "items");
+    return Array.isArray(items) && items.includes(ref);
+  }
+  if (kind === "memory.erased") {
+    const refs = get2(body, "refs");
+    const also = get2(body, "also");
+    const index = get2(body, "index");
+    const i = refIndex(ref);
+    return Array.isArray(refs) && refs.includes(ref) || isInt(index) && index === i || Array.isArray(also) && also.some((a) => isInt(a) && a === i);
+  }
+  return false;
+}
+function lastActivity(st) {
+  return Math.max(st.createdUs, st.lastUseUs);
+}
+function initial(ref, kind, timestampUs, body) {
+  const pos = Number(ref.slice(ref.indexOf(".") + 1));
+  if (body === null) return [null, null, `the body of entry ${refIndex(ref)} is not disclosed (erased?)`];
+  let entry;
+  let tier;
+  if (kind === "memory.distilled") {
+    const entries = get2(body, "entries");
+    if (!Array.isArray(entries) || pos >= entries.length) {
+      return [null, null, `entry ${refIndex(ref)} has no memory ${pos}`];
+    }
+    const e = entries[pos];
+    if (!isObject2(e)) return [null, null, `memory ${ref} is not disclosed`];
+    entry = e;
+    tier = "HOT";
+  } else if (kind === "memory.written" && pos === 0) {
+    entry = body;
+    const t = get2(body, "tier");
+    if (typeof t === "string") {
+      tier = t;
+    } else if (timestampUs >= DEFAULT_TIER_V2_FROM_US) {
+      const tags = get2(body, "tags");
+      const session = get2(body, "session");
+      tier = defaultTier(
+        String(get2(body, "category")),
+        Array.isArray(tags) ? tags.filter((x) => typeof x === "string") : [],
+        typeof session === "string" ? session : null
+      );
+    } else {
+      tier = "HOT";
+    }
+  } else {
+    return [null, null, `entry ${refIndex(ref)} has no memory ${pos}`];
+  }
+  const category = get2(entry, "category");
+  if (typeof category !== "string" || !CATEGORIES.has(category)) return [null, null, `memory ${ref} has no category`];
+  const provenance = get2(entry, "provenance");
+  const linked = Array.isArray(provenance) && provenance.some((p) => isObject2(p) && (get2(p, "source_type") === "pact" || get2(p, "source_type") === "eval"));
+  return [
+    category,
+    {
+      tier,
+      status: "active",
+      exempt: get2(entry, "decay_exempt") === true,
+      linked,
+      createdUs: timestampUs,
+      lastUseUs: 0,
+      why: `${ref} written ${tier}`
+    },
+    ""
+  ];
+}
+function timeBasisHolds(st, timestampUs, body) {
+  const la = get2(body, "last_activity_us");
+  const nb = get2(body, "not_before_us");
+  if (Object.hasOwn(body, "last_activity_us") && (!isInt(la) || la !== lastActivity(st))) return false;
+  return !(Object.hasOwn(body, "not_before_us") && (!isInt(nb) || timestampUs < nb));
+}
+function apply(st, index, timestampUs, kind, body) {
+  if (kind === USE_KIND) {
+    st.lastUseUs = timestampUs;
+    return;
+  }
+  if (kind === EXEMPT_KIND) {
+    st.exempt = true;
+    if (st.status === "archived") {
+      st.status = "active";
+      st.why = `restored by the exemption at entry ${index}`;
+    }
+    return;
+  }
+  if (body === null) {
+    st.status = "unknown";
+    st.why = `entry ${index} names the memory but its body is not disclosed`;
+    return;
+  }
+  if (kind === "memory.erased") {
+    st.status = "erased";
+    st.why = `erased by entry ${index}`;
+  } else if (kind === "memory.superseded" || kind === "memory.replaced") {
+    if (st.status === "active") {
+      st.status = "superseded";
+      st.why = `${kind === "memory.superseded" ? "corrected" : "replaced"} by entry ${index}`;
+    }
+  } else if (kind === "memory.tier_changed") {
+    const src = get2(body, "from");
+    const dst = get2(body, "to");
+    if (typeof src !== "string" || typeof dst !== "string") {
+      st.status = "unknown";
+      st.why = `entry ${index} is a tier change without from and to`;
+    } else if (st.status === "active" && st.tier === src && st.tier !== "COLD" && timeBasisHolds(st, timestampUs, body)) {
+      if (Object.hasOwn(body, "confirms")) {
+        st.status = "superseded";
+        st.why = `confirmed into another memory by entry ${index}`;
+      } else {
+        st.tier = dst;
+        st.why = `moved ${src} to ${dst} by entry ${index}`;
+      }
+    }
+  } else if (kind === "memory.archived" && st.status === "active" && st.tier === "WARM" && !st.exempt && !st.linked && timeBasisHolds(st, timestampUs, body)) {
+    st.status = "archived";
+    st.why = `archived by entry ${index}`;
+  }
+}
+function foldStatus(ref, memory, entries) {
+  const [index, timestampUs, kind, body] = memory;
+  const [category, st, why] = initial(ref, kind, timestampUs, body);
+  if (st === null) {
+    return Object.freeze({ ref, category: null, tier: "NONE", status: "unknown", why, shareable: false });
+  }
+  for (const [i, ts, k, b] of [...entries].sort((a, c) => a[0] - c[0])) {
+    if (i > index) apply(st, i, ts, k, b);
+  }
+  return Object.freeze({
+    ref,
+    category,
+    tier: st.tier,
+    status: st.status,
+    why: st.why,
+    shareable: st.status === "active" && st.tier === "WARM" && category !== null
+  });
+}
+
+// src/mesh_index.ts
+var INDEX_HEADER = "engram.mesh-read/v1";
+var ROLES = Object.freeze(["memory", "status", "exempt", "use", "mesh"]);
+var HEX_HASH2 = /^[0-9a-f]{64}$/;
+var MeshIndexError = class extends VerificationError {
+  static defaultCheck = "index";
+};
+function claimLine(s) {
+  return `claim ${String(s["agent"])} ${String(s["author"])} ${String(s["mesh"])} ${String(s["kind"])} ${String(s["ref"])}`;
+}
+function get3(body, name) {
+  return Object.hasOwn(body, name) ? body[name] : void 0;
+}
+var MeshReadIndex = class {
+  entries;
+  constructor(entries) {
+    this.entries = entries;
+  }
+  of(role) {
+    return [...this.entries.entries()].filter(([, [r]]) => r === role).map(([i]) => i);
+  }
+};
+function parseIndex(note, key, cp, statement) {
+  const signed = SignedNote.parse(note);
+  signed.verify([key]);
+  const lines = signed.text.replace(/\n+$/, "").split("\n");
+  if (lines[0] !== INDEX_HEADER) {
+    throw new MalformedError(
+      `mesh-read index ${JSON.stringify(lines[0].slice(0, 40))} is not ${INDEX_HEADER}`,
+      { check: "index.version" }
+    );
+  }
+  const binding = [`origin ${cp.origin}`, `size ${cp.size}`, `root ${base64Encode(cp.root)}`];
+  if (lines.length < 4 || binding.some((b, i) => lines[i + 1] !== b)) {
+    throw new ProofError("the mesh-read index is not bound to this checkpoint", { check: "index.binding" });
+  }
+  if (lines.length < 5 || lines[4] !== claimLine(statement)) {
+    throw new MeshIndexError("the mesh-read index is for another claim", { check: "index.claim" });
+  }
+  const entries = /* @__PURE__ */ new Map();
+  let last = -1n;
+  for (const line of lines.slice(5)) {
+    const parts = line.split(" ");
+    if (parts.length !== 3 || !ROLES.includes(parts[0]) || !HEX_HASH2.test(parts[2])) {
+      throw new MalformedError(`bad index line ${JSON.stringify(line.slice(0, 80))}`, { check: "index.format" });
+    }
+    const index = parseDecimal(parts[1], "index.format");
+    if (index <= last || index >= cp.size) {
+      throw new MalformedError("index lines are in strictly increasing order, below the checkpoint's size", {
+        check: "index.format"
+      });
+    }
+    last = index;
+    entries.set(Number(index), [parts[0], parts[2]]);
+  }
+  const ref = String(statement["ref"]);
+  const memoryIndex = Number(ref.slice(0, ref.indexOf(".")));
+  const memories = [...entries.entries()].filter(([, [r]]) => r === "memory").map(([i]) => i);
+  if (memories.length !== 1 || memories[0] !== memoryIndex) {
+    throw new MeshIndexError("the index lists the memory's entry once, at its ref's index", { check: "index.format" });
+  }
+  return new MeshReadIndex(entries);
+}
+function agentsOf(s) {
+  return [String(s["agent"]), String(s["author"]), creatorOf(String(s["mesh"]))];
+}
+function mismatch(index, role, what) {
+  return new MeshIndexError(
+    `the log listed entry ${index} as a ${role} entry of this claim, but it is ${what}: the index contradicts the entries it lists`,
+    { check: "index.mismatch" }
+  );
+}
+function inMeshStream(s, leaf) {
+  const [reader, author, creator] = agentsOf(s);
+  const env = leaf.envelope;
+  return env.agent === creator && CREATOR_KINDS.includes(env.kind) || (env.agent === reader || env.agent === author) && MEMBER_KINDS.includes(env.kind);
+}
+function checkMemoryDisclosure(s, i, kind, body) {
+  if (kind !== "memory.distilled" || body === null) return;
+  const ref = String(s["ref"]);
+  const pos = Number(ref.slice(ref.indexOf(".") + 1));
+  const entries = get3(body, "entries");
+  if (get3(body, "disclosure") !== PER_ENTRY || !Array.isArray(entries)) {
+    throw new MeshIndexError(
+      `entry ${i} is a distillation without per-entry commitments: disclosing it would hand over every memory of its session`,
+      { check: "claim.disclosure" }
+    );
+  }
+  const shown = entries.flatMap((e, n) => typeof e === "string" ? [] : [n]);
+  if (!(shown.length === 0 || shown.length === 1 && shown[0] === pos)) {
+    throw new MeshIndexError(`entry ${i} discloses the session's memories [${shown.join(", ")}], not memory ${pos} alone`, {
+      check: "claim.disclosure"
+    });
+  }
+}
+function checkIndex(s, index, leaves, bodies) {
+  const [, author] = agentsOf(s);
+  const ref = String(s["ref"]);
+  const mesh = String(s["mesh"]);
+  for (const [i, [role, leafHash2]] of index.entries) {
+    const leaf = leaves.get(i);
+    if (leaf === void 0) {
+      throw new MeshIndexError(`the index lists entry ${i}, which the bundle does not carry`, { check: "index.missing" });
+    }
+    if (toHex(leaf.hash) !== leafHash2) {
+      throw new MeshIndexError(`entry ${i} is not the leaf the index lists`, { check: "index.leaf" });
+    }
+    const env = leaf.envelope;
+    const body = bodies.get(i) ?? null;
+    const what = `a ${env.kind} of ${env.agent}`;
+    if (role === "memory") {
+      checkMemoryDisclosure(s, i, env.kind, body);
+      continue;
+    }
+    if (role === "mesh") {
+      if (!MESH_KINDS.includes(env.kind) || !inMeshStream(s, leaf)) throw mismatch(i, role, what);
+      if (body !== null && get3(body, "mesh") !== mesh) throw mismatch(i, role, `${what} of another mesh`);
+      continue;
+    }
+    if (env.agent !== author) throw mismatch(i, role, what);
+    if (role === "status") {
+      if (!DISCLOSED_STATUS_KINDS.includes(env.kind)) throw mismatch(i, role, what);
+      if (body === null) {
+        throw new MeshIndexError(`entry ${i} names the memory; its body is needed and not disclosed`, {
+          check: "index.undisclosed"
+        });
+      }
+      if (!namesMemory(env.kind, body, ref)) throw mismatch(i, role, `${what} that does not name memory ${ref}`);
+    } else if (role === "exempt" || role === "use") {
+      if (env.kind !== (role === "exempt" ? EXEMPT_KIND : USE_KIND)) throw mismatch(i, role, what);
+      if (body !== null) {
+        throw new MeshIndexError(`entry ${i} (${env.kind}) is disclosed: its text is not the shared memory's`, {
+          check: "claim.disclosure"
+        });
+      }
+    }
+  }
+}
+function allowedEntries(statements, indexes, leaves, bodies) {
+  const agents = /* @__PURE__ */ new Set([POLICY_AGENT, ...statements.flatMap((s) => agentsOf(s))]);
+  const listed = new Set(indexes.flatMap((idx) => [...idx.entries.keys()]));
+  for (const [i, leaf] of [...leaves.entries()].sort((a, b) => a[0] - b[0])) {
+    if (listed.has(i)) continue;
+    const env = leaf.envelope;
+    const body = bodies.get(i) ?? null;
+    if (KEY_KINDS.has(env.kind) && agents.has(env.agent)) {
+      if (body !== null) throw new MeshIndexError(`entry ${i}'s key event body is disclosed`, { check: "claim.disclosure" });
+      continue;
+    }
+    statements.forEach((s, n) => {
+      if (body === null) return;
+      const idx = indexes[n];
+      const ofMesh = MESH_KINDS.includes(env.kind) && inMeshStream(s, leaf) && get3(body, "mesh") === s["mesh"];
+      const names = env.agent === String(s["author"]) && [...DISCLOSED_STATUS_KINDS, EXEMPT_KIND].includes(env.kind) && i > idx.of("memory")[0] && namesMemory(env.kind, body, String(s["ref"]));
+      if (ofMesh || names) {
+        throw new ProofError(
+          `fraud proof: entry ${i} (${env.kind} of ${env.agent}) bears on the claim ${claimLine(s).slice(6)} and the log's index for it leaves the entry out`,
+          { check: "index.fraud" }
+        );
+      }
+    });
+    throw new MeshIndexError(
+      `entry ${i} (${env.kind} of ${env.agent}) is not listed by the mesh-read index: a mesh_read bundle discloses nothing else`,
+      { check: "claim.disclosure" }
+    );
+  }
 }
 
 // src/state.ts
@@ -4738,7 +5166,7 @@ var MAX_PROOF_HASHES2 = 64;
 var MAX_CONTAINERS = 2 * MAX_ENTRIES + 4096;
 var MAX_VALUES = 2e6;
 var MAX_TOKEN_CHARS2 = 16384;
-var HEX_HASH2 = /^[0-9a-f]{64}$/;
+var HEX_HASH3 = /^[0-9a-f]{64}$/;
 var TOKEN_ID = /^[A-Za-z0-9_-]{1,128}$/;
 var REF = /^(?:0|[1-9][0-9]{0,15})\.(?:0|[1-9][0-9]?)$/;
 var ClaimError = class extends VerificationError {
@@ -4753,18 +5181,18 @@ function compareStreams(a, b) {
 function show(value) {
   return typeof value === "string" ? value : JSON.stringify(value) ?? String(value);
 }
-function isObject2(value) {
+function isObject3(value) {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
   const proto = Object.getPrototypeOf(value);
   return proto === Object.prototype || proto === null;
 }
-function get2(obj, name) {
+function get4(obj, name) {
   return Object.hasOwn(obj, name) ? obj[name] : void 0;
 }
 function has(obj, name) {
   return Object.hasOwn(obj, name);
 }
-function isInt(value) {
+function isInt2(value) {
   return typeof value === "number" && Number.isInteger(value);
 }
 function codePointLength5(text) {
@@ -4787,7 +5215,7 @@ function hashes2(value, what) {
   return out;
 }
 function exact(obj, required, optional, what) {
-  if (!isObject2(obj)) throw new MalformedError(`${what} must be an object`, { check: "format" });
+  if (!isObject3(obj)) throw new MalformedError(`${what} must be an object`, { check: "format" });
   const missing = required.filter((k) => !has(obj, k)).sort();
   const extra = Object.keys(obj).filter((k) => !required.includes(k) && !optional.includes(k)).sort();
   if (missing.length || extra.length) {
@@ -4863,16 +5291,16 @@ function pythonJsonDumps(value, options = {}) {
   return dump(value);
 }
 function describeStatement(statement, value = null) {
-  const shown = value === null ? get2(statement, "value") : value;
+  const shown = value === null ? get4(statement, "value") : value;
   if (statement["predicate"] === "mesh_read") {
     return `mesh_read of ${show(statement["author"])}'s ${show(statement["kind"])} ${show(statement["ref"])} by ${show(statement["agent"])} through mesh ${show(statement["mesh"])} = ${pythonJsonDumps(shown)}`;
   }
-  const where = get2(statement, "where");
+  const where = get4(statement, "where");
   let text = show(statement["predicate"]);
-  const field = get2(statement, "field");
+  const field = get4(statement, "field");
   if (field !== void 0 && field !== null) text += ` ${show(field)}`;
   text += ` of ${show(statement["agent"])}/${show(statement["kind"])}`;
-  if (isObject2(where) ? Object.keys(where).length > 0 : Boolean(where)) {
+  if (isObject3(where) ? Object.keys(where).length > 0 : Boolean(where)) {
     text += " where " + pythonJsonDumps(where, { sortKeys: true, compact: true });
   }
   return `${text} = ${pythonJsonDumps(shown)}`;
@@ -4892,8 +5320,8 @@ function meanQuality(values) {
 }
 function evaluate(statement, records) {
   const pred = statement["predicate"];
-  const rawWhere = get2(statement, "where");
-  const where = isObject2(rawWhere) ? rawWhere : {};
+  const rawWhere = get4(statement, "where");
+  const where = isObject3(rawWhere) ? rawWhere : {};
   const hasWhere = Object.keys(where).length > 0;
   if (pred === "count" && !hasWhere) return records.length;
   if (records.some((r) => r === null)) {
@@ -4904,8 +5332,8 @@ function evaluate(statement, records) {
   if (pred === "exists") return bodies.length > 0;
   if (pred === "mean") {
     const name = statement["field"];
-    const values = bodies.map((b) => get2(b, name));
-    const ints = values.filter(isInt);
+    const values = bodies.map((b) => get4(b, name));
+    const ints = values.filter(isInt2);
     if (values.length === 0 || ints.length !== values.length) {
       throw new ClaimError(`no integer ${JSON.stringify(name)} to average`, { check: "claim.field" });
     }
@@ -4941,7 +5369,7 @@ function claimStatements(claim) {
   }
   const out = [];
   for (const raw of stmts) {
-    if (isObject2(raw) && get2(raw, "predicate") === "mesh_read") {
+    if (isObject3(raw) && get4(raw, "predicate") === "mesh_read") {
       out.push(meshStatement(raw));
       continue;
     }
@@ -4952,21 +5380,21 @@ function claimStatements(claim) {
     }
     checkAgentId(s["agent"]);
     checkKind(s["kind"]);
-    if (has(s, "where") && (!isObject2(s["where"]) || Object.keys(s["where"]).length > 8)) {
+    if (has(s, "where") && (!isObject3(s["where"]) || Object.keys(s["where"]).length > 8)) {
       throw new MalformedError("where is an object of at most 8 members", { check: "format.claim" });
     }
-    if (pred === "mean" && typeof get2(s, "field") !== "string") {
+    if (pred === "mean" && typeof get4(s, "field") !== "string") {
       throw new MalformedError("mean needs a field", { check: "format.claim" });
     }
     if (pred !== "mean" && has(s, "field")) {
       throw new MalformedError("only mean takes a field", { check: "format.claim" });
     }
-    const where = get2(s, "where");
-    if (isObject2(where) && Object.values(where).some((v) => v === null)) {
+    const where = get4(s, "where");
+    if (isObject3(where) && Object.values(where).some((v) => v === null)) {
       throw new MalformedError("where values cannot be null", { check: "format.claim" });
     }
     const value = s["value"];
-    const ok = pred === "count" ? isInt(value) : pred === "exists" ? typeof value === "boolean" : typeof value === "string";
+    const ok = pred === "count" ? isInt2(value) : pred === "exists" ? typeof value === "boolean" : typeof value === "string";
     if (!ok) {
       const expected = { count: "int", exists: "bool", mean: "str" }[pred];
       throw new MalformedError(`a ${pred} value is a ${expected}`, { check: "format.claim" });
@@ -5001,14 +5429,14 @@ function stepFormat(data) {
     });
   }
   const doc = parseStrict(data, { maxBytes: MAX_BUNDLE_BYTES, maxContainers: MAX_CONTAINERS, maxValues: MAX_VALUES });
-  const mediaType = isObject2(doc) ? get2(doc, "media_type") : void 0;
+  const mediaType = isObject3(doc) ? get4(doc, "media_type") : void 0;
   if (typeof mediaType === "string" && RETIRED_MEDIA_TYPES.has(mediaType)) {
     throw new MalformedError(RETIRED_MEDIA_TYPES.get(mediaType), { check: "format.version" });
   }
   const b = exact(
     doc,
     ["media_type", "origin", "checkpoint", "stream_heads", "entries", "claim"],
-    ["consistency", "token"],
+    ["consistency", "token", "mesh_indexes"],
     "bundle"
   );
   if (b["media_type"] !== MEDIA_TYPE) {
@@ -5036,7 +5464,7 @@ function stepFormat(data) {
     for (const raw of items) {
       const c = exact(raw, ["old_size", "proof"], [], "consistency proof");
       const old = c["old_size"];
-      if (!isInt(old) || old < 0 || consistency.has(BigInt(old))) {
+      if (!isInt2(old) || old < 0 || consistency.has(BigInt(old))) {
         throw new MalformedError("consistency old_size values are distinct non-negative integers", {
           check: "format.consistency"
         });
@@ -5044,21 +5472,50 @@ function stepFormat(data) {
       consistency.set(BigInt(old), hashes2(c["proof"], "consistency hash"));
     }
   }
-  const token = get2(b, "token");
+  const token = get4(b, "token");
   const tokenOk = typeof token === "string" && token.length > 0 && codePointLength5(token) <= MAX_TOKEN_CHARS2;
   if (has(b, "token") && !tokenOk) {
     throw new MalformedError("token is a non-empty string of at most 16 KiB", { check: "format" });
   }
+  const statements = claimStatements(b["claim"]);
   return {
     origin: b["origin"],
     checkpointNote: checkpoint,
     streamHeads,
     entries,
-    statements: claimStatements(b["claim"]),
+    statements,
     consistency,
     token: typeof token === "string" ? token : null,
+    meshIndexes: meshIndexes(b, statements),
     leaves: []
   };
+}
+function meshIndexes(b, statements) {
+  const reads = statements.filter((s) => s["predicate"] === "mesh_read");
+  if (reads.length === 0) {
+    if (has(b, "mesh_indexes")) {
+      throw new MalformedError("mesh_indexes come only with mesh_read statements", { check: "format" });
+    }
+    return [];
+  }
+  if (reads.length !== statements.length) {
+    throw new MalformedError("a bundle with a mesh_read statement makes mesh_read statements only", {
+      check: "format.claim"
+    });
+  }
+  if (!has(b, "mesh_indexes")) {
+    throw new MalformedError(
+      "a mesh_read statement needs the log's mesh-read index (mesh_indexes): bundles made before it proved memories that were never shared (HOT, replaced, erased) and carried other meshes' and other memories' bodies, so they are refused; ask for a new proof (engram mesh prove)",
+      { check: "format.mesh_index" }
+    );
+  }
+  const notes = b["mesh_indexes"];
+  if (!Array.isArray(notes) || notes.length !== reads.length || !notes.every((n) => typeof n === "string" && n.length > 0 && codePointLength5(n) <= 64 * 1024)) {
+    throw new MalformedError("mesh_indexes is a list of one note text (at most 64 KiB) per mesh_read statement", {
+      check: "format.mesh_index"
+    });
+  }
+  return notes;
 }
 function stepTrusted(bundle, cp, logKey, anchors, prefix) {
   for (const raw of anchors) {
@@ -5087,7 +5544,7 @@ function stepInclusion(bundle, cp) {
   for (const rawEntry of bundle.entries) {
     const e = exact(rawEntry, ["index", "leaf", "proof"], ["body", "salt", "erased"], "entry");
     const index = e["index"];
-    if (!isInt(index) || seen.has(index)) {
+    if (!isInt2(index) || seen.has(index)) {
       throw new MalformedError("entry indices are distinct integers", { check: "format" });
     }
     seen.add(index);
@@ -5171,7 +5628,7 @@ function parseHeads(note, key, cp) {
       const index = parseDecimal(parts[4], "heads.format");
       const leafHash2 = parts[5];
       const key2 = streamKey(agent, kind);
-      if (index >= cp.size || !HEX_HASH2.test(leafHash2) || heads.has(key2)) {
+      if (index >= cp.size || !HEX_HASH3.test(leafHash2) || heads.has(key2)) {
         throw new MalformedError("head index beyond the checkpoint, bad leaf hash, or a stream listed twice", {
           check: "heads.format"
         });
@@ -5284,12 +5741,12 @@ function stepCompleteness(bundle, heads) {
   return needed;
 }
 function stepBodies(bundle) {
-  const bodyOf = (leaf, e) => verifyBody(leaf.envelope, b64(get2(e, "salt"), "salt"), b64(e["body"], "body"), { maxBytes: 1 << 20 });
+  const bodyOf = (leaf, e) => verifyBody(leaf.envelope, b64(get4(e, "salt"), "salt"), b64(e["body"], "body"), { maxBytes: 1 << 20 });
   const erasures = /* @__PURE__ */ new Set();
   for (const [lf, e] of bundle.leaves) {
     if (lf.envelope.kind === "memory.erased" && has(e, "body")) {
-      const index = get2(bodyOf(lf, e), "index");
-      if (isInt(index)) erasures.add(index);
+      const index = get4(bodyOf(lf, e), "index");
+      if (isInt2(index)) erasures.add(index);
     }
   }
   const bodies = /* @__PURE__ */ new Map();
@@ -5318,6 +5775,22 @@ function stepBodies(bundle) {
   }
   return { bodies, erased };
 }
+function stepIndex(bundle, bodies, key, cp) {
+  const leaves = new Map(bundle.leaves.map(([lf]) => [lf.index, lf]));
+  const shown = bodies;
+  const indexes = [];
+  bundle.statements.forEach((s, n) => {
+    const idx = parseIndex(utf8Text(bundle.meshIndexes[n]), key, cp, s);
+    checkIndex(s, idx, leaves, shown);
+    indexes.push(idx);
+  });
+  allowedEntries(bundle.statements, indexes, leaves, shown);
+  const listed = indexes.reduce((n, i) => n + i.entries.size, 0);
+  return [
+    indexes,
+    `${listed} entries listed by the log's mesh-read index for this checkpoint, all carried; nothing else disclosed`
+  ];
+}
 function stepToken(bundle, bodies, history, origin, audience, at) {
   const token = bundle.token;
   if (audience === void 0) {
@@ -5337,7 +5810,7 @@ function stepToken(bundle, bodies, history, origin, audience, at) {
     if (lf.envelope.kind !== "share.revoked" || lf.envelope.agent !== agent) continue;
     const body = bodies.get(lf.index) ?? null;
     if (body === null) throw new TokenError("the revocation list is not fully disclosed", { check: "token.revoked" });
-    const tokenId = get2(body, "token_id");
+    const tokenId = get4(body, "token_id");
     if (typeof tokenId !== "string" || !TOKEN_ID.test(tokenId)) {
       throw new TokenError(
         `share.revoked entry ${lf.index} names no valid token id: the revocation list cannot be read`,
@@ -5365,12 +5838,14 @@ function stepToken(bundle, bodies, history, origin, audience, at) {
   });
   return `share token of ${agent} allows ${verified.kinds.join(", ")} to ${audience}; not revoked (${revoked.length} revocations checked)`;
 }
-function stepClaim(bundle, bodies) {
+function stepClaim(bundle, bodies, indexes = []) {
   const byStream = leavesByStream(bundle);
+  const leaves = new Map(bundle.leaves.map(([lf]) => [lf.index, lf]));
   const results = [];
+  let reads = 0;
   for (const s of bundle.statements) {
     if (s["predicate"] === "mesh_read") {
-      results.push(meshClaim(s, bundle, byStream, bodies));
+      results.push(meshClaim(s, indexes[reads++], leaves, bodies));
       continue;
     }
     const stream = byVersion(byStream.get(streamKey(s["agent"], s["kind"])));
@@ -5388,26 +5863,40 @@ function stepClaim(bundle, bodies) {
   }
   return results;
 }
-function meshClaim(s, bundle, byStream, bodies) {
+function withheld(kind, body, pos) {
+  if (body === null) return true;
+  const entries = kind === "memory.distilled" ? get4(body, "entries") : void 0;
+  return Array.isArray(entries) && pos < entries.length && typeof entries[pos] === "string";
+}
+function meshClaim(s, index, leaves, bodies) {
   const ref = s["ref"];
-  const index = Number(ref.slice(0, ref.indexOf(".")));
-  const memory = bundle.leaves.find(([lf]) => lf.index === index)?.[0];
-  if (memory === void 0) {
-    throw new ClaimError(`the bundle does not carry entry ${ref.slice(0, ref.indexOf("."))}`, {
+  const memoryIndex = index.of("memory")[0];
+  const memory = leaves.get(memoryIndex);
+  const env = memory.envelope;
+  const body = bodies.get(memoryIndex) ?? null;
+  const ours = env.agent === s["author"] && env.kind === s["kind"];
+  if (ours && withheld(env.kind, body, Number(ref.slice(ref.indexOf(".") + 1)))) {
+    throw new ClaimError(`claim says ${describeStatement(s)}; the memory's body is not disclosed (erased?)`, {
       check: "claim.undisclosed"
     });
   }
-  const streams = statementStreams(s).map((st) => [
-    st,
-    byVersion(byStream.get(streamKey(st[0], st[1]))).map(
-      (lf) => [lf.index, bodies.get(lf.index) ?? null]
-    )
-  ]);
-  const [holds, why] = meshRead(s, streams, [
-    memory.envelope.agent,
-    memory.envelope.kind,
-    bodies.get(index) ?? null
-  ]);
+  const named = ["status", "exempt", "use"].flatMap((role) => index.of(role));
+  const entry = (i) => {
+    const lf = leaves.get(i);
+    return [i, lf.timestampUs, lf.envelope.kind, bodies.get(i) ?? null];
+  };
+  const status = foldStatus(ref, [memoryIndex, memory.timestampUs, env.kind, body], named.map(entry));
+  if (ours && !status.shareable) {
+    throw new ClaimError(
+      `claim says ${describeStatement(s)}; the log says memory ${ref} was not an active WARM memory at the checkpoint (${status.status}, ${status.tier}: ${status.why})`,
+      { check: "claim.status" }
+    );
+  }
+  const events = index.of("mesh").map((i) => {
+    const lf = leaves.get(i);
+    return [i, lf.envelope.agent, lf.envelope.kind, bodies.get(i) ?? null];
+  });
+  const [holds, why] = meshRead(s, events, [env.agent, env.kind, body]);
   if (!holds) {
     throw new ClaimError(`claim says ${describeStatement(s)}; the log says no: ${why}`, { check: "claim.mesh" });
   }
@@ -5466,10 +5955,16 @@ function verifyBundle(data, logKey, options = {}) {
   const { bodies, erased } = stepBodies(bundle);
   const shown = [...bodies.values()].filter((v) => v !== null).length;
   steps.push(["bodies", `${shown} bodies match their commitments; ${erased.length} erased`]);
+  let indexes = [];
+  if (bundle.meshIndexes.length > 0) {
+    const [found, detail] = stepIndex(bundle, bodies, logKey, cp);
+    indexes = found;
+    steps.push(["index", detail]);
+  }
   if (bundle.token !== null) {
     steps.push(["token", stepToken(bundle, bodies, history, cp.origin, options.audience, at)]);
   }
-  const results = stepClaim(bundle, bodies);
+  const results = stepClaim(bundle, bodies, indexes);
   steps.push(["claim", results.map((r) => describeStatement(r.statement, r.recomputed)).join("; ")]);
   const streams = /* @__PURE__ */ new Map();
   for (const key of needed.keys()) {
@@ -5493,6 +5988,7 @@ export {
   ALG_COSIGNATURE_V1,
   ALG_ED25519,
   BODY_DOMAIN,
+  CATEGORIES,
   CREATOR_KINDS,
   CanonicalFormError,
   Checkpoint,
@@ -5500,13 +5996,17 @@ export {
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_MAX_LEAF_BYTES,
   DEFAULT_MAX_SKEW_S,
+  DEFAULT_TIER_V2_FROM_US,
+  DISCLOSED_STATUS_KINDS,
   EMPTY_ROOT,
   ENVELOPE_VERSION,
   EVENT_DOMAIN,
+  EXEMPT_KIND,
   EngramError,
   Envelope,
   HASH_SIZE,
   HEADS_HEADER,
+  INDEX_HEADER,
   KEY_ID_DOMAIN,
   KEY_KINDS,
   KeyHistory,
@@ -5541,6 +6041,8 @@ export {
   MalformedError,
   Member,
   Mesh,
+  MeshIndexError,
+  MeshReadIndex,
   MeshRuleError,
   NewKey,
   OriginMismatchError,
@@ -5549,6 +6051,7 @@ export {
   POP_DOMAIN,
   ProofError,
   RETIRED_MEDIA_TYPES,
+  ROLES,
   SALT_SIZE,
   SignatureError,
   SignedNote,
@@ -5556,6 +6059,7 @@ export {
   StreamChainError,
   TOKEN_FORMAT,
   TokenError,
+  USE_KIND,
   UnknownKeyError,
   VerificationError,
   VerifierKey,
@@ -5563,6 +6067,7 @@ export {
   WitnessKey,
   WitnessPolicy,
   agentKeyId,
+  allowedEntries,
   applyEvent,
   authorize,
   b64decodeStrict,
@@ -5570,12 +6075,14 @@ export {
   bodyCommitment,
   canonicalBytes,
   checkAgentId,
+  checkIndex,
   checkKind,
   checkOrigin,
   checkPublicKey,
   checkShape,
   checkWitnessName,
   checkpointText,
+  commitmentOf,
   compareCodePoints,
   consistencyProofLength,
   cosign,
@@ -5583,23 +6090,30 @@ export {
   cosignerKeyId,
   creatorOf,
   decodeBase64Url,
+  defaultTier,
   describeStatement,
+  digestForm,
   ed25519KeyId,
   encodesAsUtf8,
+  entryDigest,
   eventSigningInput,
   fold,
+  foldStatus,
   formatAddCheckpoint,
   formatVerifierKey,
   headsText,
   inclusionProofLength,
   leafHash,
   meanQuality,
+  memoryCategory,
   meshRead,
+  namesMemory,
   nodeHash,
   parseAddCheckpoint,
   parseCanonical,
   parseDecimal,
   parseHeads,
+  parseIndex,
   parseStrict,
   popSigningInput,
   pythonJsonDumps,

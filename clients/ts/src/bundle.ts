@@ -42,8 +42,12 @@
  *    active key, allows every disclosed and claimed kind to the verifying audience at the
  *    time given, and none of its revocation ids is in the agent's complete `share.revoked`
  *    stream.
+ * 10b. `index` (`mesh_read` statements only): each statement's mesh-read index is the log's,
+ *    for this checkpoint and claim; the bundle carries exactly what it lists, disclosed as
+ *    its roles say, plus key history (mesh_index.ts).
  * 12. `claim`: each statement, recomputed from the disclosed bodies (and, for `mesh_read`,
- *    the mesh folded from its complete streams, mesh.ts), equals the claim.
+ *    the memory's status folded from the entries that name it, tiers.ts, and the mesh folded
+ *    from its entries, mesh.ts), equals the claim.
  *
  * Mapping of Python types: sizes, stream versions and head indices from signed text are
  * `bigint` (up to 2^63-1, as parsed by note.ts); entry indices and JSON integers are
@@ -65,8 +69,10 @@ import {
   statementAgents,
   statementStreams,
   type Body,
-  type StreamRows,
+  type MeshEvent,
 } from "./mesh.js";
+import { MeshReadIndex, allowedEntries, checkIndex, parseIndex } from "./mesh_index.js";
+import { foldStatus, type StatusEntry } from "./tiers.js";
 import {
   SignedNote,
   b64decodeStrict,
@@ -484,6 +490,8 @@ interface Bundle {
   readonly statements: readonly ClaimStatement[];
   readonly consistency: Map<bigint, Uint8Array[]>;
   readonly token: string | null;
+  /** The log's mesh-read index of each mesh_read statement, in statement order. */
+  readonly meshIndexes: readonly string[];
   /** (leaf, entry) sorted by index, after step 5. */
   readonly leaves: [Leaf, JSONObject][];
 }
@@ -504,7 +512,7 @@ function stepFormat(data: Uint8Array): Bundle {
   const b = exact(
     doc,
     ["media_type", "origin", "checkpoint", "stream_heads", "entries", "claim"],
-    ["consistency", "token"],
+    ["consistency", "token", "mesh_indexes"],
     "bundle",
   );
   if (b["media_type"] !== MEDIA_TYPE) {
@@ -545,16 +553,54 @@ function stepFormat(data: Uint8Array): Bundle {
   if (has(b, "token") && !tokenOk) {
     throw new MalformedError("token is a non-empty string of at most 16 KiB", { check: "format" });
   }
+  const statements = claimStatements(b["claim"]);
   return {
     origin: b["origin"] as JSONValue,
     checkpointNote: checkpoint,
     streamHeads,
     entries,
-    statements: claimStatements(b["claim"]),
+    statements,
     consistency,
     token: typeof token === "string" ? token : null,
+    meshIndexes: meshIndexes(b, statements),
     leaves: [],
   };
+}
+
+/** `mesh_indexes`: one note per `mesh_read` statement, in order; only with them, and a
+ * bundle with them makes no other kind of statement (Python's `_mesh_indexes`). */
+function meshIndexes(b: JSONObject, statements: readonly ClaimStatement[]): string[] {
+  const reads = statements.filter((s) => s["predicate"] === "mesh_read");
+  if (reads.length === 0) {
+    if (has(b, "mesh_indexes")) {
+      throw new MalformedError("mesh_indexes come only with mesh_read statements", { check: "format" });
+    }
+    return [];
+  }
+  if (reads.length !== statements.length) {
+    throw new MalformedError("a bundle with a mesh_read statement makes mesh_read statements only", {
+      check: "format.claim",
+    });
+  }
+  if (!has(b, "mesh_indexes")) {
+    throw new MalformedError(
+      "a mesh_read statement needs the log's mesh-read index (mesh_indexes): bundles made before it proved " +
+        "memories that were never shared (HOT, replaced, erased) and carried other meshes' and other " +
+        "memories' bodies, so they are refused; ask for a new proof (engram mesh prove)",
+      { check: "format.mesh_index" },
+    );
+  }
+  const notes = b["mesh_indexes"];
+  if (
+    !Array.isArray(notes) ||
+    notes.length !== reads.length ||
+    !notes.every((n) => typeof n === "string" && n.length > 0 && codePointLength(n) <= 64 * 1024)
+  ) {
+    throw new MalformedError("mesh_indexes is a list of one note text (at most 64 KiB) per mesh_read statement", {
+      check: "format.mesh_index",
+    });
+  }
+  return notes as string[];
 }
 
 /** 4. Each anchor (a checkpoint the caller trusts or remembers) is extended by `cp`. */
@@ -854,6 +900,31 @@ function stepBodies(bundle: Bundle): { bodies: Map<number, JSONObject | null>; e
   return { bodies, erased };
 }
 
+/** 10b. Each mesh_read statement's index is the log's, for this checkpoint and claim; the
+ * bundle carries exactly what the indexes list (plus key history), disclosed as their roles
+ * say (mesh_index.ts). */
+function stepIndex(
+  bundle: Bundle,
+  bodies: Map<number, JSONObject | null>,
+  key: VerifierKey,
+  cp: VerifiedCheckpoint,
+): [MeshReadIndex[], string] {
+  const leaves = new Map(bundle.leaves.map(([lf]) => [lf.index, lf] as const));
+  const shown = bodies as Map<number, Body | null>;
+  const indexes: MeshReadIndex[] = [];
+  bundle.statements.forEach((s, n) => {
+    const idx = parseIndex(utf8Text(bundle.meshIndexes[n] as string), key, cp, s);
+    checkIndex(s, idx, leaves, shown);
+    indexes.push(idx);
+  });
+  allowedEntries(bundle.statements, indexes, leaves, shown);
+  const listed = indexes.reduce((n, i) => n + i.entries.size, 0);
+  return [
+    indexes,
+    `${listed} entries listed by the log's mesh-read index for this checkpoint, all carried; nothing else disclosed`,
+  ];
+}
+
 /** 11. The share token allows every disclosed and claimed kind and is not revoked. */
 function stepToken(
   bundle: Bundle,
@@ -916,12 +987,18 @@ function stepToken(
 }
 
 /** 12. Each statement recomputed from the disclosed bodies equals the claim. */
-function stepClaim(bundle: Bundle, bodies: Map<number, JSONObject | null>): ClaimResult[] {
+function stepClaim(
+  bundle: Bundle,
+  bodies: Map<number, JSONObject | null>,
+  indexes: readonly MeshReadIndex[] = [],
+): ClaimResult[] {
   const byStream = leavesByStream(bundle);
+  const leaves = new Map(bundle.leaves.map(([lf]) => [lf.index, lf] as const));
   const results: ClaimResult[] = [];
+  let reads = 0;
   for (const s of bundle.statements) {
     if (s["predicate"] === "mesh_read") {
-      results.push(meshClaim(s, bundle, byStream, bodies));
+      results.push(meshClaim(s, indexes[reads++] as MeshReadIndex, leaves, bodies));
       continue;
     }
     const stream = byVersion(byStream.get(streamKey(s["agent"] as string, s["kind"] as string)));
@@ -940,33 +1017,52 @@ function stepClaim(bundle: Bundle, bodies: Map<number, JSONObject | null>): Clai
   return results;
 }
 
-/** A `mesh_read` recomputed: the memory's entry (proven, body disclosed) and the mesh folded
- * from the complete mesh streams (step 9 proved nothing was left out). */
+/** Whether the memory at `pos` of an entry is not disclosed: no body, or a distilled body
+ * that gives that memory only as its digest (Python's `_withheld`). */
+function withheld(kind: string, body: JSONObject | null, pos: number): boolean {
+  if (body === null) return true;
+  const entries = kind === "memory.distilled" ? get(body, "entries") : undefined;
+  return Array.isArray(entries) && pos < entries.length && typeof entries[pos] === "string";
+}
+
+/** A `mesh_read` recomputed from what the log's index lists: the memory was active and WARM
+ * at the checkpoint (tiers.ts, `claim.status`), and the mesh folded from its entries shared
+ * its category with the reader (mesh.ts, `claim.mesh`). */
 function meshClaim(
   s: ClaimStatement,
-  bundle: Bundle,
-  byStream: Map<string, Leaf[]>,
+  index: MeshReadIndex,
+  leaves: ReadonlyMap<number, Leaf>,
   bodies: Map<number, JSONObject | null>,
 ): ClaimResult {
   const ref = s["ref"] as string;
-  const index = Number(ref.slice(0, ref.indexOf(".")));
-  const memory = bundle.leaves.find(([lf]) => lf.index === index)?.[0];
-  if (memory === undefined) {
-    throw new ClaimError(`the bundle does not carry entry ${ref.slice(0, ref.indexOf("."))}`, {
+  const memoryIndex = index.of("memory")[0] as number;
+  const memory = leaves.get(memoryIndex) as Leaf;
+  const env = memory.envelope;
+  const body = (bodies.get(memoryIndex) ?? null) as Body | null;
+  const ours = env.agent === s["author"] && env.kind === s["kind"];
+  if (ours && withheld(env.kind, body as JSONObject | null, Number(ref.slice(ref.indexOf(".") + 1)))) {
+    throw new ClaimError(`claim says ${describeStatement(s)}; the memory's body is not disclosed (erased?)`, {
       check: "claim.undisclosed",
     });
   }
-  const streams: [Stream, StreamRows][] = statementStreams(s).map((st) => [
-    st,
-    byVersion(byStream.get(streamKey(st[0], st[1]))).map(
-      (lf) => [lf.index, (bodies.get(lf.index) ?? null) as Body | null] as const,
-    ),
-  ]);
-  const [holds, why] = meshRead(s, streams, [
-    memory.envelope.agent,
-    memory.envelope.kind,
-    (bodies.get(index) ?? null) as Body | null,
-  ]);
+  const named = ["status", "exempt", "use"].flatMap((role) => index.of(role));
+  const entry = (i: number): StatusEntry => {
+    const lf = leaves.get(i) as Leaf;
+    return [i, lf.timestampUs, lf.envelope.kind, (bodies.get(i) ?? null) as Body | null];
+  };
+  const status = foldStatus(ref, [memoryIndex, memory.timestampUs, env.kind, body], named.map(entry));
+  if (ours && !status.shareable) {
+    throw new ClaimError(
+      `claim says ${describeStatement(s)}; the log says memory ${ref} was not an active WARM memory at the ` +
+        `checkpoint (${status.status}, ${status.tier}: ${status.why})`,
+      { check: "claim.status" },
+    );
+  }
+  const events: MeshEvent[] = index.of("mesh").map((i) => {
+    const lf = leaves.get(i) as Leaf;
+    return [i, lf.envelope.agent, lf.envelope.kind, (bodies.get(i) ?? null) as Body | null];
+  });
+  const [holds, why] = meshRead(s, events, [env.agent, env.kind, body]);
   if (!holds) {
     throw new ClaimError(`claim says ${describeStatement(s)}; the log says no: ${why}`, { check: "claim.mesh" });
   }
@@ -1070,12 +1166,19 @@ export function verifyBundle(data: Uint8Array, logKey: VerifierKey, options: Ver
   const { bodies, erased } = stepBodies(bundle);
   const shown = [...bodies.values()].filter((v) => v !== null).length;
   steps.push(["bodies", `${shown} bodies match their commitments; ${erased.length} erased`]);
+  // 10b. the mesh-read indexes (mesh_read statements only)
+  let indexes: MeshReadIndex[] = [];
+  if (bundle.meshIndexes.length > 0) {
+    const [found, detail] = stepIndex(bundle, bodies, logKey, cp);
+    indexes = found;
+    steps.push(["index", detail]);
+  }
   // 11. share token
   if (bundle.token !== null) {
     steps.push(["token", stepToken(bundle, bodies, history, cp.origin, options.audience, at)]);
   }
   // 12. claim
-  const results = stepClaim(bundle, bodies);
+  const results = stepClaim(bundle, bodies, indexes);
   steps.push(["claim", results.map((r) => describeStatement(r.statement, r.recomputed)).join("; ")]);
   const streams = new Map<string, bigint>();
   for (const key of needed.keys()) {

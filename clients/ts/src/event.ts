@@ -13,6 +13,9 @@
  * - event signature: Ed25519 over `"engram/event/v1\0" || JCS(envelope)`
  * - key possession:  Ed25519 over `"engram/key-pop/v1\0" || JCS(statement)`
  * - body commitment: SHA-256(`"engram/body/v1\0" || salt(16) || JCS(body)`)
+ * - a `memory.distilled` body of per-entry form (`"disclosure": "per-entry/v1"`):
+ *   SHA-256(`"engram/body-digest/v1\0" || salt(16) || JCS(digest form)`), each entry replaced
+ *   by hex SHA-256(`"engram/distilled-entry/v1\0" || JCS(entry)`) (specs/event-envelope.md §3)
  * - agent key id:    SHA-256(`"engram/agent-key/v1\0" || public key`)[:16], hex
  *
  * The leaf itself is hashed as an RFC 9162 leaf (0x00 prefix) by merkle.ts. Checkpoint
@@ -44,6 +47,13 @@ export const LEAF_FORMAT = "engram.leaf/v1";
 export const EVENT_DOMAIN: Uint8Array = utf8("engram/event/v1\x00");
 export const POP_DOMAIN: Uint8Array = utf8("engram/key-pop/v1\x00");
 export const BODY_DOMAIN: Uint8Array = utf8("engram/body/v1\x00");
+/** Per-entry commitments of `memory.distilled` bodies (issue 40). */
+export const DIGEST_BODY_DOMAIN: Uint8Array = utf8("engram/body-digest/v1\x00");
+export const DISTILLED_ENTRY_DOMAIN: Uint8Array = utf8("engram/distilled-entry/v1\x00");
+/** The member (inside the committed bytes) that says a `memory.distilled` body is of the
+ * per-entry form, and its one value. */
+export const DISCLOSURE_MEMBER = "disclosure";
+export const PER_ENTRY = "per-entry/v1";
 export const KEY_ID_DOMAIN: Uint8Array = utf8("engram/agent-key/v1\x00");
 export const SALT_SIZE = 16;
 /** tlog-tiles entry bundles prefix each entry with a uint16 length, so a leaf can never be
@@ -160,6 +170,61 @@ export function bodyCommitment(salt: Uint8Array, bodyJcs: Uint8Array): string {
     throw new MalformedError(`salt must be ${SALT_SIZE} bytes`, { check: "body.salt" });
   }
   return toHex(sha256(concatBytes(BODY_DOMAIN, salt, bodyJcs)));
+}
+
+const NONCE = /^[0-9a-f]{32}$/;
+const HEX64 = /^[0-9a-f]{64}$/;
+
+function formError(why: string): MalformedError {
+  return new MalformedError(`a per-entry memory.distilled body ${why}`, { check: "body.form" });
+}
+
+/** Hex SHA-256 of one distilled entry (with its `nonce`): what stands in its place in the
+ * digest form. @throws MalformedError `body.form`: not an object with a 16-byte hex nonce. */
+export function entryDigest(entry: unknown): string {
+  if (!isPlainObject(entry)) throw formError("has an entry without a 16-byte hex nonce");
+  const nonce = Object.hasOwn(entry, "nonce") ? (entry as JSONObject)["nonce"] : undefined;
+  if (typeof nonce !== "string" || !NONCE.test(nonce)) throw formError("has an entry without a 16-byte hex nonce");
+  return toHex(sha256(concatBytes(DISTILLED_ENTRY_DOMAIN, canonicalBytes(entry))));
+}
+
+/** Whether `body` is committed to in the per-entry form (Python's `_per_entry`): a
+ * `memory.distilled` body whose `disclosure` member says so; any other value is refused. */
+function perEntry(kind: string, body: unknown): body is JSONObject {
+  if (kind !== "memory.distilled" || !isPlainObject(body) || !Object.hasOwn(body, DISCLOSURE_MEMBER)) return false;
+  const form = (body as JSONObject)[DISCLOSURE_MEMBER];
+  if (form !== PER_ENTRY) {
+    throw formError(`names disclosure ${JSON.stringify(String(form).slice(0, 40))}, not "${PER_ENTRY}"`);
+  }
+  return true;
+}
+
+/** The digest form of a per-entry body, full or partly disclosed: every object entry is
+ * replaced by its {@link entryDigest}; an entry given as a digest (64 lowercase hex) stays. */
+export function digestForm(body: JSONObject): JSONObject {
+  const entries = Object.hasOwn(body, "entries") ? body["entries"] : undefined;
+  if (!Array.isArray(entries)) throw formError("has no list of entries");
+  const out: JSONValue[] = entries.map((e) => {
+    if (typeof e === "string") {
+      if (!HEX64.test(e)) throw formError("gives an undisclosed entry that is not a hex SHA-256");
+      return e;
+    }
+    return entryDigest(e);
+  });
+  return { ...body, entries: out };
+}
+
+/** The commitment an event of `kind` signs for a body (verifier/event.py `commitment_of`):
+ * {@link bodyCommitment} of its bytes, or for a per-entry `memory.distilled` body, SHA-256
+ * over `engram/body-digest/v1`, the salt and the JCS of its {@link digestForm}. */
+export function commitmentOf(kind: string, salt: Uint8Array, bodyJcs: Uint8Array, parsed?: JSONValue): string {
+  if (kind !== "memory.distilled") return bodyCommitment(salt, bodyJcs);
+  const value = parsed === undefined ? parseCanonical(bodyJcs, { maxBytes: Math.max(bodyJcs.length, 1) }) : parsed;
+  if (!perEntry(kind, value)) return bodyCommitment(salt, bodyJcs);
+  if (salt.length !== SALT_SIZE) {
+    throw new MalformedError(`salt must be ${SALT_SIZE} bytes`, { check: "body.salt" });
+  }
+  return toHex(sha256(concatBytes(DIGEST_BODY_DOMAIN, salt, canonicalBytes(digestForm(value)))));
 }
 
 function intField(obj: JSONObject, name: string, minimum = 0): number {
@@ -484,10 +549,12 @@ export function verifyPop(envelope: Envelope): NewKey {
  * Check a disclosed body against the envelope's commitment; return the parsed body.
  *
  * The body must be a canonical JSON object (at most `maxBytes`, 64 KiB by default); the
- * commitment is compared in constant time.
+ * commitment is compared in constant time. A per-entry `memory.distilled` body may give
+ * undisclosed entries as their digests ({@link commitmentOf}).
  *
  * @throws everything parseCanonical throws (`json.*`, `canonical.*`); MalformedError
- *   `body.type` (not an object), `body.salt` (not 16 bytes); SignatureError
+ *   `body.type` (not an object), `body.salt` (not 16 bytes), `body.form` (a per-entry body
+ *   of a bad form); SignatureError
  *   `body.commitment` (salt and body do not open the commitment).
  */
 export function verifyBody(
@@ -498,7 +565,7 @@ export function verifyBody(
 ): { [key: string]: JSONValue } {
   const value = parseCanonical(body, { maxBytes: options.maxBytes ?? DEFAULT_MAX_BODY_BYTES });
   if (!isPlainObject(value)) throw new MalformedError("a body is a JSON object", { check: "body.type" });
-  if (!stringsEqualCT(bodyCommitment(salt, body), envelope.bodyCommitment)) {
+  if (!stringsEqualCT(commitmentOf(envelope.kind, salt, body, value), envelope.bodyCommitment)) {
     throw new SignatureError("body does not match the signed commitment", { check: "body.commitment" });
   }
   return value as { [key: string]: JSONValue };

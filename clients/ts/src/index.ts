@@ -81,6 +81,9 @@ export {
   bodyCommitment,
   checkAgentId,
   checkKind,
+  commitmentOf,
+  digestForm,
+  entryDigest,
   eventSigningInput,
   popSigningInput,
   signEvent,
@@ -113,6 +116,7 @@ export {
   compareCodePoints,
   creatorOf,
   fold,
+  memoryCategory,
   meshRead,
   statementAgents,
   statementStreams,
@@ -122,8 +126,28 @@ export {
   type MeshEvent,
   type MeshJson,
   type Statement,
-  type StreamRows,
 } from "./mesh.js";
+export {
+  INDEX_HEADER,
+  ROLES,
+  MeshIndexError,
+  MeshReadIndex,
+  allowedEntries,
+  checkIndex,
+  parseIndex,
+} from "./mesh_index.js";
+export {
+  CATEGORIES,
+  DEFAULT_TIER_V2_FROM_US,
+  DISCLOSED_STATUS_KINDS,
+  EXEMPT_KIND,
+  USE_KIND,
+  defaultTier,
+  foldStatus,
+  namesMemory,
+  type MemoryStatus,
+  type StatusEntry,
+} from "./tiers.js";
 export { StateError, requireExtends, type StatePrefix } from "./state.js";
 export {
   HEADS_HEADER,

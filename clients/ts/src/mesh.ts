@@ -39,7 +39,7 @@ export const MESH_KINDS: readonly string[] = Object.freeze([
   "mesh.removed",
   "mesh.dissolved",
 ]);
-/** The creator's streams a `mesh_read` needs complete. */
+/** The creator's mesh streams (a mesh's fold reads them). */
 export const CREATOR_KINDS: readonly string[] = Object.freeze([
   "mesh.created",
   "mesh.invited",
@@ -48,7 +48,7 @@ export const CREATOR_KINDS: readonly string[] = Object.freeze([
   "mesh.granted",
   "mesh.left",
 ]);
-/** A member's streams a `mesh_read` needs complete. */
+/** A member's mesh streams (a mesh's fold reads them). */
 export const MEMBER_KINDS: readonly string[] = Object.freeze(["mesh.joined", "mesh.granted", "mesh.left"]);
 /** The memory kinds a `mesh_read` statement may name. */
 export const MEMORY_KINDS: readonly string[] = Object.freeze(["memory.written", "memory.distilled"]);
@@ -245,9 +245,34 @@ function checkShape(kind: string, body: unknown): asserts body is Body & { mesh:
  * shape (the verifier reads bodies it did not validate) has no effect either
  * (`mesh.malformed`). Like the Python function, it changes `state` in place and returns it
  * (after `mesh.created`, a new mesh); a refused event changes nothing.
+ *
+ * `body` null is an entry whose body is erased or withheld: it is folded for `mesh` (the
+ * mesh being folded, which must be given) by its most restrictive reading
+ * ({@link applyBodyless}), never skipped.
  */
-export function applyEvent(state: Mesh | null, index: number, agent: string, kind: string, body: unknown): Mesh {
+export function applyEvent(
+  state: Mesh | null,
+  index: number,
+  agent: string,
+  kind: string,
+  body: unknown,
+  mesh: string | null = null,
+): Mesh {
+  if (body === null) {
+    if (mesh === null || !MESH_ID.test(mesh)) throw new Error("a body-less mesh entry is folded for a named mesh");
+    return applyBodyless(state, index, agent, kind, mesh);
+  }
   checkShape(kind, body);
+  return applyBodied(state, index, agent, kind, body);
+}
+
+function applyBodied(
+  state: Mesh | null,
+  index: number,
+  agent: string,
+  kind: string,
+  body: Body & { mesh: string },
+): Mesh {
   const mesh = body.mesh;
   if (kind === "mesh.created") {
     if (agent !== creatorOf(mesh)) {
@@ -308,16 +333,66 @@ export function applyEvent(state: Mesh | null, index: number, agent: string, kin
   return state;
 }
 
+/**
+ * A body-less entry of `kind` by `agent` at `index`, folded for `mesh`: it may have
+ * concerned this mesh, and its body can no longer say otherwise, so it takes the reading
+ * that lets the least flow (specs/mesh.md, "Entries without a body"). Readings that would
+ * widen what flows (an invitation, a membership, a grant's categories) are never assumed.
+ */
+function applyBodyless(state: Mesh | null, index: number, agent: string, kind: string, mesh: string): Mesh {
+  const creator = creatorOf(mesh);
+  if (kind === "mesh.created") {
+    if (agent !== creator) throw refuse(`mesh ${mesh} can only be created by ${creator}`, "mesh.policy");
+    if (state !== null) throw refuse(`mesh ${mesh} already exists`, "mesh.exists");
+    // It may have been this mesh's creation: the mesh exists from here, dissolved.
+    const created = new Mesh({ mesh, creator: agent, createdIndex: index, title: null });
+    created.dissolvedIndex = index;
+    return created;
+  }
+  if (state === null) throw refuse(`there is no mesh ${mesh}`, "mesh.missing");
+  if (state.dissolved) throw refuse(`mesh ${mesh} is dissolved`, "mesh.dissolved");
+  const member = state.members.get(agent);
+  if ((kind === "mesh.invited" || kind === "mesh.removed" || kind === "mesh.dissolved") && agent !== state.creator) {
+    throw refuse(`only ${state.creator}, who created mesh ${mesh}, may do that`, "mesh.policy");
+  }
+  if (kind === "mesh.invited") {
+    throw refuse(`an invitation without a body invites no one to ${mesh}`, "mesh.erased");
+  } else if (kind === "mesh.joined") {
+    // It may have consumed the invitation; it never makes a member.
+    if (!state.invited.delete(agent)) throw refuse(`${agent} is not invited to ${mesh}`, "mesh.not_invited");
+  } else if (kind === "mesh.granted") {
+    if (member === undefined || !member.active) throw refuse(`${agent} is not a member of ${mesh}`, "mesh.not_member");
+    member.grants.push([index, new Set(), new Set(), false]);
+  } else if (kind === "mesh.left") {
+    if (member === undefined || !member.active) throw refuse(`${agent} is not a member of ${mesh}`, "mesh.not_member");
+    if (agent === state.creator) throw refuse(`the creator of ${mesh} dissolves it instead of leaving`, "mesh.policy");
+    member.leftIndex = index;
+  } else if (kind === "mesh.removed") {
+    // It may have removed any member but the creator: all of them leave.
+    for (const m of state.members.values()) {
+      if (m.active && m.agent !== state.creator) {
+        m.leftIndex = index;
+        state.invited.delete(m.agent);
+      }
+    }
+  } else if (kind === "mesh.dissolved") {
+    state.dissolvedIndex = index;
+  }
+  return state;
+}
+
 /** One event of a mesh: (index, agent, kind, body). */
 export type MeshEvent = readonly [index: number, agent: string, kind: string, body: unknown];
 
 /** A mesh's state from its events, applied in log order (a stable sort by index); events
- * the rules give no effect are skipped. */
-export function fold(events: Iterable<MeshEvent>): Mesh | null {
+ * the rules give no effect are skipped. An event with body null (erased or withheld) is
+ * folded for `mesh`, the mesh these events are of, by its most restrictive reading
+ * ({@link applyEvent}); `mesh` must be given when there is one. */
+export function fold(events: Iterable<MeshEvent>, mesh: string | null = null): Mesh | null {
   let state: Mesh | null = null;
   for (const [index, agent, kind, body] of [...events].sort((a, b) => a[0] - b[0])) {
     try {
-      state = applyEvent(state, index, agent, kind, body);
+      state = applyEvent(state, index, agent, kind, body, mesh);
     } catch (e) {
       if (!(e instanceof MeshRuleError)) throw e;
     }
@@ -328,16 +403,6 @@ export function fold(events: Iterable<MeshEvent>): Mesh | null {
 /** A claim statement as bundle.ts validated it (only the members these functions read). */
 export type Statement = { readonly [key: string]: unknown };
 
-function dedupe(streams: (readonly [string, string])[]): (readonly [string, string])[] {
-  const seen = new Set<string>();
-  return streams.filter(([a, k]) => {
-    const key = `${a}\u0000${k}`;
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
-}
-
 /** The agents a claim statement is about (a `mesh_read`: reader, author, creator), each once. */
 export function statementAgents(s: Statement): string[] {
   if (s["predicate"] === "mesh_read") {
@@ -346,33 +411,57 @@ export function statementAgents(s: Statement): string[] {
   return [String(s["agent"])];
 }
 
-/** The streams a claim statement needs complete (a `mesh_read`: the creator's mesh
- * streams and the reader's and the author's member streams), each once. */
+/** The streams a claim statement needs complete. A `mesh_read` needs none: the log's
+ * mesh-read index (mesh_index.ts) lists exactly the entries of its mesh and memory. */
 export function statementStreams(s: Statement): (readonly [string, string])[] {
   if (s["predicate"] !== "mesh_read") return [[String(s["agent"]), String(s["kind"])]];
-  const creator = creatorOf(String(s["mesh"]));
-  const streams: (readonly [string, string])[] = CREATOR_KINDS.map((k) => [creator, k] as const);
-  for (const who of [String(s["agent"]), String(s["author"])]) {
-    for (const k of MEMBER_KINDS) streams.push([who, k]);
-  }
-  return dedupe(streams);
+  return [];
 }
 
-/** The rows of a stream: (index, body or null when undisclosed). */
-export type StreamRows = readonly (readonly [index: number, body: Body | null])[];
+/** The category of memory `s.ref` from its entry (agent, kind, body as disclosed), or null
+ * and why not (Python's `memory_category`). */
+export function memoryCategory(
+  s: Statement,
+  memory: readonly [agent: string, kind: string, body: Body | null],
+): [string | null, string] {
+  const ref = String(s["ref"]);
+  const dot = ref.indexOf(".");
+  const index = dot < 0 ? ref : ref.slice(0, dot);
+  const pos = dot < 0 ? "" : ref.slice(dot + 1);
+  const author = String(s["author"]);
+  const [agent, kind, body] = memory;
+  if (agent !== author || kind !== s["kind"]) {
+    return [null, `entry ${index} is a ${kind} of ${agent}, not a ${String(s["kind"])} of ${author}`];
+  }
+  if (body === null) return [null, `entry ${index}'s body is not disclosed (erased?)`];
+  let category: unknown;
+  if (kind === "memory.distilled") {
+    const entries = get(body, "entries");
+    if (!Array.isArray(entries) || !(Number(pos) < entries.length)) {
+      return [null, `entry ${index} has no memory ${pos}`];
+    }
+    const entry: unknown = entries[Number(pos)];
+    category = isObject(entry) ? get(entry, "category") : undefined;
+  } else {
+    category = pos === "0" ? get(body, "category") : undefined;
+  }
+  if (typeof category !== "string") return [null, `memory ${ref} has no category`];
+  return [category, ""];
+}
 
 /**
  * Whether the memory `s.ref` (`memory`: its entry's agent, kind and body) was shared with
- * reader `s.agent` by `s.author` through `s.mesh` as of the streams given (complete to the
- * checkpoint): the author wrote it, both are active members of the undissolved mesh, the
- * author's grant shares the memory's category from an index at or before the memory's
- * entry, and the reader's grant reads it. Returns [holds, why], `why` worded as Python's.
+ * reader `s.agent` by `s.author` through `s.mesh`, as of the mesh's entries given (index,
+ * agent, kind, body; bodies of other meshes ignored, body-less ones folded restrictively):
+ * the author wrote it, both are active members of the undissolved mesh, the author's grant
+ * shares the memory's category from an index at or before the memory's entry, and the
+ * reader's grant reads it. Returns [holds, why], `why` worded as Python's.
  *
  * `s` is a statement bundle.ts validated (`ref` is `<index>.<n>`).
  */
 export function meshRead(
   s: Statement,
-  streamBodies: Iterable<readonly [stream: readonly [string, string], rows: StreamRows]>,
+  events: Iterable<MeshEvent>,
   memory: readonly [agent: string, kind: string, body: Body | null],
 ): [boolean, string] {
   const meshId = String(s["mesh"]);
@@ -381,32 +470,15 @@ export function meshRead(
   const ref = String(s["ref"]);
   const dot = ref.indexOf(".");
   const index = dot < 0 ? ref : ref.slice(0, dot);
-  const pos = dot < 0 ? "" : ref.slice(dot + 1);
-  const [agent, kind, body] = memory;
-  if (agent !== author || kind !== s["kind"]) {
-    return [false, `entry ${index} is a ${kind} of ${agent}, not a ${String(s["kind"])} of ${author}`];
+  const [category, why] = memoryCategory(s, memory);
+  if (category === null) return [false, why];
+  const own: MeshEvent[] = [];
+  for (const e of events) {
+    const b = e[3];
+    // A body-less entry may have been of this mesh: folded, never skipped.
+    if (MESH_KINDS.includes(e[2]) && (b === null || (isObject(b) && get(b, "mesh") === meshId))) own.push(e);
   }
-  if (body === null) return [false, `entry ${index}'s body is not disclosed (erased?)`];
-  let category: unknown;
-  if (kind === "memory.distilled") {
-    const entries = get(body, "entries");
-    if (!Array.isArray(entries) || !(Number(pos) < entries.length)) {
-      return [false, `entry ${index} has no memory ${pos}`];
-    }
-    const entry: unknown = entries[Number(pos)];
-    category = isObject(entry) ? get(entry, "category") : undefined;
-  } else {
-    category = pos === "0" ? get(body, "category") : undefined;
-  }
-  if (typeof category !== "string") return [false, `memory ${ref} has no category`];
-  const events: MeshEvent[] = [];
-  for (const [[who, k], rows] of streamBodies) {
-    if (!MESH_KINDS.includes(k)) continue;
-    for (const [i, b] of rows) {
-      if (b !== null && get(b, "mesh") === meshId) events.push([i, who, k, b]);
-    }
-  }
-  const mesh = fold(events);
+  const mesh = fold(own, meshId);
   if (mesh === null || mesh.dissolved) return [false, `mesh ${meshId} does not exist or is dissolved`];
   const a = mesh.members.get(author);
   const r = mesh.members.get(reader);

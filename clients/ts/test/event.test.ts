@@ -31,6 +31,9 @@ import {
   bodyCommitment,
   checkAgentId,
   checkKind,
+  commitmentOf,
+  digestForm,
+  entryDigest,
   eventSigningInput,
   popSigningInput,
   signEvent,
@@ -715,4 +718,73 @@ describe("events: every one-bit flip names the Python verifier's check", () => {
       });
     }
   });
+});
+
+// ---------------------------------------------------------------------------------------
+// Per-entry commitments of memory.distilled bodies, against specs/vectors/distilled.json
+// ---------------------------------------------------------------------------------------
+
+interface DistilledVectors {
+  kind: string;
+  salt_hex: string;
+  body: { entries: Record<string, unknown>[] } & Record<string, unknown>;
+  body_jcs: string;
+  entry_digests: string[];
+  digest_form_jcs: string;
+  commitment: string;
+  whole_body_commitment: string;
+  digest_form_whole_body_commitment: string;
+  disclosures: { disclosed: number[]; body_jcs: string }[];
+  legacy: { body_jcs: string; commitment: string };
+  invalid: { name: string; body_jcs: string; commitment: string; check: string }[];
+}
+
+describe("events: a distilled session's memories disclosed one at a time (distilled.json)", () => {
+  const v = loadVectors<DistilledVectors>("distilled.json");
+  const salt = fromHex(v.salt_hex);
+  const envelope = (commitment: string): Envelope =>
+    new Envelope({
+      origin: "example.com/engram",
+      agent: "vector-agent",
+      keyId: "0".repeat(32),
+      kind: v.kind,
+      version: 0,
+      prev: null,
+      clientTimeUs: 1,
+      bodyCommitment: commitment,
+    });
+
+  it("computes the entry digests, the digest form and the commitment", () => {
+    assert.deepEqual(v.body.entries.map((e) => entryDigest(e)), v.entry_digests);
+    assert.equal(new TextDecoder().decode(canonicalBytes(digestForm(v.body as never))), v.digest_form_jcs);
+    assert.equal(commitmentOf(v.kind, salt, utf8(v.body_jcs)), v.commitment);
+    assert.equal(bodyCommitment(salt, utf8(v.body_jcs)), v.whole_body_commitment);
+    assert.equal(bodyCommitment(salt, utf8(v.digest_form_jcs)), v.digest_form_whole_body_commitment);
+    assert.notEqual(v.commitment, v.whole_body_commitment);
+    assert.notEqual(v.commitment, v.digest_form_whole_body_commitment);
+    // another kind never reads the marker: the whole-body rule
+    assert.equal(commitmentOf("memory.written", salt, utf8(v.body_jcs)), v.whole_body_commitment);
+  });
+
+  it("opens the commitment with any subset of the memories disclosed", () => {
+    assert.deepEqual(verifyBody(envelope(v.commitment), salt, utf8(v.body_jcs)), v.body);
+    for (const d of v.disclosures) {
+      const shown = verifyBody(envelope(v.commitment), salt, utf8(d.body_jcs));
+      const entries = shown["entries"] as unknown[];
+      assert.deepEqual(
+        entries.flatMap((e, n) => (typeof e === "object" ? [n] : [])),
+        d.disclosed,
+      );
+      entries.forEach((e, n) => {
+        if (typeof e === "string") assert.equal(e, v.entry_digests[n]);
+      });
+    }
+    assert.ok(verifyBody(envelope(v.legacy.commitment), salt, utf8(v.legacy.body_jcs)));
+  });
+
+  for (const c of v.invalid) {
+    it(`refuses ${c.name}: ${c.check}`, () => {
+      throwsCheck(() => verifyBody(envelope(c.commitment), salt, utf8(c.body_jcs)), c.check);
+    });
+  }
 });

@@ -20,8 +20,8 @@ import {
   type Body,
   type MeshEvent,
   type MeshJson,
-  type StreamRows,
 } from "../src/mesh.js";
+import { foldStatus, type StatusEntry } from "../src/tiers.js";
 import { loadFixture, throwsCheck } from "../test-support/helpers.js";
 
 interface MeshRead {
@@ -33,24 +33,17 @@ interface MeshRead {
 }
 
 interface MeshCase {
-  events: [number, string, string, Body][];
+  mesh: string;
+  events: [number, string, string, Body | null][];
   fold: MeshJson | null;
   reads: MeshRead[];
 }
 
 const fx = loadFixture<{ mesh_folds: MeshCase[] }>("bundle-cases.json");
 
-/** The streams of a case's events (grouped by (agent, kind) in first-seen order, as the
- * generator's dict), with the withheld bodies null. */
-function streamsOf(events: MeshCase["events"], withheld: number[]): [[string, string], StreamRows][] {
-  const groups = new Map<string, [[string, string], [number, Body | null][]]>();
-  events.forEach(([i, a, k, b], p) => {
-    const key = `${a}\u0000${k}`;
-    let g = groups.get(key);
-    if (g === undefined) groups.set(key, (g = [[a, k], []]));
-    g[1].push([i, withheld.includes(p) ? null : b]);
-  });
-  return [...groups.values()];
+/** A case's events with the withheld bodies null. */
+function eventsOf(events: MeshCase["events"], withheld: number[]): MeshEvent[] {
+  return events.map(([i, a, k, b], p) => [i, a, k, withheld.includes(p) ? null : b] as MeshEvent);
 }
 
 describe("mesh: the Python verifier's answers", () => {
@@ -70,10 +63,10 @@ describe("mesh: the Python verifier's answers", () => {
   fx.mesh_folds.forEach((c, n) => {
     it(`random events ${n}`, () => {
       // The generator folds them in reverse: the fold sorts by index.
-      const folded = fold([...c.events].reverse() as MeshEvent[]);
+      const folded = fold([...c.events].reverse() as MeshEvent[], c.mesh);
       assert.deepEqual(folded === null ? null : folded.toJson(), c.fold);
       for (const r of c.reads) {
-        assert.deepEqual(meshRead(r.statement, streamsOf(c.events, r.withheld), r.memory), [r.holds, r.why]);
+        assert.deepEqual(meshRead(r.statement, eventsOf(c.events, r.withheld), r.memory), [r.holds, r.why]);
       }
     });
   });
@@ -118,7 +111,7 @@ describe("mesh: the rules", () => {
       assert.equal(JSON.stringify(m.toJson()), before, `${kind} changed the mesh`);
     }
     throwsCheck(() => applyEvent(null, 1, "ada", "mesh.joined", { mesh: M }), "mesh.missing");
-    throwsCheck(() => applyEvent(swarm(), 1, "ada", "mesh.joined", null), "mesh.malformed");
+    assert.throws(() => applyEvent(swarm(), 1, "ada", "mesh.joined", null), /folded for a named mesh/);
     throwsCheck(() => applyEvent(swarm(), 1, "ada", "mesh.joined", ["x"]), "mesh.malformed");
     const dissolved = applyEvent(swarm(), 6, "ada", "mesh.dissolved", { mesh: M });
     throwsCheck(() => applyEvent(dissolved, 7, "bob", "mesh.left", { mesh: M }), "mesh.dissolved");
@@ -184,6 +177,52 @@ describe("mesh: the rules", () => {
     assert.equal(fold([[1, "bob", "mesh.created", { mesh: M }]]), null);
   });
 
+  it("never reads a body-less entry as absent: it takes its most restrictive reading", () => {
+    const flows = (m: Mesh | null): string[] => {
+      if (m === null || m.dissolved) return [];
+      const out: string[] = [];
+      for (const a of m.activeMembers()) {
+        for (const r of m.activeMembers()) {
+          if (a.agent === r.agent) continue;
+          for (const [c, since] of a.sharedSince()) if (r.reads.has(c)) out.push(`${a.agent}>${r.agent}:${c}@${since}`);
+        }
+      }
+      return out.sort();
+    };
+    const base = (): MeshEvent[] => [
+      [1, "ada", "mesh.created", { mesh: M }],
+      [2, "ada", "mesh.invited", { mesh: M, agent: "bob" }],
+      [3, "bob", "mesh.joined", { mesh: M }],
+      [4, "ada", "mesh.granted", grant(["LEARNING"], [])],
+      [5, "bob", "mesh.granted", grant([], ["LEARNING"])],
+    ];
+    assert.deepEqual(flows(fold(base(), M)), ["ada>bob:LEARNING@4"]);
+    // a left member, a dissolution, a removal, a grant: each keeps its effect
+    for (const [agent, kind] of [
+      ["bob", "mesh.left"],
+      ["ada", "mesh.dissolved"],
+      ["ada", "mesh.removed"],
+      ["ada", "mesh.granted"],
+      ["bob", "mesh.granted"],
+    ] as const) {
+      assert.deepEqual(flows(fold([...base(), [6, agent, kind, null]], M)), [], kind);
+    }
+    const dissolved = fold([...base(), [6, "ada", "mesh.dissolved", null]], M);
+    assert.equal(dissolved?.dissolvedIndex, 6);
+    // a body-less creation before the mesh exists: dissolved from the start
+    const created = fold([[0, "ada", "mesh.created", null], ...base()], M);
+    assert.equal(created?.dissolvedIndex, 0);
+    assert.deepEqual(created?.toJson().members, []);
+    // a body-less join consumes the invitation, makes no member; an invitation invites no one
+    const joined = fold([...base().slice(0, 2), [3, "bob", "mesh.joined", null], [4, "bob", "mesh.joined", { mesh: M }]], M);
+    assert.deepEqual(joined?.toJson().invited, {});
+    assert.equal(joined?.members.has("bob"), false);
+    const invited = fold([base()[0] as MeshEvent, [2, "ada", "mesh.invited", null], [3, "bob", "mesh.joined", { mesh: M }]], M);
+    assert.equal(invited?.members.has("bob"), false);
+    throwsCheck(() => applyEvent(fold(base(), M), 9, "ada", "mesh.invited", null, M), "mesh.erased", MeshRuleError);
+    assert.throws(() => fold([[1, "ada", "mesh.left", null]]), /folded for a named mesh/);
+  });
+
   it("keeps an invitation of any name, even __proto__, as a member of its JSON", () => {
     const m = applyEvent(swarm(), 6, "ada", "mesh.invited", { mesh: M, agent: "__proto__" });
     const shown = m.toJson();
@@ -195,9 +234,8 @@ describe("mesh: the rules", () => {
   it("names the agents and streams of a statement", () => {
     const s = { predicate: "mesh_read", agent: "bob", author: "cy", mesh: "ada/m", kind: "memory.written", ref: "1.0" };
     assert.deepEqual(statementAgents(s).sort(), ["ada", "bob", "cy"]);
-    assert.equal(statementStreams(s).length, 6 + 3 + 3);
-    // the creator's mesh.granted and mesh.left are already there: only its mesh.joined is added
-    assert.equal(statementStreams({ ...s, author: "ada" }).length, 6 + 3 + 1);
+    // a mesh_read needs no stream complete: the log's mesh-read index lists its entries
+    assert.deepEqual(statementStreams(s), []);
     assert.deepEqual(statementAgents({ predicate: "count", agent: "bob", kind: "pact.outcome" }), ["bob"]);
     const count = { predicate: "count", agent: "bob", kind: "pact.outcome" };
     assert.deepEqual(statementStreams(count), [["bob", "pact.outcome"]]);
@@ -219,7 +257,7 @@ describe("mesh: the rules", () => {
       [4, "ada", "mesh.granted", grant(["LEARNING"], [])],
       [5, "bob", "mesh.granted", grant([], ["LEARNING"])],
     ];
-    const streams = m.map(([i, a, k, b]) => [[a, k], [[i, b as Body]]] as [[string, string], StreamRows]);
+    const streams = m;
     const s = { predicate: "mesh_read", agent: "bob", author: "ada", mesh: M, kind: "memory.distilled", ref: "9.1" };
     const body = { entries: [{ category: "CONTEXT" }, { category: "LEARNING" }] };
     assert.deepEqual(meshRead(s, streams, ["ada", "memory.distilled", body]), [
@@ -238,5 +276,30 @@ describe("mesh: the rules", () => {
       false,
       "entry 9 has no memory 2",
     ]);
+  });
+});
+
+interface StatusCase {
+  ref: string;
+  memory: StatusEntry;
+  entries: StatusEntry[];
+  status: { category: string | null; tier: string; status: string; why: string };
+  shareable: boolean;
+}
+
+describe("tiers: a memory's status folded as the Python verifier folds it", () => {
+  const cases = loadFixture<{ status_folds: StatusCase[] }>("bundle-cases.json").status_folds;
+  it("holds every outcome", () => {
+    for (const s of ["active", "superseded", "archived", "erased", "unknown"]) {
+      assert.ok(cases.some((c) => c.status.status === s), s);
+    }
+    assert.ok(cases.some((c) => c.shareable) && cases.some((c) => !c.shareable));
+  });
+  cases.forEach((c, n) => {
+    it(`random memory ${n}`, () => {
+      const got = foldStatus(c.ref, c.memory, c.entries);
+      assert.deepEqual({ category: got.category, tier: got.tier, status: got.status, why: got.why }, c.status);
+      assert.equal(got.shareable, c.shareable);
+    });
   });
 });
