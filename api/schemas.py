@@ -56,8 +56,23 @@ class ReceiptOut(BaseModel):
     )
 
 
+#: What a write answer's ``redacted`` says (issue 40).
+REDACTED = Field(
+    default=0,
+    ge=0,
+    description="secrets redacted before signing: the [REDACTED:<rule>] markers the event's body carries "
+    "(specs/memory-events.md section 3)",
+)
+
+
+class CountedReceiptOut(ReceiptOut):
+    """A receipt for an agent-signed event, with the redactions its body carries."""
+
+    redacted: int = REDACTED
+
+
 class Receipts(BaseModel):
-    receipts: list[ReceiptOut]
+    receipts: list[CountedReceiptOut]
 
 
 class InclusionOut(BaseModel):
@@ -124,6 +139,7 @@ class ForceRevoke(Strict):
 class SessionOpened(BaseModel):
     session: str
     receipt: ReceiptOut
+    redacted: int = REDACTED
 
 
 class SessionOut(BaseModel):
@@ -142,11 +158,13 @@ class CloseOut(BaseModel):
     distilled: ReceiptOut | None
     entries: int
     decisions: list[ReceiptOut]
+    redacted: int = REDACTED
 
 
 class WriteOut(BaseModel):
     receipt: ReceiptOut
     ref: str | None = Field(description="the memory item the entry made or confirmed, if any")
+    redacted: int = REDACTED
 
 
 class RecallIn(Strict):

@@ -19,6 +19,7 @@ from api.deps import (
     ReaderDep,
     SelfDep,
     ServicesDep,
+    counted,
     receipt_out,
     submit_signed,
 )
@@ -28,13 +29,13 @@ from api.schemas import (
     REF,
     SESSION,
     CloseOut,
+    CountedReceiptOut,
     Decisions,
     ItemProofOut,
     ItemsOut,
     MeshesOut,
     RecallIn,
     RecallOut,
-    ReceiptOut,
     SessionOpened,
     SessionOut,
     SignedEvent,
@@ -61,7 +62,11 @@ def open_session(
 ) -> SessionOpened:
     """Open a session: a signed ``session.opened`` event. HOT memory is frozen for it."""
     done = submit_signed(svc, ev, agent=agent, kinds={"session.opened"})
-    return SessionOpened(session=str(done.body["session"]), receipt=receipt_out(svc, done.receipt, known))
+    return SessionOpened(
+        session=str(done.body["session"]),
+        receipt=receipt_out(svc, done.receipt, known),
+        redacted=done.redacted,
+    )
 
 
 def _session_out(s: Session) -> SessionOut:
@@ -100,10 +105,11 @@ def session_state(
 @router.post("/v1/agents/{agent}/sessions/{session}/turns", status_code=201, responses=_PROBLEMS)
 def turn(
     agent: AgentPath, session: SessionPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None
-) -> ReceiptOut:
-    """One turn, full fidelity: a signed ``session.turn`` event."""
+) -> CountedReceiptOut:
+    """One turn, full fidelity: a signed ``session.turn`` event (its secrets were redacted
+    before signing; ``redacted`` says how many)."""
     done = submit_signed(svc, ev, agent=agent, kinds={"session.turn"}, session=session)
-    return receipt_out(svc, done.receipt, known)
+    return counted(receipt_out(svc, done.receipt, known), done.body)
 
 
 @router.post("/v1/agents/{agent}/sessions/{session}/close", status_code=201, responses=_PROBLEMS)
@@ -120,6 +126,7 @@ def close_session(
         distilled=None if result.distilled is None else receipt_out(svc, result.distilled, known),
         entries=result.entries,
         decisions=[receipt_out(svc, r, None) for r in result.decisions],
+        redacted=done.redacted,
     )
 
 
@@ -128,7 +135,7 @@ def write_memory(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: Kno
     """A signed ``memory.written``, ``memory.superseded``, ``memory.decay_exempted`` or
     ``memory.erased`` event (an erasure deletes the erased entry's body)."""
     done = submit_signed(svc, ev, agent=agent, kinds=MEMORY_KINDS)
-    return WriteOut(receipt=receipt_out(svc, done.receipt, known), ref=done.ref)
+    return WriteOut(receipt=receipt_out(svc, done.receipt, known), ref=done.ref, redacted=done.redacted)
 
 
 @router.post("/v1/agents/{agent}/records", status_code=201, responses=_PROBLEMS)
@@ -136,7 +143,7 @@ def write_record(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: Kno
     """A COLD record, signed: ``pact.outcome``, ``eval.outcome``, ``boundary.event`` or
     ``commitment``."""
     done = submit_signed(svc, ev, agent=agent, kinds=set(RECORD_KINDS))
-    return WriteOut(receipt=receipt_out(svc, done.receipt, known), ref=done.ref)
+    return WriteOut(receipt=receipt_out(svc, done.receipt, known), ref=done.ref, redacted=done.redacted)
 
 
 @router.post("/v1/agents/{agent}/recall", responses=_PROBLEMS)

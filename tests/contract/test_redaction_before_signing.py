@@ -120,3 +120,18 @@ def test_every_pasted_form_is_redacted_before_signing_through_import(
         raw = _stored(ledger, item["index"])
         for case in NEW_FORMS:
             _assert_clean(raw, case)
+
+
+def test_a_secret_across_the_cut_of_a_long_import_entry_is_redacted_whole(
+    ledger: Ledger, make_agent: Callable[..., Agent], memory_of: MemoryOf, tmp_path: Path
+) -> None:
+    """A text longer than one memory is cut in parts; a token that straddled the cut used to
+    reach the log as two halves no rule recognised. Now the text is redacted before the cut."""
+    token = "ghp_7Hd8Kq2mPz9RtV4wLs8NbY3cJdQe5fGh6iJk"
+    blob = "a1," * 1330 + token + ",b2" * 150  # no space or line: the cut falls at 4,000 characters
+    mem = memory_of(make_agent("ada"))
+    report = import_source(mem, "mem0", _mem0(tmp_path, [blob]))
+    assert len(report.written) == 2
+    for item in report.written:
+        raw = _stored(ledger, item["index"]).decode()
+        assert "ghp_7Hd8Kq" not in raw and "3cJdQe5fGh6iJk" not in raw
