@@ -47,7 +47,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram.protocol.errors import MalformedError
-from engram.protocol.secret_rules import LONG_RUN, OUR_RULES, Rule, fold, library_rules, value_is_secret
+from engram.protocol.secret_rules import (
+    LONG_RUN,
+    MARKER,
+    OUR_RULES,
+    Rule,
+    fold,
+    library_rules,
+    value_is_secret,
+)
 
 __all__ = [
     "MARKER",
@@ -64,8 +72,6 @@ __all__ = [
 
 #: Our rules (the library's are added on first use: :func:`secret_rules.library_rules`).
 SECRET_RULES: tuple[Rule, ...] = OUR_RULES
-#: A redaction marker: ``[REDACTED:<rule>]``.
-MARKER = re.compile(r"\[REDACTED:[a-z0-9_]{1,40}\]")
 _MARK = "[REDACTED:"
 #: Redaction runs to a fixed point; each round replaces text with markers, so it ends.
 _MAX_ROUNDS = 6
@@ -136,7 +142,7 @@ _INVISIBLE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
     "\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]+"
 )
-_ESCAPE = re.compile(r"\\(?:u(?P<u>[0-9a-fA-F]{4})|x(?P<x>[0-9a-fA-F]{2})|(?P<c>[\\/\"'nrtbf]))")
+_ESCAPE = re.compile(r"\\(?:u(?P<u>[0-9a-fA-F]{4})|x(?P<x>[0-9a-fA-F]{2})|(?P<c>[\\/\"'nrtbf_*]))")
 _ESCAPED = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
 _PERCENT = re.compile(r"%(?P<h>[0-7][0-9a-fA-F])")
 _HTML = re.compile(r"&(?:#(?P<d>\d{1,7})|#[xX](?P<x>[0-9a-fA-F]{1,6})|(?P<n>quot|amp|apos|lt|gt|nbsp));")
@@ -224,9 +230,8 @@ def _marker(name: str) -> str:
 
 
 def _in_marker(text: str, s: int) -> bool:
-    """``s`` falls inside a ``[REDACTED:...]`` marker."""
-    open_ = text.rfind(_MARK, 0, s + 1)
-    return open_ != -1 and text.find("]", open_) >= s
+    """``s`` falls inside a redaction marker (one that names a rule: see secret_rules.MARKER)."""
+    return any(m.start() <= s < m.end() for m in MARKER.finditer(text, max(0, s - 64), s + 64))
 
 
 def _splice(text: str, hits: Sequence[tuple[int, int, str]]) -> tuple[str, list[str]]:
@@ -235,7 +240,7 @@ def _splice(text: str, hits: Sequence[tuple[int, int, str]]) -> tuple[str, list[
     for s, e, name in sorted(hits, key=lambda h: (h[0], -h[1])):
         if chosen and s < chosen[-1][1]:
             continue
-        if e <= s or _MARK in text[s:e] or _in_marker(text, s):
+        if e <= s or MARKER.search(text, s, e) or _in_marker(text, s):
             continue
         chosen.append((s, e, name))
     if not chosen:
@@ -335,7 +340,7 @@ def _run_encoded(text: str, rules: Sequence[Rule]) -> tuple[str, list[str]]:
             continue
         _, inner_found = _one_round(inner, rules, decode=False)
         if inner_found:
-            hits.append((m.start(), m.end(), f"base64_{inner_found[0]}"[:40]))
+            hits.append((m.start(), m.end(), f"base64_{inner_found[0]}"))
     return _splice(text, hits) if hits else (text, [])
 
 

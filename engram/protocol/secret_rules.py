@@ -42,6 +42,8 @@ from engram.protocol import _confusables
 
 __all__ = [
     "LIBRARY_DETECTORS",
+    "MARKER",
+    "MARKER_NAMES",
     "OUR_RULES",
     "VENDOR_TOKENS",
     "Rule",
@@ -122,7 +124,7 @@ def fold(text: str) -> str:
 #: A value that is already a redaction marker, a variable reference or a placeholder.
 _PLACEHOLDER = re.compile(
     r"""(?ix)^(?:
-        \[REDACTED(?::[a-z0-9_]+)?\]\S*   # already redacted
+        \[REDACTED\]\S*                  # redacted by hand
       | \$\{?[A-Za-z_][\w.]*\}?\S*       # $VAR, ${VAR}
       | %\(?[\w.]*\)?s? | \{\{.*\}\}     # %(x)s, {{ x }}
       | <[^<>]*>                          # <your-token>
@@ -141,8 +143,10 @@ _PLACEHOLDER = re.compile(
 
 
 def is_placeholder(value: str) -> bool:
-    """A value that stands for a secret without being one (``$VAR``, ``<token>``, ``***``)."""
-    return _PLACEHOLDER.match(value.strip("'\"`")) is not None
+    """A value that stands for a secret without being one (``$VAR``, ``<token>``, ``***``, a
+    redaction marker)."""
+    v = value.strip("'\"`")
+    return MARKER.match(v) is not None or _PLACEHOLDER.match(v) is not None
 
 
 #: An unquoted value that counts as a credential: 6 characters or more, with a digit, a
@@ -728,7 +732,7 @@ def value_is_secret(name: str, value: str) -> bool:
 
 _ASSIGNED = re.compile(
     r"(?i)(?<![A-Za-z0-9])(?P<n>[A-Za-z0-9_.-]{0,64}?" + SECRET_NAME + r"[A-Za-z0-9_.-]{0,64}?)"
-    r"['\"]?[ \t]{0,8}(?P<sep>:=|=>|[:=])(?!=)[ \t]{0,8}(?P<q>['\"]?)(?P<v>(?!\[REDACTED[:\]])[^\s'\";,&()]{3,})(?P=q)"
+    r"['\"]?[ \t]{0,8}(?P<sep>:=|=>|[:=])(?!=)[ \t]{0,8}(?P<q>['\"]?)(?P<v>[^\s'\";,&()]{3,})(?P=q)"
 )
 
 
@@ -740,6 +744,9 @@ def _assigned(view: str) -> Iterator[Span]:
         if not secret_name(name):
             continue
         value = m.group("v")
+        if value.startswith("[REDACTED") and not value.startswith("[REDACTED]") and not MARKER.match(value):
+            yield m.span("v")  # a value dressed as a marker: [REDACTED:hunter2x] names no rule
+            continue
         if is_placeholder(value):
             continue
         if (
@@ -1201,3 +1208,14 @@ def library_rules() -> tuple[Rule, ...]:
         for pattern in detector.denylist:  # type: ignore[attr-defined]  # RegexBasedDetector's patterns
             rules.append(Rule(marker, _library_finder(detector, pattern), triggers, False, True, long))
     return tuple(rules)
+
+
+#: Every name a marker can carry: a rule's (ours, the library's), or ``base64_`` and one. A
+#: marker is recognised only with one of these names, so a secret dressed as a marker
+#: (``[REDACTED:dapi0a1b...]``) is not taken for one.
+MARKER_NAMES = frozenset({r.name for r in OUR_RULES} | {m for m, _ in LIBRARY_DETECTORS.values()})
+MARKER = re.compile(
+    r"\[REDACTED:(?:base64_)?(?:"
+    + "|".join(sorted(map(re.escape, MARKER_NAMES), key=len, reverse=True))
+    + r")\]"
+)

@@ -347,3 +347,24 @@ def test_adversarial_inputs_stay_linear() -> None:
         out, _ = redact_secrets(text)
         assert time.perf_counter() - start < 10
         assert find_secret({"t": out}) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (
+            "already handled: [REDACTED:dapi5e2f0a9c4b7d18e63f2a0c9b5d7e41f8]",
+            "dapi5e2f0a9c4b7d18e63f2a0c9b5d7e41f8",
+        ),
+        ("DB_PASSWORD=[REDACTED:Rk7pW2xQ9v]", "Rk7pW2xQ9v"),
+        (
+            "[REDACTED:notes ghp_7Hd8Kq2mPz9RtV4wLs8NbY3cJdQe5fGh6iJk ]",
+            "ghp_7Hd8Kq2mPz9RtV4wLs8NbY3cJdQe5fGh6iJk",
+        ),
+    ],
+)
+def test_a_secret_dressed_as_a_marker_is_still_redacted(text: str, secret: str) -> None:
+    """Outside view: a marker is recognised only when it names a rule, so wrapping a secret
+    in "[REDACTED:...]" does not carry it past the detector (nor into the answer's count)."""
+    _clean(text, [secret])
+    assert count_redactions(text) == 0
