@@ -14,9 +14,9 @@ Three ways a request is authorized (specs/http-api.md §2):
 
 import hmac
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Header, Path, Request
 from starlette.concurrency import run_in_threadpool
@@ -25,10 +25,11 @@ from api import convert
 from api.auth import Principal, RequestAuthenticator, VerifiedRequest
 from api.fairness import KnownKeys
 from api.ratelimit import RateLimiter
-from api.schemas import AGENT, ProofFromKnown, ReceiptOut, SignedEvent
+from api.schemas import AGENT, CountedReceiptOut, ProofFromKnown, ReceiptOut, SignedEvent
 from api.settings import ApiSettings
 from engram.protocol.errors import AuthError, ForbiddenError, MalformedError, StorageError
 from engram.protocol.kinds import kinds_where
+from engram.protocol.redact import count_redactions
 from ledger.log import Ledger, Prepared, Receipt, Submission
 from ledger.memory.service import MemoryService, Submitted
 from ledger.sharing import allowed_kinds
@@ -151,6 +152,11 @@ KnownSize = Annotated[
         "consistency proof from it, saving a round trip",
     ),
 ]
+
+
+def counted(out: ReceiptOut, body: Mapping[str, Any]) -> CountedReceiptOut:
+    """``out`` with the redaction markers of the event's ``body`` (issue 40)."""
+    return CountedReceiptOut(**dict(out), redacted=count_redactions(body))
 
 
 def receipt_out(

@@ -45,7 +45,7 @@ from starlette.responses import Response
 from api.limits import ASGIApp, Receive, Scope, Send, read_body, replaying
 from api.problems import busy_handler, engram_error_handler
 from api.routes.memory import open_session, turn, write_memory, write_record
-from api.schemas import AGENT, SESSION, ReceiptOut, SessionOpened, SignedEvent, WriteOut
+from api.schemas import AGENT, SESSION, CountedReceiptOut, SessionOpened, SignedEvent, WriteOut
 from engram.protocol.errors import EngramError
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ _SESSION = re.compile(SESSION.removeprefix("^").removesuffix("$"))
 _KNOWN_SIZE = re.compile(r"0|[1-9][0-9]{0,15}")
 _EVENT = TypeAdapter(SignedEvent)
 _OUT: dict[type[BaseModel], TypeAdapter[Any]] = {
-    model: TypeAdapter(model) for model in (ReceiptOut, SessionOpened, WriteOut)
+    model: TypeAdapter(model) for model in (CountedReceiptOut, SessionOpened, WriteOut)
 }
 
 

@@ -56,8 +56,23 @@ class ReceiptOut(BaseModel):
     )
 
 
+#: What a write answer's ``redacted`` says (issue 40).
+REDACTED = Field(
+    default=0,
+    ge=0,
+    description="secrets redacted before signing: the [REDACTED:<rule>] markers the event's body carries "
+    "(specs/memory-events.md section 3)",
+)
+
+
+class CountedReceiptOut(ReceiptOut):
+    """A receipt for an agent-signed event, with the redactions its body carries."""
+
+    redacted: int = REDACTED
+
+
 class Receipts(BaseModel):
-    receipts: list[ReceiptOut]
+    receipts: list[CountedReceiptOut]
 
 
 class InclusionOut(BaseModel):
@@ -124,6 +139,7 @@ class ForceRevoke(Strict):
 class SessionOpened(BaseModel):
     session: str
     receipt: ReceiptOut
+    redacted: int = REDACTED
 
 
 class SessionOut(BaseModel):
@@ -142,6 +158,7 @@ class CloseOut(BaseModel):
     distilled: ReceiptOut | None
     entries: int
     decisions: list[ReceiptOut]
+    redacted: int = REDACTED
 
 
 class NowCurrentOut(BaseModel):
@@ -157,6 +174,7 @@ class WriteOut(BaseModel):
         description="a memory.erased: for each erased memory that was a fact's current value, the value "
         "current now",
     )
+    redacted: int = REDACTED
 
 
 class RecallIn(Strict):

@@ -17,6 +17,7 @@ from api.deps import (
     OperatorFlag,
     ServicesDep,
     charged,
+    counted,
     receipt_out,
     require_operator,
     submission,
@@ -60,7 +61,11 @@ def submit(batch: EventBatch, svc: ServicesDep, operator: OperatorFlag, known: K
     # The memory service's door: memory kinds get the memory rules here too (issue 27).
     receipts = charged(svc, svc.memory.accept(subs, operator=operator))
     proofs: dict[int, ProofFromKnown] = {}
-    return Receipts(receipts=[receipt_out(svc, r, known, proofs) for r in receipts])
+    return Receipts(
+        receipts=[
+            counted(receipt_out(svc, r, known, proofs), p.body) for r, p in zip(receipts, subs, strict=True)
+        ]
+    )
 
 
 def _agent_of(e: SignedEvent) -> str:

@@ -19,6 +19,7 @@ from api.deps import (
     ReaderDep,
     SelfDep,
     ServicesDep,
+    counted,
     receipt_out,
     submit_signed,
 )
@@ -28,6 +29,7 @@ from api.schemas import (
     REF,
     SESSION,
     CloseOut,
+    CountedReceiptOut,
     Decisions,
     ItemProofOut,
     ItemsOut,
@@ -35,7 +37,6 @@ from api.schemas import (
     NowCurrentOut,
     RecallIn,
     RecallOut,
-    ReceiptOut,
     SessionOpened,
     SessionOut,
     SignedEvent,
@@ -62,7 +63,11 @@ def open_session(
 ) -> SessionOpened:
     """Open a session: a signed ``session.opened`` event. HOT memory is frozen for it."""
     done = submit_signed(svc, ev, agent=agent, kinds={"session.opened"})
-    return SessionOpened(session=str(done.body["session"]), receipt=receipt_out(svc, done.receipt, known))
+    return SessionOpened(
+        session=str(done.body["session"]),
+        receipt=receipt_out(svc, done.receipt, known),
+        redacted=done.redacted,
+    )
 
 
 def _session_out(s: Session) -> SessionOut:
@@ -101,10 +106,11 @@ def session_state(
 @router.post("/v1/agents/{agent}/sessions/{session}/turns", status_code=201, responses=_PROBLEMS)
 def turn(
     agent: AgentPath, session: SessionPath, ev: SignedEvent, svc: ServicesDep, known: KnownSize = None
-) -> ReceiptOut:
-    """One turn, full fidelity: a signed ``session.turn`` event."""
+) -> CountedReceiptOut:
+    """One turn, full fidelity: a signed ``session.turn`` event (its secrets were redacted
+    before signing; ``redacted`` says how many)."""
     done = submit_signed(svc, ev, agent=agent, kinds={"session.turn"}, session=session)
-    return receipt_out(svc, done.receipt, known)
+    return counted(receipt_out(svc, done.receipt, known), done.body)
 
 
 @router.post("/v1/agents/{agent}/sessions/{session}/close", status_code=201, responses=_PROBLEMS)
@@ -121,6 +127,7 @@ def close_session(
         distilled=None if result.distilled is None else receipt_out(svc, result.distilled, known),
         entries=result.entries,
         decisions=[receipt_out(svc, r, None) for r in result.decisions],
+        redacted=done.redacted,
     )
 
 
@@ -133,6 +140,7 @@ def write_memory(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: Kno
         receipt=receipt_out(svc, done.receipt, known),
         ref=done.ref,
         current=[NowCurrentOut(erased=e, current=c) for e, c in done.current],
+        redacted=done.redacted,
     )
 
 
@@ -141,7 +149,7 @@ def write_record(agent: AgentPath, ev: SignedEvent, svc: ServicesDep, known: Kno
     """A COLD record, signed: ``pact.outcome``, ``eval.outcome``, ``boundary.event`` or
     ``commitment``."""
     done = submit_signed(svc, ev, agent=agent, kinds=set(RECORD_KINDS))
-    return WriteOut(receipt=receipt_out(svc, done.receipt, known), ref=done.ref)
+    return WriteOut(receipt=receipt_out(svc, done.receipt, known), ref=done.ref, redacted=done.redacted)
 
 
 @router.post("/v1/agents/{agent}/recall", responses=_PROBLEMS)

@@ -37,6 +37,11 @@ memory_app = typer.Typer(
 )
 
 
+def _redacted(n: int) -> str:
+    """What a write's answer adds when it redacted secrets before signing (issue 40)."""
+    return f"; {n} secret{'' if n == 1 else 's'} redacted before signing" if n else ""
+
+
 @session_app.command("open")
 def session_open(
     key_file: KeyFile,
@@ -63,7 +68,7 @@ def session_turn(
 ) -> None:
     """Record one turn of a session (full fidelity)."""
     r = agent_memory(key_file, server, log_key).turn(session, role, content)
-    emit(as_json, r.to_json(), f"turn recorded at index {r.index}")
+    emit(as_json, r.to_json(), f"turn recorded at index {r.index}{_redacted(r.redacted)}")
 
 
 @session_app.command("distill")
@@ -101,7 +106,7 @@ def session_close(
     """Close a session: distill it into memories and file them in their tiers."""
     mem = agent_memory(key_file, server, log_key)
     res = mem.close_session(session, summary=summary)
-    text = f"closed at index {res.closed}"
+    text = f"closed at index {res.closed}{_redacted(res.redacted)}"
     if res.distilled is not None:
         text += f"\ndistilled {res.entries} memories at index {res.distilled}; {res.decisions} tier decisions"
     else:  # the close stands either way; the service files it later on request
@@ -154,7 +159,7 @@ def memory_write(
         text = f"written as ref {r.ref} at index {r.index}"
     else:
         text = f"written at index {r.index}: a duplicate, it confirmed ref {r.ref}"
-    emit(as_json, r.to_json(), text)
+    emit(as_json, r.to_json(), text + _redacted(r.redacted))
 
 
 @memory_app.command("supersede")
@@ -418,7 +423,8 @@ def memory_import(
     verb = "would write" if dry_run else "wrote"
     out.print(
         f"{fmt} {escape(str(source))}: {data['entries']} entries; {verb} {data['written']}, "
-        f"{data['already_imported']} already imported, {len(data['refused'])} refused"
+        f"{data['already_imported']} already imported, {len(data['refused'])} refused; "
+        f"{data['redacted']} secret{'' if data['redacted'] == 1 else 's'} redacted"
     )
     for r in report.refused:
         out.print(f"  refused {escape(r['source'])}: {escape(r['reason'])}")

@@ -66,6 +66,7 @@ from engram.protocol.errors import ConfigError, EngramError, NotFoundError, Proo
 from engram.protocol.gate import WriteGate
 from engram.protocol.kinds import kinds_where
 from engram.protocol.longtext import recall_query
+from engram.protocol.redact import count_redactions, redact_body
 from engram.protocol.schemas import MAX_QUERY_CHARS
 from engram.protocol.signer import AgentSigner
 from engram.protocol.wire import Receipt
@@ -200,6 +201,13 @@ class AgentMemory:
     def _me(self) -> AgentSigner:
         return self.agent.signer
 
+    def _append(self, kind: str, body: Mapping[str, Any], *, given: object) -> tuple[Receipt, int]:
+        """Sign and append ``body`` and count the secrets redacted: the markers the signed body
+        carries (the signer redacts; redaction is deterministic, so the same pass here counts
+        them) beyond those in ``given``, the caller's own texts."""
+        redacted = max(0, count_redactions(redact_body(body)) - count_redactions(given))
+        return self.agent.append(kind, body), redacted
+
     def _check_policy(self, receipts: Sequence[Receipt]) -> None:
         """Policy decisions in this agent's streams: included in a log-signed checkpoint
         that is consistent with every checkpoint this agent saw."""
@@ -231,20 +239,22 @@ class AgentMemory:
     def turn(self, session: str, role: str, content: str, tool: Mapping[str, Any] | None = None) -> Appended:
         if session not in self._turns:
             self._turns[session] = self.session(session).turns
-        receipt = self.agent.append(
-            "session.turn", turn_body(session, self._turns[session], role, content, tool)
+        receipt, redacted = self._append(
+            "session.turn",
+            turn_body(session, self._turns[session], role, content, tool),
+            given=[content, tool],
         )
         self._turns[session] += 1
-        return Appended(index=receipt.index)
+        return Appended(index=receipt.index, redacted=redacted)
 
     def close_session(self, session: str, *, summary: str | None = None) -> Closed:
         """Close; the service distills and files the session (policy-signed decisions, each
         verified against the log key before this returns)."""
-        closed = self.agent.append("session.closed", closed_body(session, summary))
+        closed, redacted = self._append("session.closed", closed_body(session, summary), given=summary)
         self._turns.pop(session, None)
         out = closed.answer
         if out is None:
-            return Closed(closed=closed.index, distilled=None, entries=0, decisions=0)
+            return Closed(closed=closed.index, distilled=None, entries=0, decisions=0, redacted=redacted)
         policy = [*([] if out.distilled is None else [out.distilled]), *out.decisions]
         self._check_policy(policy)
         return Closed(
@@ -252,11 +262,12 @@ class AgentMemory:
             distilled=None if out.distilled is None else out.distilled.index,
             entries=out.entries,
             decisions=len(out.decisions),
+            redacted=redacted,
         )
 
     # -- writes -------------------------------------------------------------------------
 
-    def _written(self, receipt: Receipt) -> Written:
+    def _written(self, receipt: Receipt, redacted: int) -> Written:
         out = receipt.answer
         if out is not None and out.named:
             ref = out.ref
@@ -266,7 +277,10 @@ class AgentMemory:
             except EngramError:  # the write is committed: it is answered, its item unnamed
                 ref = None
         return Written(
-            index=receipt.index, ref=ref, duplicate=ref is not None and ref != f"{receipt.index}.0"
+            index=receipt.index,
+            ref=ref,
+            duplicate=ref is not None and ref != f"{receipt.index}.0",
+            redacted=redacted,
         )
 
     def _ref_for(self, index: int) -> str | None:
@@ -306,18 +320,20 @@ class AgentMemory:
             tier=tier,
             decay_exempt=decay_exempt,
         )
-        return self._written(self.agent.append("memory.written", body))
+        return self._written(
+            *self._append("memory.written", body, given=[content, evidence, list(tags), list(provenance)])
+        )
 
     def record(self, kind: str, body: Mapping[str, Any]) -> Written:
         """A COLD record: pact outcome, evaluation, boundary event, commitment."""
         if kind not in _RECORDS:
             raise RejectedEventError(f"{kind} is not a record kind", check="memory.record")
-        return self._written(self.agent.append(kind, gated_normal(self.gate, kind, body)))
+        return self._written(*self._append(kind, gated_normal(self.gate, kind, body), given=body))
 
     def supersede(self, ref: str, *, content: str, reason: str) -> Written:
         """An append-only correction of an item (the way COLD changes)."""
         body = superseded_body(self.gate, ref, content=content, reason=reason)
-        return self._written(self.agent.append("memory.superseded", body))
+        return self._written(*self._append("memory.superseded", body, given=[content, reason]))
 
     def exempt(self, ref: str, *, reason: str) -> Appended:
         return Appended(

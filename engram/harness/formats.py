@@ -24,6 +24,7 @@ the documented shape, each raise :class:`FormatError` naming the file and line.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -34,6 +35,7 @@ from typing import Any
 
 from engram.protocol.errors import LimitExceededError, MalformedError
 from engram.protocol.files import loads_bounded, write_file
+from engram.protocol.redact import count_redactions, redact_secrets
 
 __all__ = ["FORMATS", "Entry", "FormatError", "read_source", "write_export"]
 
@@ -63,6 +65,9 @@ class Entry:
     #: SHA-256 of the whole source file
     file_sha256: str
     extra: Mapping[str, str] = field(default_factory=dict)
+    #: Secrets redacted from the text as the source was read (a long text is redacted before
+    #: it is cut into entries, so that no secret is cut in two: issue 40).
+    redacted: int = 0
 
     @property
     def key(self) -> str:
@@ -121,11 +126,25 @@ def _rel(path: Path, root: Path) -> str:
         return path.name
 
 
-def _split(text: str, limit: int = MAX_ENTRY_CHARS) -> list[str]:
-    """Text longer than one memory, cut at paragraph (else line, else word) boundaries."""
+def _split(text: str, limit: int = MAX_ENTRY_CHARS) -> list[tuple[str, int]]:
+    """Text longer than one memory, cut at paragraph (else line, else word) boundaries, each
+    part with the secrets redacted from it. A long text is redacted whole before it is cut:
+    a secret cut in two would reach the log as halves that no rule recognises (issue 40)."""
     text = text.strip()
     if len(text) <= limit:
-        return [text] if text else []
+        return [(text, 0)] if text else []
+    given = count_redactions(text)
+    text = redact_secrets(text)[0]
+    out: list[tuple[str, int]] = []
+    for part in _cut(text, limit):
+        markers = count_redactions(part)
+        mine = min(markers, given)  # the source's own markers come first
+        given -= mine
+        out.append((part, markers - mine))
+    return out
+
+
+def _cut(text: str, limit: int) -> list[str]:
     parts: list[str] = []
     cur = ""
     for para in re.split(r"(\n\s*\n)", text):
@@ -139,6 +158,9 @@ def _split(text: str, limit: int = MAX_ENTRY_CHARS) -> list[str]:
             cut = para.rfind("\n", 0, limit)
             cut = cut if cut > limit // 2 else para.rfind(" ", 0, limit)
             cut = cut if cut > limit // 2 else limit
+            mark = para.rfind("[REDACTED:", 0, cut)
+            if mark > 0 and para.find("]", mark) >= cut:
+                cut = mark  # never through a redaction marker
             parts.append(para[:cut].strip())
             para = para[cut:]
         cur = para
@@ -219,16 +241,8 @@ def read_claude_code(root: Path) -> list[Entry]:
             for mem in projects:
                 project_tag = scope_tag(claude_project_scope(encoded=mem.parent.name))
                 for e in _read_claude_dir(mem, root):
-                    out.append(
-                        Entry(
-                            e.text,
-                            e.category,
-                            (*e.tags, project_tag)[:16] if project_tag else e.tags,
-                            e.locator,
-                            e.file_sha256,
-                            e.extra,
-                        )
-                    )
+                    tags = (*e.tags, project_tag)[:16] if project_tag else e.tags
+                    out.append(dataclasses.replace(e, tags=tags))
             return out
     return _read_claude_dir(root, root)
 
@@ -261,9 +275,9 @@ def _read_claude_dir(root: Path, base: Path) -> list[Entry]:
         if kind:
             extra["type"] = kind
         chunks = _split(body) or _split(fields.get("description", ""))
-        for part, chunk in enumerate(chunks):
+        for part, (chunk, red) in enumerate(chunks):
             loc = f"claude-code:{rel}:{first}" + (f":{part}" if len(chunks) > 1 else "")
-            out.append(Entry(chunk, category, _tags("claude-code", kind, path.stem), loc, sha, extra))
+            out.append(Entry(chunk, category, _tags("claude-code", kind, path.stem), loc, sha, extra, red))
     return out
 
 
@@ -384,11 +398,12 @@ def _markdown_entries(text: str, rel: str, sha: str, fmt: str, base_tags: tuple[
             return
         body = re.sub(r"^[-*]\s+", "", body)
         body = re.sub(r"\s*(\[Task \d+\])+\s*$", "", body)
-        for part, chunk in enumerate(_split(body)):
+        for part, (chunk, red) in enumerate(_split(body)):
             cat = _codex_category(heading)
             cat = _guess_category(chunk, cat) if cat == "CONTEXT" else cat
             loc = f"{fmt}:{rel}:{cur_line}" + (f":{part}" if part else "")
-            out.append(Entry(chunk, cat, _tags(*base_tags, heading[:32] if heading else None), loc, sha))
+            tags = _tags(*base_tags, heading[:32] if heading else None)
+            out.append(Entry(chunk, cat, tags, loc, sha, redacted=red))
 
     for n, line in enumerate(text.split("\n"), start=1):
         if re.match(r"^#{1,6}\s", line):
@@ -548,10 +563,18 @@ def read_hermes(root: Path) -> list[Entry]:
             if not entry:
                 continue
             target = "user" if path.name == "USER.md" else "memory"
-            for part, chunk in enumerate(_split(entry)):
+            for part, (chunk, red) in enumerate(_split(entry)):
                 loc = f"hermes:{path.name}:{first}" + (f":{part}" if part else "")
                 out.append(
-                    Entry(chunk, _guess_category(chunk), _tags("hermes", target), loc, sha, {"entry": str(n)})
+                    Entry(
+                        chunk,
+                        _guess_category(chunk),
+                        _tags("hermes", target),
+                        loc,
+                        sha,
+                        {"entry": str(n)},
+                        red,
+                    )
                 )
     return out
 
@@ -620,10 +643,10 @@ def read_mem0(path: Path) -> list[Entry]:
             f"user-{it['user_id']}" if it.get("user_id") else None,
             f"agent-{it['agent_id']}" if it.get("agent_id") else None,
         ]
-        for part, chunk in enumerate(_split(it["memory"])):
+        for part, (chunk, red) in enumerate(_split(it["memory"])):
             loc = f"mem0:{str(it['id'])[:128]}" + (f":{part}" if part else "")
             extra = {"created_at": str(it.get("created_at") or "")}
-            out.append(Entry(chunk, category, _tags("mem0", *who, *tags), loc, sha, extra))
+            out.append(Entry(chunk, category, _tags("mem0", *who, *tags), loc, sha, extra, red))
     return out
 
 

@@ -238,8 +238,8 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
             "Remember one durable fact, decision, preference, lesson or failure as a signed memory. "
             "Write one self-contained statement in the third person ('The user prefers short answers'). "
             "Threats (prompt injection, exfiltration) are refused; secrets are redacted before signing. "
-            "A near-duplicate confirms the existing memory instead of adding one. Returns its log index and "
-            "item ref."
+            "A near-duplicate confirms the existing memory instead of adding one. Returns its log index, "
+            "item ref and how many secrets were redacted (redacted)."
         ),
     )
     def memory_write(

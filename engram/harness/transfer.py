@@ -27,6 +27,7 @@ from engram.protocol.answers import ItemRow
 from engram.protocol.bodies import written_body
 from engram.protocol.errors import EngramError
 from engram.protocol.gate import WriteGate
+from engram.protocol.redact import count_redactions, redact_body
 from engram.protocol.scopes import GLOBAL, claude_project_scope, scope_tag
 
 __all__ = ["ImportReport", "export_memories", "import_source"]
@@ -44,6 +45,8 @@ class ImportReport:
     already: int = 0
     refused: list[dict[str, str]] = field(default_factory=list)
     dry_run: bool = False
+    #: Secrets redacted before signing, over every entry written (or, dry, to be written).
+    redacted: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +57,7 @@ class ImportReport:
             "already_imported": self.already,
             "refused": self.refused,
             "dry_run": self.dry_run,
+            "redacted": self.redacted,
             "items": self.written,
         }
 
@@ -104,7 +108,7 @@ def import_source(
     gate = gate or WriteGate()
     report = ImportReport(format=fmt, source=str(path), entries=len(entries), dry_run=dry_run)
     seen = _already_imported(mem)
-    todo: list[tuple[Entry, list[dict[str, str]]]] = []
+    todo: list[tuple[Entry, list[dict[str, str]], int]] = []
     for e in entries:
         ref = _import_ref(e)
         if ref in seen:
@@ -122,19 +126,30 @@ def import_source(
                 if e.extra.get(k)
             ]
         try:
-            written_body(gate, category=e.category, content=e.text, tags=e.tags, provenance=provenance)
+            body = redact_body(
+                written_body(gate, category=e.category, content=e.text, tags=e.tags, provenance=provenance)
+            )
         except EngramError as err:
             report.refused.append(
                 {"source": e.locator, "reason": str(err), "check": str(getattr(err, "check", "") or "")}
             )
             continue
-        todo.append((e, provenance))
+        redacted = e.redacted + max(
+            0, count_redactions(body) - count_redactions([e.text, list(e.tags), provenance])
+        )
+        todo.append((e, provenance, redacted))
     if dry_run:
-        report.written = [{"source": e.locator, "category": e.category, "content": e.text} for e, _ in todo]
+        report.written = [
+            {"source": e.locator, "category": e.category, "content": e.text, "redacted": n}
+            for e, _, n in todo
+        ]
+        report.redacted = sum(n for _, _, n in todo)
         return report
-    for n, (e, provenance) in enumerate(todo, start=1):
+    for n, (e, provenance, _) in enumerate(todo, start=1):
         out = mem.write(category=e.category, content=e.text, tags=e.tags, provenance=provenance)
-        report.written.append({"source": e.locator, "index": out.index, "ref": out.ref})
+        redacted = e.redacted + out.redacted  # read from the source (formats.py), then at signing
+        report.written.append({"source": e.locator, "index": out.index, "ref": out.ref, "redacted": redacted})
+        report.redacted += redacted
         if progress is not None:
             progress(n, len(todo))
     return report

@@ -4,6 +4,10 @@
 finding 3: its answers were ``dict[str, Any]``, spelled again by every caller). Each has
 ``to_json()``, the plain JSON the MCP tools and the CLI's ``--json`` print (the shapes of
 specs/http-api.md's memory answers).
+
+A write's answer says how many secrets were redacted out of what the caller gave
+(``redacted``, issue 40): the ``[REDACTED:<rule>]`` markers the signed body carries beyond
+those already in the caller's text (specs/memory-events.md section 3).
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ class Written(_Json):
     index: int
     ref: str | None
     duplicate: bool
+    #: Secrets redacted before signing (markers added to what the caller gave).
+    redacted: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,6 +63,8 @@ class Appended(_Json):
     """An entry appended that makes no item of its own (a turn, an erasure)."""
 
     index: int
+    #: Secrets redacted before signing (markers added to what the caller gave).
+    redacted: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,6 +93,8 @@ class Closed(_Json):
     distilled: int | None
     entries: int
     decisions: int
+    #: Secrets redacted out of the closing summary before signing.
+    redacted: int = 0
 
 
 #: The fields of a recall row, the same from either backend (then its scope).

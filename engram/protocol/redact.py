@@ -5,350 +5,397 @@ never be taken back (erasure drops a body, but a leaked key must be assumed copi
 string of every event body therefore passes :func:`redact_body` on the signer's side before
 it is signed (:class:`~engram.protocol.signer.AgentSigner`), and the log refuses a body in
 which :func:`find_secret` still finds one (``gate.secret``, naming the field, nothing
-written). Redaction is deterministic and idempotent: ``redact(redact(x)) == redact(x)`` and
-a redacted text is never refused, so the signer and the log always agree.
+written). :func:`find_secret` *is* redaction (it reports what :func:`redact_body` would
+replace), so the signer and the log cannot disagree; redaction runs to a fixed point, so
+``redact(redact(x)) == redact(x)`` and a redacted text is never refused.
 
-The rules are ours, grouped in two families:
+What is a secret is :mod:`engram.protocol.secret_rules` (the maintained library's detectors
+and ours). This module decides where the rules look. A pasted secret is rarely where a
+pattern expects it, so each string is read in several **views**, and a secret found in any
+of them is replaced in the text itself:
 
-* **Shaped tokens**: credentials whose prefix or structure names them (AWS, GitHub, GitLab,
-  Stripe, OpenAI/Anthropic, Slack, Google, SendGrid, Twilio, npm, PyPI, Hugging Face,
-  Square, Discord, Telegram, JWTs, private-key blocks, Azure storage keys). The families
-  follow the regex detectors of Yelp's ``detect-secrets`` (the test suite runs that tool
-  over the same corpus as an oracle; it is not a run-time dependency because importing it
-  costs ~180 ms per hook process and pulls in ``requests`` and ``pyyaml``).
-* **Secrets by context**: a value assigned to a name that says it is secret, in the forms
-  people paste: ``.env`` lines and shell exports (``AWS_SECRET_ACCESS_KEY=...``,
-  ``PGPASSWORD=...``: names are matched inside SNAKE_CASE, not only as whole words), JSON,
-  YAML and code literals (``"password": "..."``), HTTP headers (``Authorization: Basic``,
-  ``X-Api-Key``), ``curl -u user:pass``, URLs with a password, connection strings.
-  Placeholders (``$VAR``, ``${VAR}``, ``<...>``, ``***``, ``changeme``, empty, numbers,
-  ``None``/``null``) are left alone, which keeps prose and code readable (the false-positive
-  rate on ordinary text is measured by ``python -m tests.tools.redaction_fp``;
-  docs/privacy.md).
+1. the text with look-alike and width variants of letters and digits folded to ASCII, one
+   character for one (fullwidth letters, a Cyrillic letter inside a Latin word); every rule
+   runs here, in order,
+   each on the result of the previous ones;
+2. the text without invisible characters (zero-width spaces and joiners, soft hyphens, bidi
+   controls) that would split a token;
+3. the text with JSON and shell escapes undone (``\\"password\\": \\"...\\"`` inside a JSON
+   string, ``\\n`` in a pasted key), with ``%XX`` decoded (a query string) and with HTML
+   character references decoded (a page's source);
+4. the text with **wrapped lines folded**: a line break (with the next line's indentation or
+   quote mark) between two token characters is removed, and the token rules run again; only
+   a match that spans such a break counts, so ordinary wrapped prose is never joined into a
+   finding;
+5. a base64 run that decodes to text in which a secret is found is replaced whole.
 
 A redacted secret becomes ``[REDACTED:<rule>]``; in an assignment the name stays
-(``DB_PASSWORD=[REDACTED:assigned_secret]``) so the text keeps its meaning.
+(``DB_PASSWORD=[REDACTED:assigned_secret]``) so the text keeps its meaning. A structured
+field whose name says secret (``{"password": "..."}``: a tool's arguments) is redacted whole.
+The number of markers in a signed body is what a write answers as ``redacted``
+(:func:`count_redactions`; specs/memory-events.md section 3).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import bisect
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from engram.protocol.errors import MalformedError
+from engram.protocol.secret_rules import (
+    LONG_RUN,
+    MARKER,
+    OUR_RULES,
+    Rule,
+    fold,
+    library_rules,
+    value_is_secret,
+)
 
 __all__ = [
+    "MARKER",
     "MAX_WALK_DEPTH",
     "SECRET_RULES",
     "SecretFinding",
+    "count_redactions",
     "find_secret",
     "iter_strings",
     "redact_body",
     "redact_secrets",
+    "without_markers",
 ]
 
+#: Our rules (the library's are added on first use: :func:`secret_rules.library_rules`).
+SECRET_RULES: tuple[Rule, ...] = OUR_RULES
 _MARK = "[REDACTED:"
-#: A value that is already a redaction marker, a variable reference or a placeholder.
-_PLACEHOLDER = re.compile(
-    r"""(?ix)^(?:
-        \[REDACTED:[a-z_]+\]\S*          # already redacted
-      | \$\{?[A-Za-z_][\w.]*\}?\S*       # $VAR, ${VAR}
-      | %\(?[\w.]*\)?s? | \{\{.*\}\}     # %(x)s, {{ x }}
-      | <[^<>]*>                          # <your-token>
-      | .*\{[\w.]*\}.*                     # a format string: '{0}:{1}'.format(...)
-      | \*+ | x+ | \.+ | -+ | _+ | \#+   # ****, xxxx, ...
-      | (?:none|null|nil|true|false|undefined|empty|redacted|hidden|secret|password|token
-         |changeme|change_me|example|dummy|placeholder|required|optional|string|str|bytes|\?+
-         |yes|no|on|off|y|n|enabled|disabled)
-      | your[_-].* | my[_-]?(?:secret|token|password|key)
-      | \d+(?:\.\d+)?[a-z]{0,2}             # a number (a TTL, a limit, 10m)
-      | env\(.*|os\.environ.*|process\.env.*|getenv\(.*|secrets\..*|vault:.*
-    )$"""
-)
+#: Redaction runs to a fixed point; each round replaces text with markers, so it ends.
+_MAX_ROUNDS = 6
 
 
-def _keep_name(name: str) -> Callable[[re.Match[str]], str | None]:
-    """Replacement for a context rule: keep the assignment's left side, redact the value,
-    unless the value is a placeholder (then the match is left as it is)."""
-
-    def repl(m: re.Match[str]) -> str | None:
-        value = m.group("v")
-        if _PLACEHOLDER.match(value.strip("'\"")):
-            return None
-        start, end = m.span("v")
-        whole = m.group(0)
-        base = m.start(0)
-        return whole[: start - base] + f"[REDACTED:{name}]" + whole[end - base :]
-
-    return repl
+def without_markers(text: str) -> str:
+    """``text`` with every redaction marker reduced to ``[REDACTED]`` (what the write gate
+    scans: the name of a rule, ``github_token``, is not the word "token" of a sentence)."""
+    return MARKER.sub("[REDACTED]", text) if _MARK in text else text
 
 
-def _whole(name: str) -> Callable[[re.Match[str]], str | None]:
-    def repl(m: re.Match[str]) -> str | None:
-        return f"[REDACTED:{name}]"
-
-    return repl
+def _all_rules() -> tuple[Rule, ...]:
+    return (*OUR_RULES, *library_rules())
 
 
-# Names that say a value is secret, matched as a part of a longer identifier too
-# (PGPASSWORD, AWS_SECRET_ACCESS_KEY, stripeSecretKey, db-password).
-_SECRET_NAME = (
-    r"(?:secret|passw(?:or)?d|passphrase|pwd|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"  # noqa: S105 - the words that name a secret, not one
-    r"|auth[_-]?key|credentials?|client[_-]?secret|session[_-]?key|signing[_-]?key|encryption[_-]?key)"
-)
-# Identifiers that contain such a word but name something that is not secret.
-_NOT_SECRET_NAME = re.compile(
-    r"(?i)(?:^|[_.-])(?:type|types|count|counts|limit|limits|len|length|size|ttl|expiry|expires?(?:_in|_at)?"
-    r"|url|uri|endpoint|path|file|dir|name|names|field|header|prefix|policy|min|max|id|ids|usage|used|hint"
-    r"|budget|estimate|rotation|required|enabled|timeout|lifetime|format|encoding|hash|kind|mode)$"
-    r"|^(?:max|min|num|n)_?tokens?$|tokens?_(?:in|out|used|budget|count)|^o?ldpwd$|^pwd$|^tokeni[sz]"
-    r"|^input_tokens|^output_tokens|^total_tokens|^completion_tokens|^prompt_tokens"
-)
+# -- views ------------------------------------------------------------------------------------
 
-
-#: An unquoted value that is code: a dotted lower-case name or a call, subscript or literal.
-_CODE_VALUE = re.compile(
-    r"^(?:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+|[A-Za-z_][\w.]*[(\[{].*|[(\[{].*|\$\(.*)$"
-)
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-#: An unquoted value after ``name:`` counts only if it looks like a credential (a digit, a
-#: symbol or mixed case, and 6 characters or more), not like a word of prose.
-_CREDENTIAL_LIKE = re.compile(r"^(?=.{6,})(?:.*[0-9]|.*[^A-Za-z0-9]|.*[a-z].*[A-Z]|.*[A-Z].*[a-z])")
-
-
-def _named(name: str) -> Callable[[re.Match[str]], str | None]:
-    inner = _keep_name(name)
-
-    def repl(m: re.Match[str]) -> str | None:
-        if _NOT_SECRET_NAME.search(m.group("n")):
-            return None
-        name_part = m.group("n").lower()
-        if "pwd" in name_part and not re.search(r"(?:^|[_.-])?pwd$", name_part):
-            return None  # MODULE_PWD_STATE: "pwd" counts only as the name's last word
-        value = m.group("v")
-        if not m.group("q"):
-            if _CODE_VALUE.match(value):
-                return None  # an expression (args.token, get_password(), [CFWS]), not a literal
-            spaced = m.group(0)[m.end("n") - m.start(0) :].startswith((" ", "\t")) or m.group(0)[
-                m.end("sep") - m.start(0) :
-            ].startswith((" ", "\t"))
-            bare_word = _IDENTIFIER.match(value) is not None and not any(c.isdigit() for c in value)
-            if bare_word and (spaced or len(value) < 6 or not m.group("n").isupper()):
-                return None  # code assigning a variable (cache_token = current_token)
-            if m.group("sep") == ":" and not _CREDENTIAL_LIKE.search(value):
-                return None  # prose ("password: see the vault"), not a credential
-        return inner(m)
-
-    return repl
+_fold = fold
 
 
 @dataclass(frozen=True, slots=True)
-class _Rule:
-    """One rule. ``triggers``: substrings of the lower-cased text without which the pattern
-    cannot match (a C-speed ``in`` test spares the regex on almost every string); empty
-    means always run."""
+class _View:
+    """A transformed text and how its positions map back to the original. Chunks are
+    ``(view start, original start, original end, copied)``: a copied chunk maps one
+    character to one, a replaced one maps all its characters to the original segment."""
 
-    name: str
-    pattern: re.Pattern[str]
-    replace: Callable[[re.Match[str]], str | None]
-    triggers: tuple[str, ...] = ()
-    #: the triggers are matched against the text as it is, not lower-cased
-    exact_case: bool = False
+    text: str
+    chunks: tuple[tuple[int, int, int, bool], ...]
+    keys: tuple[int, ...]
 
-    def may_match(self, text: str, lowered: str) -> bool:
-        if not self.triggers:
-            return True
-        within = text if self.exact_case else lowered
-        return any(t in within for t in self.triggers)
+    def original(self, s: int, e: int) -> tuple[int, int]:
+        return self._at(s, start=True), self._at(e - 1, start=False)
 
-
-def _shaped(
-    name: str, pattern: str, flags: int = 0, *, triggers: tuple[str, ...] = (), exact_case: bool = False
-) -> _Rule:
-    return _Rule(name, re.compile(pattern, flags), _whole(name), triggers, exact_case)
+    def _at(self, p: int, *, start: bool) -> int:
+        vs, os_, oe, copied = self.chunks[bisect.bisect_right(self.keys, p) - 1]
+        if copied:
+            return os_ + (p - vs) + (0 if start else 1)
+        return os_ if start else oe
 
 
-#: The rules, applied in order (block-shaped ones first, so a private key inside an
-#: assignment is one finding). Each is linear-time on its input (no nested quantifiers over
-#: the same characters).
-SECRET_RULES: tuple[_Rule, ...] = (
-    _shaped(
-        "private_key",
-        r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----.*?"
-        r"(?:-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)",
-        re.S,
-        triggers=("private key",),
-    ),
-    _shaped(
-        "aws_access_key",
-        r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[0-9A-Z]{16}(?![A-Za-z0-9])",
-        triggers=("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
-        exact_case=True,
-    ),
-    _shaped(
-        "github_token",
-        r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9_]{30,}|github_pat_[A-Za-z0-9_]{22,})",
-        triggers=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-        exact_case=True,
-    ),
-    _shaped(
-        "gitlab_token",
-        r"(?<![A-Za-z0-9_-])(?:(?:glpat|gldt|glft|glsoat|glrt|glptt|gloas|glimt|glagent|glcbt)-[A-Za-z0-9_-]{20,}"
-        r"|GR1348941[A-Za-z0-9_-]{20,})",
-        triggers=("gl", "GR1348941"),
-        exact_case=True,
-    ),
-    _shaped(
-        "stripe_key",
-        r"(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}|whsec_[0-9A-Za-z]{24,}",
-        triggers=("_live_", "_test_", "whsec_"),
-    ),
-    _shaped(
-        "openai_key",
-        r"(?<![A-Za-z0-9_-])sk-(?:proj-|ant-(?:api\d\d-)?|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
-        triggers=("sk-",),
-    ),
-    _shaped(
-        "slack_token",
-        r"(?<![A-Za-z0-9])xox[abposre]-[A-Za-z0-9-]{10,}"
-        r"|https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/]{20,}",
-        triggers=("xox", "hooks.slack.com"),
-    ),
-    _shaped(
-        "google_api_key",
-        r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}|\bya29\.[0-9A-Za-z_-]{20,}",
-        triggers=("aiza", "ya29."),
-    ),
-    _shaped("sendgrid_key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", triggers=("sg.",)),
-    _shaped(
-        "twilio_key",
-        r"(?<![A-Za-z0-9])(?:AC|SK)[0-9a-f]{32}(?![A-Za-z0-9])",
-        triggers=("AC", "SK"),
-        exact_case=True,
-    ),
-    _shaped("npm_token", r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", triggers=("npm_",)),
-    _shaped("pypi_token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}", triggers=("pypi-",)),
-    _shaped("huggingface_token", r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9])", triggers=("hf_",)),
-    _shaped("square_token", r"\bsq0(?:csp|atp)-[0-9A-Za-z_-]{22,}", triggers=("sq0",)),
-    _shaped(
-        "discord_token",
-        r"[MNO](?<![A-Za-z0-9_-][MNO])[A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}",
-    ),
-    _shaped("telegram_token", r"(?<![0-9])\d{8,10}:AA[0-9A-Za-z_-]{33}(?![0-9A-Za-z_-])", triggers=(":aa",)),
-    _shaped("azure_storage_key", r"AccountKey=[A-Za-z0-9+/=]{86,88}", triggers=("accountkey=",)),
-    _shaped("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", triggers=("eyj",)),
-    # -- by context ------------------------------------------------------------------------
-    _Rule(
-        "basic_auth",
-        re.compile(r"(?i)\b(?:proxy-)?authorization\s*[:=]\s*['\"]?basic\s+(?P<v>[A-Za-z0-9+/]{6,}=*)"),
-        _keep_name("basic_auth"),
-        ("authoriz",),
-    ),
-    _Rule(
-        "bearer_token",
-        re.compile(r"(?i)\bbearer\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"),
-        _keep_name("bearer_token"),
-        ("bearer",),
-    ),
-    _Rule(
-        "authorization_header",
-        re.compile(
-            r"(?i)\b(?:proxy-)?authorization['\"]?\s?:\s*['\"]?(?!basic\b|bearer\b)(?:[a-z0-9-]{1,20}\s+)?"
-            r"(?P<v>[A-Za-z0-9._~+/=-]{16,})"
-        ),
-        _keep_name("authorization_header"),
-        ("authoriz",),
-    ),
-    _Rule(
-        "api_key_header",
-        re.compile(
-            r"(?i)\b(?:x-api-key|api-key|x-auth-token|x-access-token|private-token|x-goog-api-key)\s*:\s*"
-            r"['\"]?(?P<v>[^\s'\";,]{8,})"
-        ),
-        _keep_name("api_key_header"),
-        ("api-key", "auth-token", "access-token", "private-token"),
-    ),
-    _Rule(
-        "curl_credentials",
-        re.compile(r"(?:^|\s)(?:-u|--user|--proxy-user)[\s=]+['\"]?[^\s:'\"]+:(?P<v>[^\s'\"]+)"),
-        _keep_name("curl_credentials"),
-        ("-u", "--user", "--proxy-user"),
-        True,
-    ),
-    _Rule(
-        "url_password",
-        re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@'\"]{0,256}:(?P<v>[^\s@/'\"]{3,256})@"),
-        _keep_name("url_password"),
-        ("://",),
-    ),
-    # NAME=value (.env, shell, connection strings), "name": "value" (JSON), name: value
-    # (YAML), name = 'value' (code). The name may carry a prefix and suffix around the word.
-    _Rule(
-        "assigned_secret",
-        re.compile(
-            r"(?i)(?<![A-Za-z0-9])(?P<n>[A-Za-z0-9_.-]{0,64}?" + _SECRET_NAME + r"[A-Za-z0-9_.-]{0,64}?)"
-            r"['\"]?\s{0,8}(?P<sep>:=|=>|[:=])\s{0,8}(?P<q>['\"]?)(?P<v>(?!\[REDACTED:)[^\s'\";,&()]{3,})(?P=q)"
-        ),
-        _named("assigned_secret"),
-        ("secret", "passw", "passphrase", "pwd", "token", "key", "credential"),
-    ),
+def _mapped(text: str, segments: Iterable[tuple[int, int, str]]) -> _View | None:
+    """The view of ``text`` with each ``(start, end, replacement)`` segment replaced (None:
+    nothing to replace)."""
+    parts: list[str] = []
+    chunks: list[tuple[int, int, int, bool]] = []
+    pos = vpos = 0
+    for s, e, rep in segments:
+        if s > pos:
+            chunks.append((vpos, pos, s, True))
+            parts.append(text[pos:s])
+            vpos += s - pos
+        if rep:
+            chunks.append((vpos, s, e, False))
+            parts.append(rep)
+            vpos += len(rep)
+        pos = e
+    if not chunks and pos == 0:
+        return None
+    if pos < len(text):
+        chunks.append((vpos, pos, len(text), True))
+        parts.append(text[pos:])
+    if not chunks:
+        return None
+    return _View(_fold("".join(parts)), tuple(chunks), tuple(c[0] for c in chunks))
+
+
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]+"
+)
+_ESCAPE = re.compile(r"\\(?:u(?P<u>[0-9a-fA-F]{4})|x(?P<x>[0-9a-fA-F]{2})|(?P<c>[\\/\"'nrtbf_*]))")
+_ESCAPED = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
+_PERCENT = re.compile(r"%(?P<h>[0-7][0-9a-fA-F])")
+_HTML = re.compile(r"&(?:#(?P<d>\d{1,7})|#[xX](?P<x>[0-9a-fA-F]{1,6})|(?P<n>quot|amp|apos|lt|gt|nbsp));")
+_HTML_NAMED = {"quot": '"', "amp": "&", "apos": "'", "lt": "<", "gt": ">", "nbsp": " "}
+_TOKEN_CHAR = r"[A-Za-z0-9+/=_-]"  # noqa: S105 - a character class, not a password
+#: A wrapped line: a break (real or escaped) between two token characters, with the next
+#: line's indentation and a quote or comment mark; or invisible characters inside a token.
+_BREAK = re.compile(
+    r"(?<="
+    + _TOKEN_CHAR
+    + r")(?:[ \t]*(?:\r?\n|\\r\\n|\\n)[ \t]*(?:(?:>|#|//|\*)[ \t]*)?)(?="
+    + _TOKEN_CHAR
+    + ")"
 )
 
 
-_SEPARATORS = frozenset(" \t\n=:@")
+def _unescape(m: re.Match[str]) -> str:
+    if m.group("u"):
+        return chr(int(m.group("u"), 16))
+    if m.group("x"):
+        return chr(int(m.group("x"), 16))
+    c = m.group("c")
+    return _ESCAPED.get(c, c)
+
+
+def _unentity(m: re.Match[str]) -> str:
+    code = int(m.group("d")) if m.group("d") else int(m.group("x"), 16) if m.group("x") else None
+    if code is None:
+        return _HTML_NAMED[m.group("n")]
+    return chr(code) if 0 < code < 0x110000 and not 0xD800 <= code < 0xE000 else m.group()
+
+
+def _views(text: str) -> Iterator[tuple[_View, bool]]:
+    """The transformed views of ``text`` (2-4 of the module docstring), each with whether a
+    match must span a transformed place to count (the wrapped-line view)."""
+    if not text.isascii() and _INVISIBLE.search(text):
+        v = _mapped(text, ((m.start(), m.end(), "") for m in _INVISIBLE.finditer(text)))
+        if v is not None:
+            yield v, False
+    if "\\" in text:
+        v = _mapped(text, ((m.start(), m.end(), _unescape(m)) for m in _ESCAPE.finditer(text)))
+        if v is not None:
+            yield v, False
+    if "%" in text:
+        v = _mapped(text, ((m.start(), m.end(), chr(int(m.group("h"), 16))) for m in _PERCENT.finditer(text)))
+        if v is not None:
+            yield v, False
+    if "&" in text:
+        v = _mapped(text, ((m.start(), m.end(), _unentity(m)) for m in _HTML.finditer(text)))
+        if v is not None:
+            yield v, False
+    if "\n" in text or "\\n" in text:
+        v = _mapped(text, ((m.start(), m.end(), "") for m in _BREAK.finditer(text) if _joinable(text, m)))
+        if v is not None:
+            yield v, True
+
+
+_RUN_BEFORE = re.compile(_TOKEN_CHAR + "{8,}$")
+_RUN_AFTER = re.compile(_TOKEN_CHAR + "+")
+
+
+def _joinable(text: str, m: re.Match[str]) -> bool:
+    """A line break inside a token, not between a token and the next line's text: 8 token
+    characters end the line, and the next line starts with a fragment that reads as the rest
+    of a token (a digit or a capital inside it), not a word or a name being assigned
+    (``PGPASSWORD=``)."""
+    if _RUN_BEFORE.search(text, max(0, m.start() - 8), m.start()) is None:
+        return False
+    after = _RUN_AFTER.match(text, m.end())
+    if after is None:
+        return False
+    fragment = after.group()
+    if text[after.end() : after.end() + 1] in ("=", ":") or "=" in fragment.rstrip("="):
+        return False
+    if text[max(0, m.start() - 5) : m.start()] == "-----" or fragment.startswith("-----"):
+        return False  # a PEM armour line: the block rules take the block whole
+    return any(c.isdigit() for c in fragment) or any(c.isupper() for c in fragment[1:])
+
+
+# -- one round ----------------------------------------------------------------------------------
+
+
+def _marker(name: str) -> str:
+    return f"{_MARK}{name}]"
+
+
+def _in_marker(text: str, s: int) -> bool:
+    """``s`` falls inside a redaction marker (one that names a rule: see secret_rules.MARKER)."""
+    return any(m.start() <= s < m.end() for m in MARKER.finditer(text, max(0, s - 64), s + 64))
+
+
+def _splice(text: str, hits: Sequence[tuple[int, int, str]]) -> tuple[str, list[str]]:
+    """``text`` with each non-overlapping hit replaced by its marker (earlier hits win)."""
+    chosen: list[tuple[int, int, str]] = []
+    for s, e, name in sorted(hits, key=lambda h: (h[0], -h[1])):
+        if chosen and s < chosen[-1][1]:
+            continue
+        if e <= s or MARKER.search(text, s, e) or _in_marker(text, s):
+            continue
+        chosen.append((s, e, name))
+    if not chosen:
+        return text, []
+    out: list[str] = []
+    pos = 0
+    for s, e, name in chosen:
+        out.append(text[pos:s])
+        out.append(_marker(name))
+        pos = e
+    out.append(text[pos:])
+    return "".join(out), [name for _, _, name in chosen]
+
+
+def _run_rules(text: str, rules: Sequence[Rule]) -> tuple[str, list[str]]:
+    """View 1: every rule in order on the folded text, each seeing the previous ones'
+    markers; the text and its folded form stay the same length, so a span is the same in
+    both."""
+    found: list[str] = []
+    folded = _fold(text)
+    lowered = folded.lower()
+    has_run = LONG_RUN.search(folded) is not None
+    for rule in rules:
+        if rule.long and not has_run:
+            continue
+        if rule.triggers:  # Rule.may_match, inlined: this loop runs for every string signed
+            within = folded if rule.exact_case else lowered
+            for t in rule.triggers:
+                if t in within:
+                    break
+            else:
+                continue
+        hits = [(s, e, rule.name) for s, e in rule.find(folded)]
+        if not hits:
+            continue
+        text, names = _splice(text, hits)
+        if names:
+            found += names
+            folded = _fold(text)
+            lowered = folded.lower()
+            has_run = LONG_RUN.search(folded) is not None
+    return text, found
+
+
+def _run_views(text: str, rules: Sequence[Rule], *, wrapped: bool) -> tuple[str, list[str]]:
+    """Views 2-4 (``wrapped``: view 4 only, else 2 and 3): each rule once per view; hits
+    mapped back to the text."""
+    found: list[str] = []
+    for view, must_cross in _views(text):
+        if must_cross != wrapped:
+            continue
+        lowered = view.text.lower()
+        has_run = LONG_RUN.search(view.text) is not None
+        hits: list[tuple[int, int, str]] = []
+        for rule in rules:
+            if must_cross and not rule.wraps:
+                continue
+            if (rule.long and not has_run) or not rule.may_match(view.text, lowered):
+                continue
+            for s, e in rule.find(view.text):
+                os_, oe = view.original(s, e)
+                if must_cross and oe - os_ == e - s:
+                    continue  # found whole in the text itself: view 1 judged it
+                hits.append((os_, oe, rule.name))
+        if hits:
+            text, names = _splice(text, hits)
+            found += names
+    return text, found
+
+
+_B64ISH = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])")
+
+
+def _decoded(run: str) -> str | None:
+    """The text a base64 (or base64url) run decodes to, if it is text."""
+    core = run.rstrip("=")
+    core += "=" * (-len(core) % 4)
+    try:
+        raw = (
+            base64.urlsafe_b64decode(core)
+            if ("-" in core or "_" in core)
+            else base64.b64decode(core, validate=True)
+        )
+        inner = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    printable = sum(1 for c in inner if c.isprintable() or c in "\n\r\t")
+    return inner if len(inner) >= 8 and printable >= 0.95 * len(inner) else None
+
+
+def _run_encoded(text: str, rules: Sequence[Rule]) -> tuple[str, list[str]]:
+    """View 5: a base64 run whose decoded text holds a secret is replaced whole."""
+    hits: list[tuple[int, int, str]] = []
+    for m in _B64ISH.finditer(text):
+        inner = _decoded(m.group())
+        if inner is None:
+            continue
+        _, inner_found = _one_round(inner, rules, decode=False)
+        if inner_found:
+            hits.append((m.start(), m.end(), f"base64_{inner_found[0]}"))
+    return _splice(text, hits) if hits else (text, [])
+
+
+def _one_round(text: str, rules: Sequence[Rule], *, decode: bool = True) -> tuple[str, list[str]]:
+    # Wrapped tokens first: the text itself would find only the first line's part of one.
+    text, found = _run_views(text, rules, wrapped=True)
+    text, more = _run_rules(text, rules)
+    found += more
+    text, more = _run_views(text, rules, wrapped=False)
+    found += more
+    if decode and len(text) >= 20:
+        text, more = _run_encoded(text, rules)
+        found += more
+    return text, found
+
+
+_SEPARATORS = frozenset(" \t\n=:@%\\")
 
 
 def _cannot_hold_secret(text: str) -> bool:
     """Fast path: every rule needs 20 characters of token, or a separator (space, ``=``,
-    ``:``, ``@``) and 6 characters; ids, refs and digests of the schemas are spared."""
+    ``:``, ``@``, an escape) and 6 characters; ids, refs and digests of the schemas are spared."""
     return len(text) < 6 or (len(text) < 20 and _SEPARATORS.isdisjoint(text))
 
 
 def redact_secrets(text: str) -> tuple[str, list[str]]:
-    """Replace secrets with ``[REDACTED:<rule>]``; return the text and the rules that fired."""
+    """Replace secrets with ``[REDACTED:<rule>]``; return the text and the rules that fired
+    (one name per marker added)."""
     found: list[str] = []
     if _cannot_hold_secret(text):
         return text, found
-    lowered = text.lower()
-    for rule in SECRET_RULES:
-        if not rule.may_match(text, lowered):
-            continue
-
-        def repl(m: re.Match[str], rule: _Rule = rule) -> str:
-            out = rule.replace(m)
-            if out is None:
-                return m.group(0)
-            found.append(rule.name)
-            return out
-
-        text = rule.pattern.sub(repl, text)
+    rules = _all_rules()
+    for _ in range(_MAX_ROUNDS):
+        text, more = _one_round(text, rules)
+        if not more:
+            break
+        found += more
     return text, found
 
 
-def _first_secret(text: str) -> str | None:
-    if _cannot_hold_secret(text):
-        return None
-    lowered = text.lower()
-    for rule in SECRET_RULES:
-        if not rule.may_match(text, lowered):
-            continue
-        for m in rule.pattern.finditer(text):
-            if rule.replace(m) is not None:
-                return rule.name
-    return None
-
+# -- bodies --------------------------------------------------------------------------------------
 
 #: Deeper than any body schema nests (the strict JSON parser of the log bounds depth too).
 MAX_WALK_DEPTH = 32
+
+
+def _too_deep() -> MalformedError:
+    return MalformedError(f"a body nests deeper than {MAX_WALK_DEPTH} levels", check="body.depth")
 
 
 def iter_strings(value: Any, path: str = "$", depth: int = 0) -> Iterator[tuple[str, str]]:
     """Every string in a JSON value, with its path (``$.tool.result[2]``); object keys are
     strings too (yielded with the path of the object and ``{key}``). Bounded by depth."""
     if depth > MAX_WALK_DEPTH:
-        raise MalformedError(f"a body nests deeper than {MAX_WALK_DEPTH} levels", check="body.depth")
+        raise _too_deep()
     if isinstance(value, str):
         yield path, value
     elif isinstance(value, Mapping):
@@ -367,24 +414,64 @@ class SecretFinding:
     rule: str
 
 
-def find_secret(body: Any) -> SecretFinding | None:
-    """The first string of ``body`` (any depth, keys included) that still carries a secret."""
-    for path, text in iter_strings(body):
-        rule = _first_secret(text)
-        if rule is not None:
-            return SecretFinding(path=path, rule=rule)
-    return None
+Report = Callable[[str, str], None]
+
+
+def _redact_value(value: Any, path: str, depth: int, report: Report | None) -> Any:
+    if depth > MAX_WALK_DEPTH:
+        raise _too_deep()
+    if isinstance(value, str):
+        out, found = redact_secrets(value)
+        if found and report is not None:
+            report(path, found[0])
+        return out
+    if isinstance(value, Mapping):
+        result: dict[Any, Any] = {}
+        for k, v in value.items():
+            if isinstance(k, str) and isinstance(v, str) and value_is_secret(k, v):
+                # A field named for a secret (a tool's {"password": ...}): the value whole.
+                if report is not None:
+                    report(f"{path}.{k}", "assigned_secret")
+                result[k] = _marker("assigned_secret")
+            else:
+                result[k] = _redact_value(v, f"{path}.{k}", depth + 1, report)
+        return result
+    if isinstance(value, (list, tuple)):
+        return [_redact_value(v, f"{path}[{i}]", depth + 1, report) for i, v in enumerate(value)]
+    return value
 
 
 def redact_body(body: Any, depth: int = 0) -> Any:
     """``body`` with every string value redacted (a new value; the input is not changed).
     Keys are kept (a secret in a key is refused by the log, never rewritten)."""
-    if depth > MAX_WALK_DEPTH:
-        raise MalformedError(f"a body nests deeper than {MAX_WALK_DEPTH} levels", check="body.depth")
-    if isinstance(body, str):
-        return redact_secrets(body)[0]
-    if isinstance(body, Mapping):
-        return {k: redact_body(v, depth + 1) for k, v in body.items()}
-    if isinstance(body, (list, tuple)):
-        return [redact_body(v, depth + 1) for v in body]
-    return body
+    return _redact_value(body, "$", depth, None)
+
+
+class _Found(Exception):
+    def __init__(self, finding: SecretFinding) -> None:
+        self.finding = finding
+
+
+def _stop(path: str, rule: str) -> None:
+    raise _Found(SecretFinding(path=path, rule=rule))
+
+
+def find_secret(body: Any) -> SecretFinding | None:
+    """The first string of ``body`` (any depth, keys included) that :func:`redact_body`
+    would change, or that is a key carrying a secret."""
+    try:
+        _redact_value(body, "$", 0, _stop)
+        for path, text in iter_strings(body):
+            if path.endswith("{key}"):
+                _, found = redact_secrets(text)
+                if found:
+                    return SecretFinding(path=path, rule=found[0])
+    except _Found as f:
+        return f.finding
+    return None
+
+
+def count_redactions(body: Any) -> int:
+    """The redaction markers in every string of ``body`` (what a write answers as
+    ``redacted``)."""
+    return sum(len(MARKER.findall(text)) for _, text in iter_strings(body) if _MARK in text)

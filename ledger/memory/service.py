@@ -33,6 +33,7 @@ from engram.protocol.errors import (
     VerificationError,
 )
 from engram.protocol.kinds import kinds_where, validate_body
+from engram.protocol.redact import count_redactions
 from engram.protocol.schemas import CATEGORIES, MAX_QUERY_CHARS, parse_ref
 from engram.protocol.scopes import GLOBAL, parse_scopes, scope_of
 from engram.protocol.wire import Outcome
@@ -119,6 +120,12 @@ class Submitted:
     close: CloseResult | None = None
     #: A ``memory.erased``: (erased memory that was current, the value current now or None).
     current: tuple[tuple[str, str | None], ...] = ()
+
+    @property
+    def redacted(self) -> int:
+        """The redaction markers the signed body carries: the secrets its signer redacted
+        (the write answers' ``redacted``; specs/memory-events.md section 3)."""
+        return count_redactions(self.body)
 
     def outcome(self) -> Outcome:
         """The answer beside the receipt, as the memory routes give it over HTTP."""

@@ -24,13 +24,14 @@ def test_answers_are_frozen_and_print_the_json_keys_callers_read() -> None:
     w = Written(index=7, ref="7.0", duplicate=False)
     with pytest.raises(dataclasses.FrozenInstanceError):
         w.index = 8  # type: ignore[misc]
-    assert w.to_json() == {"index": 7, "ref": "7.0", "duplicate": False}
-    assert Appended(index=3).to_json() == {"index": 3}
+    assert w.to_json() == {"index": 7, "ref": "7.0", "duplicate": False, "redacted": 0}
+    assert Appended(index=3, redacted=2).to_json() == {"index": 3, "redacted": 2}
     assert Closed(closed=9, distilled=None, entries=0, decisions=2).to_json() == {
         "closed": 9,
         "distilled": None,
         "entries": 0,
         "decisions": 2,
+        "redacted": 0,
     }
     proof = Proven(
         index=1,

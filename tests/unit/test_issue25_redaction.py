@@ -21,7 +21,7 @@ from engram.protocol.gate import GateRejection, WriteGate
 from engram.protocol.redact import find_secret, redact_body, redact_secrets
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS: list[dict[str, str]] = json.loads(
+CORPUS: list[dict[str, Any]] = json.loads(
     (ROOT / "tests" / "fixtures" / "secrets" / "corpus.json").read_text(encoding="utf-8")
 )
 
@@ -43,11 +43,16 @@ ENV_SECRETS = [
 ]
 
 
+def _secrets(case: dict[str, Any]) -> list[str]:
+    return case["secret"] if isinstance(case["secret"], list) else [case["secret"]]
+
+
 @pytest.mark.parametrize("case", CORPUS, ids=[c["form"] for c in CORPUS])
-def test_issue25_f2_every_pasted_form_is_redacted(case: dict[str, str]) -> None:
+def test_issue25_f2_every_pasted_form_is_redacted(case: dict[str, Any]) -> None:
     out, found = redact_secrets(case["text"])
     assert found, case["form"]
-    assert case["secret"] not in out
+    for secret in _secrets(case):
+        assert secret not in out
     assert find_secret(out) is None  # the log accepts what the signer produced
     assert redact_secrets(out) == (out, [])  # idempotent
 
@@ -143,7 +148,7 @@ _PROSE = st.text(
 
 @settings(max_examples=150, deadline=None)
 @given(before=_PROSE, after=_PROSE, case=st.sampled_from(CORPUS))
-def test_issue25_f2_redacted_text_is_always_accepted(before: str, after: str, case: dict[str, str]) -> None:
+def test_issue25_f2_redacted_text_is_always_accepted(before: str, after: str, case: dict[str, Any]) -> None:
     """Whatever surrounds a secret, the signer's redaction leaves nothing the log refuses, and
     a second pass changes nothing (the signer and the log never disagree)."""
     text = f"{before} {case['text']} {after}"
@@ -153,9 +158,8 @@ def test_issue25_f2_redacted_text_is_always_accepted(before: str, after: str, ca
 
 
 def test_issue25_f2_detect_secrets_finds_nothing_we_leave() -> None:
-    """The maintained detector as an oracle: every secret its regex plugins find in the
-    corpus is gone after our redaction."""
-    pytest.importorskip("detect_secrets", reason="detect-secrets is in the dev extra")
+    """The maintained detector as an oracle: every secret its own scan (its regex plugins,
+    line by line, as its CLI runs them) finds in the corpus is gone after our redaction."""
     script = r"""
 import json, sys
 from detect_secrets.core.scan import scan_line
@@ -163,10 +167,10 @@ from detect_secrets.settings import transient_settings
 cases = json.load(open(sys.argv[1]))
 from engram.protocol.redact import redact_secrets
 plugins = [{"name": n} for n in (
-    "AWSKeyDetector", "GitHubTokenDetector", "GitLabTokenDetector", "StripeDetector", "SlackDetector",
+    "AWSKeyDetector", "ArtifactoryDetector", "GitHubTokenDetector", "StripeDetector", "SlackDetector",
     "PrivateKeyDetector", "BasicAuthDetector", "JwtTokenDetector", "SendGridDetector", "NpmDetector",
-    "PypiTokenDetector", "SquareOAuthDetector", "TwilioKeyDetector", "AzureStorageKeyDetector",
-    "DiscordBotTokenDetector", "TelegramBotTokenDetector", "OpenAIDetector")]
+    "SquareOAuthDetector", "TwilioKeyDetector", "AzureStorageKeyDetector", "DiscordBotTokenDetector",
+    "MailchimpDetector", "CloudantDetector", "IbmCloudIamDetector", "SoftlayerDetector")]
 left = []
 with transient_settings({"plugins_used": plugins}):
     n = 0
@@ -199,5 +203,5 @@ def test_issue25_f2_false_positive_tool_runs() -> None:
     )
     report = json.loads(out.stdout)
     assert report["secret_corpus"]["missed"] == []
-    chat = report["false_positives"][0]
-    assert chat["lines"] > 500 and chat["redactions"] == 0
+    chat = next(r for r in report["false_positives"] if "benchmark" in r["corpus"])
+    assert chat["turns"] > 500 and chat["redactions"] == 0
