@@ -270,8 +270,8 @@ def test_a_cancelled_call_that_has_not_started_is_dropped_and_the_rest_finish() 
     answers = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [a["id"] for a in answers] == [4, 1, 3]  # ping first, 2 never answered
     assert [a["result"].get("structuredContent") for a in answers[1:]] == [
-        {"index": 1, "ref": "1.0", "duplicate": False},
-        {"index": 2, "ref": "2.0", "duplicate": False},
+        {"index": 1, "ref": "1.0", "duplicate": False, "redacted": 0},
+        {"index": 2, "ref": "2.0", "duplicate": False, "redacted": 0},
     ]
     assert mem.written == ["first", "third"]
 
