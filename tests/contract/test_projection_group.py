@@ -53,7 +53,7 @@ def test_concurrent_writes_share_projection_transactions_and_read_their_writes(
         # Eight writes appended while the projector is busy (held here): the first writer to
         # get it applies all eight in one transaction, the other seven find theirs applied.
         size0 = ledger.size()
-        with memory._projector:
+        with memory.follower._projector:
             threads = run(1, "held")
             deadline = time.monotonic() + 60
             while ledger.size() < size0 + len(agents) and time.monotonic() < deadline:

@@ -53,10 +53,10 @@ def test_issue28_a_stalled_projection_never_blocks_a_record_or_a_turn(ledger: Le
     memory = MemoryService(ledger, access_log="off")
     client, t, mem = _client(ledger, memory, "writer")
     with client:
-        assert _until(lambda: memory._following)
+        assert _until(lambda: memory.follower._following)
         sid = mem.open_session(title="stalled")
         answers: list[object] = []
-        with memory._projector:  # nothing can apply the log while this is held
+        with memory.follower._projector:  # nothing can apply the log while this is held
             applied_before = memory.projection.applied_size()
             done = threading.Event()
 
@@ -83,7 +83,7 @@ def test_issue28_the_follower_holds_the_hot_caps_after_answering(ledger: Ledger)
     memory = MemoryService(ledger, config=PolicyConfig(hot_max_items=3), access_log="off")
     client, _, mem = _client(ledger, memory, "capped")
     with client:
-        assert _until(lambda: memory._following)
+        assert _until(lambda: memory.follower._following)
         written = [
             mem.write(category="PREFERENCE", content=f"prefers tea number {i}", tier="HOT") for i in range(6)
         ]
@@ -132,14 +132,14 @@ def test_issue28_readers_wait_for_the_follower_instead_of_applying_the_log(
     monkeypatch.setattr(memory.projection, "sync", recorded)
     client, t, mem = _client(ledger, memory, "reader")
     with client:
-        assert _until(lambda: memory._following)
+        assert _until(lambda: memory.follower._following)
         for i in range(5):
             w = mem.write(category="LEARNING", content=f"the deploy script needs flag number {i}")
             found = mem.recall(f"deploy script flag number {i}")
             assert w.ref in [r.ref for r in found.ranked]  # named its write: sees it
         t.last_index = None  # a reader naming no write: the latest checkpoint, via the follower
         assert len(mem.items(tier="WARM")) == 5
-        assert appliers == {memory._follower}
+        assert appliers == {memory.follower._follower}
     assert memory.rebuild() == memory.digest()
 
 
@@ -149,24 +149,24 @@ def test_issue28_a_reader_applies_the_log_itself_when_the_follower_stalls(
     """A follower that does not come round in FOLLOWER_WAIT_S (stuck behind a slow
     embedder, say) costs a reader that wait once: it then applies the log itself and sees
     its write."""
-    from ledger.memory import service
+    from ledger.memory import follower as service
 
     monkeypatch.setattr(service, "FOLLOWER_WAIT_S", 0.2)
     memory = MemoryService(ledger, access_log="off")
     client, _, mem = _client(ledger, memory, "patient")
     with client:
-        assert _until(lambda: memory._following)
+        assert _until(lambda: memory.follower._following)
         stalled = threading.Event()
         release = threading.Event()
-        original = memory._round
+        original = memory.follower._round
 
         def stuck(*, everyone: bool = False) -> None:
             stalled.set()
             release.wait(30)
             original(everyone=everyone)
 
-        monkeypatch.setattr(memory, "_round", stuck)
-        memory._wake.set()
+        monkeypatch.setattr(memory.follower, "_round", stuck)
+        memory.follower._wake.set()
         assert stalled.wait(10)
         try:
             started = time.monotonic()
