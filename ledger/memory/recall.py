@@ -29,7 +29,7 @@ in :mod:`ledger.memory.stages`, their hub in :mod:`ledger.memory.recaller`.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from engram.protocol.schemas import CATEGORIES
 from ledger.memory.block import (
@@ -140,38 +140,60 @@ def fuse_signals(
     cands: dict[str, Item] = {}
     for it in [*fulltext, *(i for i, _ in similar), *facets, *facts]:
         cands.setdefault(it.ref, it)
-    fts_rank = {it.ref: r for r, it in enumerate(fulltext, start=1)}
-    vec_rank = {it.ref: r for r, (it, _) in enumerate(similar, start=1)}
-    vec_match = {it.ref for it, sim in similar if sim >= MIN_SIMILARITY}
+    fts_rank = _rank_of(fulltext)
+    vec_rank = _rank_of([it for it, _ in similar])
     content_rank = {ref: min(fts_rank.get(ref, 1 << 30), vec_rank.get(ref, 1 << 30)) for ref in cands}
     fact_refs = {it.ref for it in facts}
-    # A memory that states the fact asked about names two facets of it: subject and attribute.
-    env = sorted(
-        ((envelope_matches(c, query) + 2 * (c.ref in fact_refs), c) for c in cands.values()),
-        key=lambda mc: (-mc[0], content_rank[mc[1].ref], -mc[1].created_us, ref_key(mc[1].ref)),
-    )
-    env_rank = {c.ref: r for r, (m, c) in enumerate((mc for mc in env if mc[0] > 0), start=1)}
-    matched = [
-        c
-        for c in cands.values()
-        if c.ref in env_rank or c.ref in fts_rank or c.ref in vec_match or c.ref in fact_refs
-    ]
+    env_rank = _envelope_rank(query, cands.values(), content_rank, fact_refs)
+    matches = {*env_rank, *fts_rank, *fact_refs, *(it.ref for it, sim in similar if sim >= MIN_SIMILARITY)}
+    matched = [c for c in cands.values() if c.ref in matches]
+    # Each signal is a ranking with its weight: a new signal is one more row here.
     rankings = [(env_rank, 1.0), (fts_rank, 1.0), (vec_rank, VECTOR_WEIGHT)]
     if facts:
         rankings.append((_fact_rank(facts, intent), FACT_WEIGHT))
-    if intent.mode == "then":
-        # What was true then: overlapping the period, else values since replaced, first.
-        then = sorted(matched, key=lambda c: (not _true_in(c, intent), content_rank[c.ref], ref_key(c.ref)))
-        rankings.append(({c.ref: r for r, c in enumerate(then, start=1) if _true_in(c, intent)}, 1.0))
-    elif intent.mode == "when":
-        dated = [c for c in sorted(matched, key=lambda c: content_rank[c.ref]) if dates_in(c.content)]
-        rankings.append(({c.ref: r for r, c in enumerate(dated, start=1)}, 1.0))
-    elif asks_for_recency(query):
-        newest = sorted(matched, key=lambda c: (-c.since_us, -c.created_us, ref_key(c.ref)))
-        rankings.append(({c.ref: r for r, c in enumerate(newest, start=1)}, 1.0))
+    timed = _time_rank(query, matched, intent, content_rank)
+    if timed is not None:
+        rankings.append((timed, 1.0))
     out = [(c, sum(w / (RRF_K + rank[c.ref]) for rank, w in rankings if c.ref in rank)) for c in matched]
     out.sort(key=lambda cs: (-cs[1], -cs[0].created_us, ref_key(cs[0].ref)))
     return out
+
+
+def _rank_of(items: Sequence[Item]) -> dict[str, int]:
+    """Ref -> its place (1 is best) in a signal's own order."""
+    return {it.ref: r for r, it in enumerate(items, start=1)}
+
+
+def _envelope_rank(
+    query: str, cands: Iterable[Item], content_rank: Mapping[str, int], fact_refs: Collection[str]
+) -> dict[str, int]:
+    """The structured envelope ranking: the candidates by how many facets the query names
+    (a memory that states the fact asked about names two: subject and attribute), content
+    relevance among equals, never time first. Candidates naming none are not ranked."""
+    named = [(envelope_matches(c, query) + 2 * (c.ref in fact_refs), c) for c in cands]
+    env = sorted(
+        (mc for mc in named if mc[0] > 0),
+        key=lambda mc: (-mc[0], content_rank[mc[1].ref], -mc[1].created_us, ref_key(mc[1].ref)),
+    )
+    return {c.ref: r for r, (_, c) in enumerate(env, start=1)}
+
+
+def _time_rank(
+    query: str, matched: Sequence[Item], intent: TimeIntent, content_rank: Mapping[str, int]
+) -> dict[str, int] | None:
+    """The ranking time adds, if the query asks about time: for ``then`` what was true in
+    the period (else values since replaced) first; for ``when`` the memories that state a
+    date; for recency ("latest", "now") the newest. None: time only breaks ties."""
+    if intent.mode == "then":
+        then = sorted(matched, key=lambda c: (not _true_in(c, intent), content_rank[c.ref], ref_key(c.ref)))
+        return {c.ref: r for r, c in enumerate(then, start=1) if _true_in(c, intent)}
+    if intent.mode == "when":
+        return _rank_of(
+            [c for c in sorted(matched, key=lambda c: content_rank[c.ref]) if dates_in(c.content)]
+        )
+    if asks_for_recency(query):
+        return _rank_of(sorted(matched, key=lambda c: (-c.since_us, -c.created_us, ref_key(c.ref))))
+    return None
 
 
 def _true_in(it: Item, intent: TimeIntent) -> bool:
