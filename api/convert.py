@@ -5,7 +5,7 @@ import dataclasses
 from api.schemas import InclusionOut, ItemOut, ItemProofOut, RecalledOut, ReceiptOut
 from engram.protocol.answers import ItemProof
 from ledger.log import InclusionProof, Receipt
-from ledger.memory.recall import Recalled
+from ledger.memory.block import RecallLine
 from ledger.memory.state import Item
 from verifier.note import b64encode
 
@@ -60,6 +60,6 @@ def item_proof(p: ItemProof) -> ItemProofOut:
     )
 
 
-def recalled(r: Recalled) -> RecalledOut:
-    fields = dataclasses.asdict(r)
-    return RecalledOut.model_validate({k: fields[k] for k in RecalledOut.model_fields})
+def recalled(r: RecallLine) -> RecalledOut:
+    """The one recall row (ledger.memory.block), as the HTTP answer validates it."""
+    return RecalledOut.model_validate(r.to_json())
