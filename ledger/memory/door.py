@@ -11,7 +11,7 @@ store.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -245,31 +245,43 @@ class Door:
                 self.decisions.hold_caps(agent)
             chains = self._chains_of(agent, body.get("refs") or ())
         [receipt], closes = self._accept([p], operator=operator)
-        ref: str | None = None
-        if receipt.kind in OWN_ITEM:
-            ref = f"{receipt.index}.0"  # named by the entry: no projection needed
-        elif receipt.kind in NAMES_ITEM:
-            try:  # a duplicate confirms an older item: ask the projection
-                self.follower.sync_through(receipt.index)
-                ref = self.ref_for(agent, receipt.index)
-            except EngramError as e:  # committed: answered with its receipt, the item unnamed
-                self.ledger.report_problem(
-                    "memory.after_commit", f"the item of entry {receipt.index} could not be named: {e}"
-                )
-        current: tuple[tuple[str, str | None], ...] = ()
-        if chains:
-            try:  # committed: what became current is told when it can be read
-                self.follower.sync_through(receipt.index)
-                current = tuple(
-                    (erased, self._first_active(agent, older)) for erased, older in chains.items()
-                )
-            except EngramError as e:
-                self.ledger.report_problem(
-                    "memory.after_commit", f"what entry {receipt.index} made current could not be read: {e}"
-                )
         return Submitted(
-            receipt=receipt, body=body, ref=ref, close=closes.get(receipt.index), current=current
+            receipt=receipt,
+            body=body,
+            ref=self._named(agent, receipt),
+            close=closes.get(receipt.index),
+            current=self._now_current(agent, receipt, chains),
         )
+
+    def _named(self, agent: str, receipt: Receipt) -> str | None:
+        """The item a committed entry made or confirmed (kinds of NAMES_ITEM), else None."""
+        if receipt.kind in OWN_ITEM:
+            return f"{receipt.index}.0"  # named by the entry: no projection needed
+        if receipt.kind not in NAMES_ITEM:
+            return None
+        try:  # a duplicate confirms an older item: ask the projection
+            self.follower.sync_through(receipt.index)
+            return self.ref_for(agent, receipt.index)
+        except EngramError as e:  # committed: answered with its receipt, the item unnamed
+            self.ledger.report_problem(
+                "memory.after_commit", f"the item of entry {receipt.index} could not be named: {e}"
+            )
+            return None
+
+    def _now_current(
+        self, agent: str, receipt: Receipt, chains: Mapping[str, Sequence[str]]
+    ) -> tuple[tuple[str, str | None], ...]:
+        """For each erased memory that was a fact's current value: the value current now."""
+        if not chains:
+            return ()
+        try:  # committed: what became current is told when it can be read
+            self.follower.sync_through(receipt.index)
+            return tuple((erased, self._first_active(agent, older)) for erased, older in chains.items())
+        except EngramError as e:
+            self.ledger.report_problem(
+                "memory.after_commit", f"what entry {receipt.index} made current could not be read: {e}"
+            )
+            return ()
 
     def _chains_of(self, agent: str, refs: Sequence[str]) -> dict[str, list[str]]:
         """For each of ``refs`` that is the current value of a fact that changed (active, and

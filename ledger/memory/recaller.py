@@ -72,28 +72,55 @@ class Recaller:
         min_index: int | None = None,
     ) -> RecallResult:
         """HOT (the session's frozen snapshot inside a session), then up to ``q.limit``
-        memories and raw records ranked for ``q.text`` within the token budget. Stage 1
-        (parse and bound) is :meth:`RecallQuery.of`, done by the caller."""
+        memories and raw records ranked for ``q.text`` within the token budget, as of the
+        latest checkpoint (or as soon as the projection holds entry ``min_index``)."""
         applied = (
             self.follower.sync_for_recall() if min_index is None else self.follower.sync_through(min_index)
         )
         now = self.ledger.clock() if now_us is None else now_us
-        hot_src = self._hot(agent, q, now)
-        notes: list[str] = []
-        scored = self._rank(agent, q, notes)  # 2. gather, 3. fuse
+        notes: list[str] = []  # what degraded this recall, said in the block
+        # 1. parse and bound: ``q`` is a RecallQuery (RecallQuery.of, at the face: as_query)
+        hot = self._hot(agent, q, now)  # HOT is the standing context, not a candidate
+        # 2. gather candidates per signal, 3. fuse
+        scored = fuse_pools(gather(self.projection, self.vectors, agent, q, notes), q)
+        # 4. merge meshes
         mesh_of: dict[tuple[str, str], str] = {}  # (author, ref) -> the mesh that shared it
-        scored = merge_meshes(scored, self._shared(agent, q, applied, notes, mesh_of))  # 4.
+        scored = merge_meshes(scored, self._shared(agent, q, applied, notes, mesh_of))
+        # 5. apply time and supersession
         lines = to_lines(scored, agent=agent, now=now, query=q.text, wanted=q.scopes, mesh_of=mesh_of)
-        lines = self._with_earlier(agent, lines)  # 5. time and supersession
-        budget = self.config.hot_max_tokens * 2 if q.budget_tokens is None else q.budget_tokens
-        hot, used = hot_within_budget(  # 6. the budget: every line counts, the frame too
+        lines = self._with_earlier(agent, lines)
+        # 6. fit the budget
+        result = self._fit(agent, q, hot, lines, applied, notes)
+        # 7. render: the block held to the budget as it is counted whole
+        result = render_within(result, self._budget(q))
+        if record_access and self.access_mode != "off":
+            self._record_use(agent, q, result)
+        return result
+
+    def _budget(self, q: RecallQuery) -> int:
+        return self.config.hot_max_tokens * 2 if q.budget_tokens is None else q.budget_tokens
+
+    def _fit(
+        self,
+        agent: str,
+        q: RecallQuery,
+        hot_src: Sequence[RecallLine],
+        lines: Sequence[RecallLine],
+        applied: int,
+        notes: Sequence[str],
+    ) -> RecallResult:
+        """Stage 6: every line of the block counts against the budget: the frame with its
+        notes and this size, HOT (within its own cap), then each ranked row and each
+        section's heading."""
+        budget = self._budget(q)
+        hot, used = hot_within_budget(
             hot_src,
             min(budget, self.config.hot_max_tokens),
             self.config.hot_max_items,
             overhead=block_overhead(agent, self.ledger.origin, size=applied, notes=notes),
         )
         ranked, total = fit_budget(lines, query=q.text, limit=q.limit, budget=budget, used=used)
-        result = RecallResult(
+        return RecallResult(
             agent=agent,
             origin=self.ledger.origin,
             query=q.text,
@@ -105,10 +132,6 @@ class Recaller:
             total_tokens=total,
             notes=tuple(notes),
         )
-        result = render_within(result, budget)  # 7. the block as it is counted whole
-        if record_access and self.access_mode != "off":
-            self._record_use(agent, q, result)
-        return result
 
     def _hot(self, agent: str, q: RecallQuery, now: int) -> list[RecallLine]:
         snap = self.projection.session(agent, q.session) if q.session else None
@@ -193,30 +216,10 @@ class Recaller:
         from verifier.bundle import verify_bundle
         from verifier.note import VerifierKey
 
-        index, _ = parse_ref(ref)
         refused = RejectedEventError(
             f"memory {ref} is not shared with {reader} through {mesh}", check="mesh.not_shared"
         )
-        size = self.follower.sync()
-        raw = self.ledger.store.leaf(index) if index < size else None
-        if raw is None:
-            raise refused
-        author = Leaf.from_bytes(raw).envelope.agent
-        it = self.projection.item(author, ref)
-        # The projection first (it knows what the proof's fold cannot: a duplicate folded
-        # into another memory, a replacement's other side), then the mesh.
-        if it is None or it.status != "active" or it.tier != "WARM" or it.index != index:
-            raise refused
-        share = next(
-            (
-                sh
-                for sh in MeshReader(self.ledger.store).shares_for(reader, size, [mesh])
-                if sh.author == author
-            ),
-            None,
-        )
-        since = None if share is None else share.since.get(it.category)
-        if since is None or since > index:
+        if not self._is_shared(reader, mesh, ref):
             raise refused
         try:
             data = create_bundle(self.ledger, mesh_read_claim(self.ledger, reader, mesh, ref))
@@ -234,3 +237,20 @@ class Recaller:
         except VerificationError as e:
             raise refused from e
         return data
+
+    def _is_shared(self, reader: str, mesh: str, ref: str) -> bool:
+        """Whether memory ``ref`` is shared with ``reader`` through ``mesh`` at the latest
+        checkpoint: the projection first (it knows what the proof's fold cannot: a duplicate
+        folded into another memory, a replacement's other side), then the mesh's grants."""
+        index, _ = parse_ref(ref)
+        size = self.follower.sync()
+        raw = self.ledger.store.leaf(index) if index < size else None
+        if raw is None:
+            return False
+        author = Leaf.from_bytes(raw).envelope.agent
+        it = self.projection.item(author, ref)
+        if it is None or it.status != "active" or it.tier != "WARM" or it.index != index:
+            return False
+        shares = MeshReader(self.ledger.store).shares_for(reader, size, [mesh])
+        since = next((sh.since.get(it.category) for sh in shares if sh.author == author), None)
+        return since is not None and since <= index
