@@ -161,18 +161,23 @@ class Closing:
         ]
         proposed, usage = run_distiller(self.distiller, session, turns, known)
         latency_us = (time.perf_counter_ns() - started) // 1000
+        updates = self._keep_entries(body, proposed, turns)
+        body["stats"] = distill_stats(turns, body["entries"], latency_us, usage)
+        receipt = self._append_distillation(agent_id, session, body)
+        if receipt is not None and updates:
+            self._append_updates(agent_id, receipt.index, body["entries"], updates)
+        return receipt, 0 if receipt is None else len(body["entries"])
+
+    def _keep_entries(
+        self, body: dict[str, Any], proposed: Sequence[Mapping[str, Any]], turns: Sequence[Turn]
+    ) -> dict[int, str]:
+        """Add to ``body`` the proposed entries the gate admits, while the body fits the
+        size limit; return entry position -> the known fact it states a new value of."""
         budget = self.ledger.max_body_bytes - len(canonical_bytes(body)) - 256  # 256: the stats
-        updates: dict[int, str] = {}  # entry position -> the known fact it states a new value of
+        updates: dict[int, str] = {}
         for e in proposed:
-            try:
-                text, _ = self.gate.prepare(e["content"])
-                entry = {k: v for k, v in e.items() if k not in ("updates", "nonce")} | {
-                    "content": text,
-                    "nonce": self._rand(16).hex(),
-                }
-                validate_body("memory.distilled", {**body, "entries": [entry]})
-                self.gate.check_not_verbatim(text, [t.content for t in turns])
-            except RejectedEventError:
+            entry = self._admitted(body, e, turns)
+            if entry is None:
                 continue  # a poisoned, malformed or copied entry adds nothing: drop it
             cost = len(canonical_bytes(entry)) + 1
             if cost > budget:
@@ -181,11 +186,24 @@ class Closing:
             if isinstance(e.get("updates"), str):
                 updates[len(body["entries"])] = e["updates"]
             body["entries"].append(entry)
-        body["stats"] = distill_stats(turns, body["entries"], latency_us, usage)
-        receipt = self._append_distillation(agent_id, session, body)
-        if receipt is not None and updates:
-            self._append_updates(agent_id, receipt.index, body["entries"], updates)
-        return receipt, 0 if receipt is None else len(body["entries"])
+        return updates
+
+    def _admitted(
+        self, body: Mapping[str, Any], e: Mapping[str, Any], turns: Sequence[Turn]
+    ) -> dict[str, Any] | None:
+        """The entry as it is signed (gated text, its own nonce), or None when the write gate
+        refuses it, the body schema does, or it only copies a turn."""
+        try:
+            text, _ = self.gate.prepare(e["content"])
+            entry = {k: v for k, v in e.items() if k not in ("updates", "nonce")} | {
+                "content": text,
+                "nonce": self._rand(16).hex(),
+            }
+            validate_body("memory.distilled", {**body, "entries": [entry]})
+            self.gate.check_not_verbatim(text, [t.content for t in turns])
+        except RejectedEventError:
+            return None
+        return entry
 
     def _append_updates(
         self, agent_id: str, index: int, entries: Sequence[Mapping[str, Any]], updates: Mapping[int, str]
