@@ -162,7 +162,18 @@ def test_harness_layer_imports_the_client_never_the_service() -> None:
 def test_the_log_never_calls_up_into_memory() -> None:
     """The append path, storage, tiles and witnessing run what the composition root hands
     them (gate, validators); they import nothing of ledger.memory."""
-    for name in ("log", "storage/store", "storage/db", "storage/schema", "tiles", "witness", "inprocess"):
+    for name in (
+        "log",
+        "edge",
+        "append",
+        "reader",
+        "storage/store",
+        "storage/db",
+        "storage/schema",
+        "tiles",
+        "witness",
+        "inprocess",
+    ):
         path = ROOT / "ledger" / f"{name}.py"
         up = sorted(m for m in _imports(path) if m.startswith("ledger.memory") or m.split(".")[0] == "api")
         assert not up, f"ledger/{name}.py imports {up}"
