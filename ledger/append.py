@@ -177,6 +177,58 @@ def _check_stream(env: Envelope, head: StreamHead | None) -> None:
         )
 
 
+def _receipts(
+    store: SqlStore, log_key: VerifierKey, batch: _Batch, note: bytes, root: bytes
+) -> list[Receipt]:
+    """Committed: acknowledge with proofs checked by the trusted core.
+
+    The proofs are made from the batch's own nodes (the border of the tree it extended,
+    read in its transaction, and every node its leaves completed), not read back: once the
+    commit returned, a failing read must not turn written entries into an error their
+    callers would retry. A node not among them (the path of a new
+    leaf needs none) is read from the store."""
+    size = batch.size
+    verify_checkpoint(note, log_key)
+    known = dict(batch.start_nodes)
+    known.update(((r["level"], r["idx"]), r["hash"]) for r in batch.node_rows)
+    proofs = []
+    for lf in batch.built:
+        try:
+            hashes = tuple(
+                range_hash([known[c] for c in range_nodes(lo, hi)])
+                for lo, hi in inclusion_ranges(lf.index, size)
+            )
+            proofs.append(
+                InclusionProof(
+                    index=lf.index,
+                    size=size,
+                    leaf_hash=known[(0, lf.index)],
+                    root=root,
+                    hashes=hashes,
+                    checkpoint=note,
+                )
+            )
+        except KeyError:  # pragma: no cover - see the docstring
+            proofs.extend(inclusion_proofs(store, [lf.index], size))
+    receipts = []
+    for lf, proof in zip(batch.built, proofs, strict=True):
+        verify_inclusion(leaf_hash=proof.leaf_hash, index=lf.index, size=size, proof=proof.hashes, root=root)
+        receipts.append(
+            Receipt(
+                index=lf.index,
+                timestamp_us=lf.timestamp_us,
+                leaf_hash=proof.leaf_hash,
+                leaf=lf.raw,
+                agent=lf.envelope.agent,
+                kind=lf.envelope.kind,
+                version=lf.envelope.version,
+                checkpoint=note,
+                proof=proof,
+            )
+        )
+    return receipts
+
+
 class Appender(PrepareEdge):
     """The write side of one log: its prepare edge, its signing key, its limits, its clock,
     the frontier of the tree this process last committed and the signer's own record."""
@@ -228,7 +280,7 @@ class Appender(PrepareEdge):
         4. :meth:`_integrate`, per event: authorize the key and verify the signature, check
            the stream's version and ``prev``, assign index and timestamp, build the leaf.
         5. :meth:`_commit`: sign the new checkpoint and write everything in one transaction.
-        6. :meth:`_receipts`: inclusion proofs to that checkpoint, checked by the verifier.
+        6. :func:`_receipts`: inclusion proofs to that checkpoint, checked by the verifier.
 
         Args:
             submissions: the signed events, in the order they are to be appended.
@@ -282,7 +334,7 @@ class Appender(PrepareEdge):
             StoredCheckpoint(size=batch.size, root=root, note=note, signed_at_us=batch.last_ts),
             batch.start_nodes,
         )
-        return self._receipts(batch, note, root)  # 6
+        return _receipts(self.store, self.verifier_key, batch, note, root)  # 6
 
     def record_signed(self, size: int, root: bytes) -> None:
         """After a commit: the signer's own record (ledger.signed_head) names the checkpoint
@@ -481,57 +533,6 @@ class Appender(PrepareEdge):
             # re-anchors (fail closed; docs/reliability.md, several hosts).
             self.signed_head.claim(SignedHead(batch.size, root), seen=batch.record_seen)
         return note, root
-
-    def _receipts(self, batch: _Batch, note: bytes, root: bytes) -> list[Receipt]:
-        """Committed: acknowledge with proofs checked by the trusted core.
-
-        The proofs are made from the batch's own nodes (the border of the tree it extended,
-        read in its transaction, and every node its leaves completed), not read back: once the
-        commit returned, a failing read must not turn written entries into an error their
-        callers would retry. A node not among them (the path of a new
-        leaf needs none) is read from the store."""
-        size = batch.size
-        verify_checkpoint(note, self.verifier_key)
-        known = dict(batch.start_nodes)
-        known.update(((r["level"], r["idx"]), r["hash"]) for r in batch.node_rows)
-        proofs = []
-        for lf in batch.built:
-            try:
-                hashes = tuple(
-                    range_hash([known[c] for c in range_nodes(lo, hi)])
-                    for lo, hi in inclusion_ranges(lf.index, size)
-                )
-                proofs.append(
-                    InclusionProof(
-                        index=lf.index,
-                        size=size,
-                        leaf_hash=known[(0, lf.index)],
-                        root=root,
-                        hashes=hashes,
-                        checkpoint=note,
-                    )
-                )
-            except KeyError:  # pragma: no cover - see the docstring
-                proofs.extend(inclusion_proofs(self.store, [lf.index], size))
-        receipts = []
-        for lf, proof in zip(batch.built, proofs, strict=True):
-            verify_inclusion(
-                leaf_hash=proof.leaf_hash, index=lf.index, size=size, proof=proof.hashes, root=root
-            )
-            receipts.append(
-                Receipt(
-                    index=lf.index,
-                    timestamp_us=lf.timestamp_us,
-                    leaf_hash=proof.leaf_hash,
-                    leaf=lf.raw,
-                    agent=lf.envelope.agent,
-                    kind=lf.envelope.kind,
-                    version=lf.envelope.version,
-                    checkpoint=note,
-                    proof=proof,
-                )
-            )
-        return receipts
 
     @property
     def _policy_key_id(self) -> str:
