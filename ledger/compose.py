@@ -1,6 +1,8 @@
 """The composition root: settings in, a ledger and its memory service out.
 
-The only place that wires the service's parts together. The log receives what it runs on
+The only place that wires the service's parts together, and the only place a log is
+constructed from settings (migrate, initialise, open: :func:`create_ledger`,
+:func:`init_ledger`, :func:`open_ledger`). The log receives what it runs on
 every append (the write gate and the memory preconditions, :class:`~ledger.log.AppendRules`)
 from here instead of importing the memory subsystem, and the memory service shares the
 log's gate. The CLI, the HTTP service, the embedded demo and the benchmarks all build their
@@ -9,14 +11,25 @@ ledgers through these functions.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Engine
 
+from engram.protocol.errors import ConfigError
 from engram.protocol.gate import WriteGate
-from engram.protocol.keyfiles import LogKey
+from engram.protocol.keyfiles import (
+    LogKey,
+    format_agent_key,
+    format_log_signer_key,
+    load_agent_key,
+    load_log_key,
+    write_private_file,
+)
+from engram.protocol.signer import AgentSigner
 from ledger.config import Settings
 from ledger.log import AppendRules, Clock, Ledger, system_clock_us
 from ledger.memory.distill import ChatCompletionsDistiller, Distiller, RuleBasedDistiller
@@ -25,6 +38,12 @@ from ledger.memory.policy import PolicyConfig
 from ledger.memory.preconditions import MemoryPreconditions
 from ledger.memory.service import MemoryService
 from ledger.memory.transport import InProcessMemory
+from ledger.storage.db import current_revision, head_revision, make_engine, migrate
+from ledger.storage.store import SqlStore, StoredCheckpoint
+from ledger.witness import load_submitter
+from verifier.event import POLICY_AGENT
+from verifier.merkle import EMPTY_ROOT
+from verifier.note import check_origin, checkpoint_text, sign_note
 
 __all__ = [
     "Services",
@@ -47,26 +66,117 @@ def memory_rules(gate: WriteGate | None = None) -> AppendRules:
     return AppendRules(gate=gate, validators=(MemoryPreconditions(gate),))
 
 
-def open_ledger(settings: Settings, *, clock: Clock = system_clock_us) -> Ledger:
-    """Open the initialised ledger ``settings`` names, with the memory rules."""
-    return Ledger.open(settings, clock=clock, rules=memory_rules())
-
-
-def init_ledger(settings: Settings, origin: str | None, *, clock: Clock = system_clock_us) -> Ledger:
-    """``engram init``: keys, database and log for ``settings``, with the memory rules."""
-    return Ledger.init_home(settings, origin, clock=clock, rules=memory_rules())
-
-
 def create_ledger(
     engine: Engine,
     log_key: LogKey,
     *,
     clock: Clock = system_clock_us,
     policy_key: Ed25519PrivateKey | None = None,
+    rules: AppendRules | None = None,
+    signed_head: Path | None = None,
     **limits: Any,
 ) -> Ledger:
-    """A new log in ``engine``'s database (tests and benchmarks), with the memory rules."""
-    return Ledger.create(engine, log_key, clock=clock, policy_key=policy_key, rules=memory_rules(), **limits)
+    """A new log in ``engine``'s database: migrate it, record the log identity, sign the
+    empty checkpoint, and register the ledger's policy agent (index 0) when a policy key is
+    given. ``rules``: the memory rules unless given (``AppendRules()``: a bare log);
+    ``signed_head``: the signer's record file (ledger.signed_head), or None for none."""
+    migrate(engine)
+    store = SqlStore(engine)
+    note = sign_note(checkpoint_text(log_key.name, 0, EMPTY_ROOT), log_key.name, log_key.private_key)
+    store.initialise(
+        origin=log_key.name,
+        log_vkey=log_key.vkey,
+        checkpoint=StoredCheckpoint(size=0, root=EMPTY_ROOT, note=note, signed_at_us=clock()),
+    )
+    ledger = Ledger(
+        store,
+        log_key,
+        clock=clock,
+        policy_key=policy_key,
+        rules=memory_rules() if rules is None else rules,
+        signed_head=signed_head,
+        **limits,
+    )
+    if policy_key is not None:
+        signer = AgentSigner(POLICY_AGENT, policy_key, origin=ledger.origin)
+        ledger.append([signer.registration(client_time_us=clock())], operator=True, system=True)
+    return ledger
+
+
+def init_ledger(
+    settings: Settings,
+    origin: str | None,
+    *,
+    clock: Clock = system_clock_us,
+    rules: AppendRules | None = None,
+) -> Ledger:
+    """``engram init``: keys (unless given), database and log for ``settings``, with the
+    memory rules unless ``rules`` are given.
+
+    With ``origin`` None, an existing key file's name is the origin, else a unique local
+    origin is made up.
+    """
+    if settings.log_key_file.exists():
+        log_key = load_log_key(settings.log_key_file)
+        if origin is not None and log_key.name != origin:
+            raise ConfigError(
+                f"{settings.home} already holds the log {log_key.name!r} (key file {settings.log_key_file}), "
+                f"not {origin!r}: to start a new log, point ENGRAM_HOME at an empty directory "
+                "(e.g. export ENGRAM_HOME=$PWD/mylog); to keep this one, run engram init without --origin"
+            )
+    else:
+        if origin is None:
+            origin = f"localhost/engram-{secrets.token_hex(4)}"
+        check_origin(origin)
+        log_key = LogKey(origin, Ed25519PrivateKey.generate())
+        write_private_file(settings.log_key_file, format_log_signer_key(log_key))
+    if settings.policy_key_file.exists():
+        _, policy_key = load_agent_key(settings.policy_key_file)
+    else:
+        policy_key = Ed25519PrivateKey.generate()
+        write_private_file(settings.policy_key_file, format_agent_key(POLICY_AGENT, policy_key))
+    ledger = create_ledger(
+        make_engine(settings.database_url),
+        log_key,
+        clock=clock,
+        policy_key=policy_key,
+        rules=rules,
+        signed_head=settings.signer_record_file,
+        max_leaf_bytes=settings.max_leaf_bytes,
+        max_body_bytes=settings.max_body_bytes,
+    )
+    if ledger.signed_head is not None:
+        ledger.signed_head.before_commit = settings.signer_record_before_commit
+    return ledger
+
+
+def open_ledger(
+    settings: Settings, *, clock: Clock = system_clock_us, rules: AppendRules | None = None
+) -> Ledger:
+    """Open the initialised ledger ``settings`` names, with the memory rules unless ``rules``
+    are given; refuses a database whose schema is not current."""
+    log_key = load_log_key(settings.log_key_file)
+    engine = make_engine(settings.database_url)
+    if current_revision(engine) != head_revision():
+        raise ConfigError("the database schema is missing or outdated; run `engram init`")
+    policy_key = None
+    if settings.policy_key_file.exists():
+        _, policy_key = load_agent_key(settings.policy_key_file)
+    ledger = Ledger(
+        SqlStore(engine),
+        log_key,
+        clock=clock,
+        max_leaf_bytes=settings.max_leaf_bytes,
+        max_body_bytes=settings.max_body_bytes,
+        policy_key=policy_key,
+        rules=memory_rules() if rules is None else rules,
+        signed_head=settings.signer_record_file,
+    )
+    if ledger.signed_head is not None:
+        ledger.signed_head.before_commit = settings.signer_record_before_commit
+    if settings.witness_policy is not None:
+        ledger.witnesses = load_submitter(settings.witness_policy, timeout_s=settings.witness_timeout_s)
+    return ledger
 
 
 def policy_config(settings: Settings) -> PolicyConfig:

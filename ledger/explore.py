@@ -1,31 +1,34 @@
-"""Bounded reads for the web explorer (api/ui): pages of entries, agents, a log's growth and
-an agent's record series.
+"""What the web UI asks of the service (api/ui): bounded pages of the log and frozen views.
 
-Every function here reads a bounded amount whatever the log's size: pages are keyset pages
-(``before`` an index, ``after`` an agent id) of at most :data:`MAX_PAGE` rows, each through
-an index the schema already has (the leaves' primary key, the unique (agent, kind, version)
-index, the agent index of ``agent_keys``); a filter no index serves (a kind across all
-agents) scans at most :data:`SCAN_WINDOW` leaves per page and says where it stopped, so the
-next page goes on from there. Nothing here writes.
+Every page is a frozen value built here from the log's read side (:class:`LogReader`; the
+SQL is the store's, ledger.storage.browse), so the pages never reach the store. Every read
+is bounded whatever the log's size: pages are keyset pages (``before`` an index, ``after`` an
+agent id) of at most :data:`MAX_PAGE` rows, each through an index the schema already has; a
+filter no index serves (a kind across all agents) scans at most :data:`SCAN_WINDOW` leaves
+per page and says where it stopped, so the next page goes on from there. Only entries inside
+the latest checkpoint are shown: each then has an inclusion proof.
 
-Only entries inside the latest checkpoint are shown: each then has an inclusion proof.
+The owner's sessions record their sign-outs and spent tickets through
+:func:`claim_ticket`, :func:`sign_out` and :func:`signed_out` (the only writes here, to the
+service's own tables, never to the log).
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, select
-
 from engram.protocol.errors import MalformedError
-from ledger.storage.schema import agent_keys, bodies, leaves, stream_heads
-from ledger.storage.store import SqlStore
+from ledger.log import Ledger
+from ledger.oracle import agent_statement
+from ledger.reader import LogReader
+from ledger.storage.browse import AgentRow, EntryRow
+from ledger.storage.store import StoredCheckpoint, StreamHead
 from verifier.bundle import mean_quality
 from verifier.jcs import parse_strict
+from verifier.keys import KeyRecord
 
 __all__ = [
     "MAX_PAGE",
@@ -33,13 +36,22 @@ __all__ = [
     "SERIES_LIMIT",
     "AgentRow",
     "AgentSeries",
+    "AgentView",
     "EntryPage",
     "EntryRow",
+    "EntryView",
+    "HomeView",
     "agent_series",
+    "agent_view",
     "agents_page",
+    "claim_ticket",
     "entries_page",
     "entry_row",
+    "entry_view",
     "growth",
+    "home_view",
+    "sign_out",
+    "signed_out",
 ]
 
 MAX_PAGE = 100
@@ -47,18 +59,6 @@ MAX_PAGE = 100
 SCAN_WINDOW = 20_000
 #: Records per kind an agent page plots (the latest ones; the page says when it cut).
 SERIES_LIMIT = 5_000
-_AGENT_MAX = "\U0010ffff"
-
-
-@dataclass(frozen=True, slots=True)
-class EntryRow:
-    index: int
-    agent: str
-    kind: str
-    version: int
-    key_id: str
-    timestamp_us: int
-    leaf_hash: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,31 +72,13 @@ class EntryPage:
     size: int
 
 
-def _row(r: Any) -> EntryRow:
-    return EntryRow(
-        index=int(r.idx),
-        agent=r.agent,
-        kind=r.kind,
-        version=int(r.version),
-        key_id=r.key_id,
-        timestamp_us=int(r.timestamp_us),
-        leaf_hash=bytes(r.leaf_hash),
-    )
-
-
-_COLS = (
-    leaves.c.idx,
-    leaves.c.agent,
-    leaves.c.kind,
-    leaves.c.version,
-    leaves.c.key_id,
-    leaves.c.timestamp_us,
-    leaves.c.leaf_hash,
-)
+def _bounded(limit: int, what: str) -> None:
+    if not 1 <= limit <= MAX_PAGE:
+        raise MalformedError(f"a page holds 1-{MAX_PAGE} {what}", check="request.limit")
 
 
 def entries_page(
-    store: SqlStore,
+    reader: LogReader,
     size: int,
     *,
     agent: str | None = None,
@@ -106,40 +88,18 @@ def entries_page(
 ) -> EntryPage:
     """Entries of the tree of ``size`` with index < ``before`` (default: all), newest first,
     optionally of one agent and / or one kind: at most ``limit`` (1-:data:`MAX_PAGE`)."""
-    if not 1 <= limit <= MAX_PAGE:
-        raise MalformedError(f"a page holds 1-{MAX_PAGE} entries", check="request.limit")
+    _bounded(limit, "entries")
     top = size if before is None else max(0, min(before, size))
-    rows: list[EntryRow]
     scanned_to = None
-    with store.read() as conn:
-        if agent is not None:
-            kinds = [kind] if kind is not None else _agent_kinds(conn, agent)
-            # One walk of the (agent, kind, version) index per stream, newest first (a
-            # stream's versions follow its indices), merged: never more than limit rows each.
-            per_stream = []
-            for k in kinds:
-                q = (
-                    select(*_COLS)
-                    .where(and_(leaves.c.agent == agent, leaves.c.kind == k, leaves.c.idx < top))
-                    .order_by(leaves.c.version.desc())
-                    .limit(limit)
-                )
-                per_stream.append([_row(r) for r in conn.execute(q)])
-            rows = list(heapq.merge(*per_stream, key=lambda e: -e.index))[:limit]
-        elif kind is None:
-            q = select(*_COLS).where(leaves.c.idx < top).order_by(leaves.c.idx.desc()).limit(limit)
-            rows = [_row(r) for r in conn.execute(q)]
-        else:
-            floor = max(0, top - SCAN_WINDOW)
-            q = (
-                select(*_COLS)
-                .where(and_(leaves.c.idx < top, leaves.c.idx >= floor, leaves.c.kind == kind))
-                .order_by(leaves.c.idx.desc())
-                .limit(limit)
-            )
-            rows = [_row(r) for r in conn.execute(q)]
-            if len(rows) < limit and floor > 0:
-                scanned_to = floor
+    if agent is not None:
+        rows = reader.store.entries_of_agent(agent, kind, top, limit)
+    elif kind is None:
+        rows = reader.store.entries_below(top, limit)
+    else:
+        floor = max(0, top - SCAN_WINDOW)
+        rows = reader.store.entries_below(top, limit, kind=kind, floor=floor)
+        if len(rows) < limit and floor > 0:
+            scanned_to = floor
     if len(rows) == limit:
         next_before: int | None = rows[-1].index
     elif scanned_to is not None:
@@ -151,60 +111,74 @@ def entries_page(
     return EntryPage(rows=rows, next_before=next_before, scanned_to=scanned_to, size=size)
 
 
-def _agent_kinds(conn: Any, agent: str) -> list[str]:
-    """The kinds of the agent's streams (its stream heads: one row per stream)."""
-    return [r[0] for r in conn.execute(select(stream_heads.c.kind).where(stream_heads.c.agent == agent))]
-
-
-def entry_row(store: SqlStore, index: int) -> EntryRow | None:
-    with store.read() as conn:
-        r = conn.execute(select(*_COLS).where(leaves.c.idx == index)).one_or_none()
-    return None if r is None else _row(r)
-
-
-@dataclass(frozen=True, slots=True)
-class AgentRow:
-    agent: str
-    keys: int
-    #: Index of the agent's first key entry (its registration).
-    registered_at: int
+def entry_row(reader: LogReader, index: int) -> EntryRow | None:
+    return reader.store.entry_row(index)
 
 
 def agents_page(
-    store: SqlStore, *, prefix: str = "", after: str | None = None, limit: int = 50
+    reader: LogReader, *, prefix: str = "", after: str | None = None, limit: int = 50
 ) -> tuple[list[AgentRow], str | None]:
     """Agents whose id starts with ``prefix``, in id order, after ``after``: a page and the
     ``after`` of the next one (None at the end). One range walk of the agent index."""
-    if not 1 <= limit <= MAX_PAGE:
-        raise MalformedError(f"a page holds 1-{MAX_PAGE} agents", check="request.limit")
-    cond = [agent_keys.c.agent >= prefix, agent_keys.c.agent < prefix + _AGENT_MAX]
-    if after is not None:
-        cond.append(agent_keys.c.agent > after)
-    q = (
-        select(agent_keys.c.agent, func.count(), func.min(agent_keys.c.added_at))
-        .where(and_(*cond))
-        .group_by(agent_keys.c.agent)
-        .order_by(agent_keys.c.agent)
-        .limit(limit + 1)
-    )
-    with store.read() as conn:
-        found = [AgentRow(agent=r[0], keys=int(r[1]), registered_at=int(r[2])) for r in conn.execute(q)]
+    _bounded(limit, "agents")
+    found = reader.store.agent_rows(prefix, after, limit + 1)
     page = found[:limit]
     return page, (page[-1].agent if len(found) > limit else None)
 
 
-def growth(store: SqlStore, size: int, points: int = 48) -> list[tuple[int, int]]:
+def growth(reader: LogReader, size: int, points: int = 48) -> list[tuple[int, int]]:
     """The log's size over time: ``(timestamp_us, size)`` at up to ``points`` evenly spaced
     indices (the entry at index i made the log i + 1 long). ``points`` primary-key lookups."""
     if size <= 0:
         return []
     n = max(2, min(points, size))
     wanted = sorted({round(k * (size - 1) / (n - 1)) for k in range(n)})
-    with store.read() as conn:
-        rows = conn.execute(
-            select(leaves.c.idx, leaves.c.timestamp_us).where(leaves.c.idx.in_(wanted)).order_by(leaves.c.idx)
-        ).all()
-    return [(int(r.timestamp_us), int(r.idx) + 1) for r in rows]
+    return [(ts, idx + 1) for idx, ts in reader.store.timestamps_at(wanted)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HomeView:
+    """The explorer's front page: the latest checkpoint with its cosignatures, the log's
+    growth and its latest entries."""
+
+    cp: StoredCheckpoint
+    cosignatures: list[str]
+    points: list[tuple[int, int]]
+    latest: list[EntryRow]
+
+
+def home_view(reader: LogReader, latest: int = 10) -> HomeView:
+    cp, lines = reader.store.latest_cosigned()
+    return HomeView(
+        cp=cp,
+        cosignatures=lines,
+        points=growth(reader, cp.size),
+        latest=entries_page(reader, cp.size, limit=latest).rows,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntryView:
+    """One entry's page: its row and leaf; its body only for its owner (``erased``: it has none)."""
+
+    row: EntryRow
+    leaf: bytes
+    body: str | None
+    erased: bool
+    size: int
+
+
+def entry_view(reader: LogReader, index: int, *, owner: str | None) -> EntryView | None:
+    """Entry ``index`` of the latest checkpoint (None: not in it), with its body when
+    ``owner`` is the entry's agent."""
+    size = reader.size()
+    row = reader.store.entry_row(index) if index < size else None
+    leaf = None if row is None else reader.leaf(index)
+    if row is None or leaf is None:
+        return None
+    sb = reader.body(index)
+    body = sb[1].decode("utf-8") if sb is not None and owner == row.agent else None
+    return EntryView(row=row, leaf=leaf, body=body, erased=sb is None, size=size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,29 +199,6 @@ class AgentSeries:
     plotted: int = SERIES_LIMIT
 
 
-def _stream_tail(
-    store: SqlStore, agent: str, kind: str, size: int
-) -> tuple[list[tuple[int, bytes | None]], int]:
-    """The latest :data:`SERIES_LIMIT` entries of a stream below ``size``: (timestamp, body or
-    None where erased), oldest first, and how many older ones were left out."""
-    with store.read() as conn:
-        total = conn.execute(
-            select(func.count()).where(
-                and_(leaves.c.agent == agent, leaves.c.kind == kind, leaves.c.idx < size)
-            )
-        ).scalar_one()
-        q = (
-            select(leaves.c.timestamp_us, bodies.c.body)
-            .select_from(leaves.outerjoin(bodies, bodies.c.idx == leaves.c.idx))
-            .where(and_(leaves.c.agent == agent, leaves.c.kind == kind, leaves.c.idx < size))
-            .order_by(leaves.c.version.desc())
-            .limit(SERIES_LIMIT)
-        )
-        rows = [(int(r[0]), None if r[1] is None else bytes(r[1])) for r in conn.execute(q)]
-    rows.reverse()
-    return rows, int(total) - len(rows)
-
-
 def _month(ts_us: int) -> str:
     return datetime.fromtimestamp(ts_us / 1e6, UTC).strftime("%Y-%m")
 
@@ -257,7 +208,7 @@ def _week(ts_us: int) -> str:
     return (d - timedelta(days=d.weekday())).isoformat()
 
 
-def agent_series(store: SqlStore, agent: str, size: int) -> AgentSeries:
+def agent_series(reader: LogReader, agent: str, size: int) -> AgentSeries:
     """Quality by month (pact.outcome quality, eval.outcome score) and outcomes by week, by
     server time, from the agent's latest records in the tree of ``size``."""
     months: dict[str, list[list[int]]] = {}
@@ -268,7 +219,7 @@ def agent_series(store: SqlStore, agent: str, size: int) -> AgentSeries:
         ("pact.outcome", "quality", "fulfilled", 0),
         ("eval.outcome", "score", "pass", 1),
     ):
-        rows, left = _stream_tail(store, agent, kind, size)
+        rows, left = reader.store.stream_tail(agent, kind, size, SERIES_LIMIT)
         cut += left
         for ts, raw in rows:
             if raw is None:
@@ -294,3 +245,54 @@ def agent_series(store: SqlStore, agent: str, size: int) -> AgentSeries:
         erased=erased,
         mean_quality=mean_quality(qualities) if qualities else None,
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentView:
+    """An agent's public page: its key history, the oracle's signed statement, its streams
+    and its record series."""
+
+    keys: list[KeyRecord]
+    active: str | None
+    oracle: dict[str, Any]
+    oracle_note: str
+    series: AgentSeries
+    heads: list[StreamHead]
+    size: int
+
+
+def agent_view(ledger: Ledger, agent: str) -> AgentView | None:
+    """The agent's page at the latest checkpoint, or None when the log has no such agent."""
+    keys = ledger.agent_keys(agent)
+    if not keys:
+        return None
+    answer = agent_statement(ledger, agent)
+    return AgentView(
+        keys=keys,
+        active=ledger.active_key_id(agent),
+        oracle=answer.payload,
+        oracle_note=answer.note.decode("utf-8"),
+        series=agent_series(ledger, agent, answer.size),
+        heads=ledger.stream_heads(agent),
+        size=answer.size,
+    )
+
+
+# -- the owner's sessions -------------------------------------------------------------------
+
+
+def claim_ticket(
+    reader: LogReader, agent: str, nonce: str, *, now_s: int, expires_s: int, grace_s: int
+) -> bool:
+    """Spend a UI ticket's nonce for ``agent`` (False: it was spent already)."""
+    return reader.store.claim_nonce(f"ui:{agent}", nonce, now_s=now_s, expires_s=expires_s, grace_s=grace_s)
+
+
+def sign_out(reader: LogReader, session: str, agent: str, *, now_s: int, expires_s: int) -> None:
+    """Record that ``agent``'s UI session ``session`` was signed out (until ``expires_s``)."""
+    reader.store.revoke_ui_session(session, agent, now_s=now_s, expires_s=expires_s)
+
+
+def signed_out(reader: LogReader, session: str) -> bool:
+    """Whether the UI session ``session`` was signed out."""
+    return reader.store.ui_session_revoked(session)

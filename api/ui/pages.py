@@ -17,6 +17,7 @@ landed in the service's access log); the question is neither logged nor stored.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,7 +38,7 @@ from engram.protocol.errors import EngramError
 from engram.protocol.longtext import recall_query
 from engram.protocol.schemas import MAX_TURN_CHARS, parse_ref
 from ledger import explore
-from ledger.oracle import agent_statement
+from ledger.memory.state import Item
 
 __all__ = ["router", "sessions_of"]
 
@@ -120,6 +121,11 @@ def _page(
     )
 
 
+def _fields(view: Any) -> dict[str, Any]:
+    """A frozen view's fields by name, for a template (shallow: rows stay typed values)."""
+    return {f.name: getattr(view, f.name) for f in dataclasses.fields(view)}
+
+
 def _error(request: Request, status: int, title: str, message: str) -> HTMLResponse:
     return _page(request, "error.html", status, title=title, message=message)
 
@@ -178,23 +184,16 @@ async def _form(request: Request) -> dict[str, str] | None:
 async def home(request: Request) -> HTMLResponse:
     svc = services(request)
 
-    def load() -> dict[str, Any]:
-        cp, lines = svc.ledger.store.latest_cosigned()
-        points = explore.growth(svc.ledger.store, cp.size)
-        latest = explore.entries_page(svc.ledger.store, cp.size, limit=10)
-        return {"cp": cp, "cosignatures": lines, "points": points, "latest": latest.rows}
-
-    data = await run_in_threadpool(load)
-    points = data["points"]
-    chart = plots.time_chart("Log size over time", [(t, float(s)) for t, s in points], "entries")
+    view = await run_in_threadpool(explore.home_view, svc.ledger)
+    chart = plots.time_chart("Log size over time", [(t, float(s)) for t, s in view.points], "entries")
     return _page(
         request,
         "home.html",
         origin=svc.ledger.origin,
         vkey=svc.ledger.vkey,
-        note=data["cp"].note.decode("utf-8"),
+        note=view.cp.note.decode("utf-8"),
         chart=chart,
-        **data,
+        **_fields(view),
     )
 
 
@@ -209,9 +208,7 @@ async def entries(
     svc = services(request)
     size = svc.ledger.size()
     page = await run_in_threadpool(
-        lambda: explore.entries_page(
-            svc.ledger.store, size, agent=agent, kind=kind, before=before, limit=limit
-        )
+        lambda: explore.entries_page(svc.ledger, size, agent=agent, kind=kind, before=before, limit=limit)
     )
     return _page(request, "entries.html", page=page, agent=agent, kind=kind, before=before, limit=limit)
 
@@ -227,33 +224,22 @@ async def entry(request: Request, index: Annotated[int, PathParam(ge=0, le=2**53
     svc = services(request)
     owner = _owner(request)
 
-    def load() -> dict[str, Any] | None:
-        size = svc.ledger.size()
-        row = explore.entry_row(svc.ledger.store, index) if index < size else None
-        if row is None:
-            return None
-        leaf = svc.ledger.leaf(index)
-        assert leaf is not None
-        sb = svc.ledger.body(index)
-        erased = sb is None
-        owned = owner is not None and owner.agent == row.agent
-        body = sb[1].decode("utf-8") if sb is not None and owned else None
-        return {"row": row, "leaf": leaf, "body": body, "erased": erased, "size": size}
-
-    data = await run_in_threadpool(load)
-    if data is None:
+    view = await run_in_threadpool(
+        lambda: explore.entry_view(svc.ledger, index, owner=None if owner is None else owner.agent)
+    )
+    if view is None:
         return _error(request, 404, "No such entry", f"entry {index} is not in the latest checkpoint")
-    parsed = json.loads(data["leaf"])
+    parsed = json.loads(view.leaf)
     return _page(
         request,
         "entry.html",
         owner=owner,
-        leaf_b64=base64.b64encode(data["leaf"]).decode("ascii"),
+        leaf_b64=base64.b64encode(view.leaf).decode("ascii"),
         leaf_pretty=json.dumps(parsed, indent=2, ensure_ascii=False, sort_keys=True),
         sig=parsed.get("sig", ""),
         event=parsed.get("event", {}),
         origin=svc.ledger.origin,
-        **data,
+        **_fields(view),
     )
 
 
@@ -265,7 +251,7 @@ async def agents(
 ) -> HTMLResponse:
     svc = services(request)
     q = q.lower()
-    rows, nxt = await run_in_threadpool(lambda: explore.agents_page(svc.ledger.store, prefix=q, after=after))
+    rows, nxt = await run_in_threadpool(lambda: explore.agents_page(svc.ledger, prefix=q, after=after))
     if len(rows) == 1 and q and rows[0].agent == q and after is None:
         return RedirectResponse(f"/ui/agents/{q}", status_code=303)  # type: ignore[return-value]
     return _page(request, "agents.html", rows=rows, next_after=nxt, q=q)
@@ -275,26 +261,10 @@ async def agents(
 async def agent_page(request: Request, agent: Annotated[str, PathParam(pattern=AGENT)]) -> HTMLResponse:
     svc = services(request)
 
-    def load() -> dict[str, Any] | None:
-        keys = svc.ledger.agent_keys(agent)
-        if not keys:
-            return None
-        answer = agent_statement(svc.ledger, agent)
-        series = explore.agent_series(svc.ledger.store, agent, answer.size)
-        return {
-            "keys": keys,
-            "active": svc.ledger.active_key_id(agent),
-            "oracle": answer.payload,
-            "oracle_note": answer.note.decode("utf-8"),
-            "series": series,
-            "heads": svc.ledger.stream_heads(agent),
-            "size": answer.size,
-        }
-
-    data = await run_in_threadpool(load)
-    if data is None:
+    view = await run_in_threadpool(explore.agent_view, svc.ledger, agent)
+    if view is None:
         return _error(request, 404, "No such agent", f"no agent {agent} in this log")
-    s: explore.AgentSeries = data["series"]
+    s = view.series
     months = [m for m, *_ in s.quality_by_month]
     quality = (
         plots.line_chart(
@@ -331,7 +301,7 @@ async def agent_page(request: Request, agent: Annotated[str, PathParam(pattern=A
         quality_chart=quality,
         outcomes_chart=outcomes,
         vkey=svc.ledger.vkey,
-        **data,
+        **_fields(view),
     )
 
 
@@ -432,6 +402,18 @@ async def memory_recall(request: Request, agent: Annotated[str, PathParam(patter
     return await _memory_view(request, agent, cast(Tier, tier), None, q)
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class _MemoryView:
+    """The owner's memory page: a page of items of one tier, the counts per tier, and the
+    playground's rendered recall (None: no question)."""
+
+    items: list[Item]
+    more: bool
+    counts: dict[str, int]
+    recall: str | None
+    size: int
+
+
 async def _memory_view(request: Request, agent: str, tier: Tier, after: str | None, q: str) -> HTMLResponse:
     owner = _owner(request)
     if owner is None:
@@ -447,7 +429,7 @@ async def _memory_view(request: Request, agent: str, tier: Tier, after: str | No
         )
     svc = services(request)
 
-    def load() -> dict[str, Any]:
+    def load() -> _MemoryView:
         size = svc.memory.sync_through(None)
         if tier == "archived":
             query: dict[str, Any] = {"tiers": None, "status": "archived"}
@@ -466,21 +448,17 @@ async def _memory_view(request: Request, agent: str, tier: Tier, after: str | No
         if q.strip():  # a long question is recalled by its most informative sentences
             result = svc.memory.recall(agent, recall_query(q), record_access=False)
             recall = result.render()
-        return {
-            "items": items[:_PAGE],
-            "more": len(items) > _PAGE,
-            "counts": counts,
-            "recall": recall,
-            "size": size,
-        }
+        return _MemoryView(
+            items=items[:_PAGE], more=len(items) > _PAGE, counts=counts, recall=recall, size=size
+        )
 
     try:
-        data = await run_in_threadpool(load)
+        view = await run_in_threadpool(load)
     except EngramError as e:
         return _error(
             request, 400, "Recall refused the query", f"{e} [{getattr(e, 'check', type(e).__name__)}]"
         )
-    items = data["items"]
+    items = view.items
     return _page(
         request,
         "memory.html",
@@ -489,6 +467,6 @@ async def _memory_view(request: Request, agent: str, tier: Tier, after: str | No
         tier=tier,
         tiers=_TIERS,
         q=q,
-        next_after=items[-1].ref if data["more"] and items else None,
-        **data,
+        next_after=items[-1].ref if view.more and items else None,
+        **_fields(view),
     )

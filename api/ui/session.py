@@ -31,6 +31,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from engram.protocol.errors import AuthError, ReplayError
 from engram.protocol.uiticket import MAX_TICKET_S, b64url, parse_ticket, unb64url
+from ledger import explore
 from ledger.log import Ledger
 
 __all__ = ["COOKIE", "SESSION_S", "OwnerSession", "OwnerSessions"]
@@ -86,8 +87,8 @@ class OwnerSessions:
             Ed25519PublicKey.from_public_bytes(found[1]).verify(t.signature, t.text)
         except InvalidSignature:
             raise AuthError("the ticket's signature does not verify", check="ui.signature") from None
-        if not self.ledger.store.claim_nonce(
-            f"ui:{t.agent}", t.nonce, now_s=now, expires_s=t.expires_s + 1, grace_s=MAX_TICKET_S
+        if not explore.claim_ticket(
+            self.ledger, t.agent, t.nonce, now_s=now, expires_s=t.expires_s + 1, grace_s=MAX_TICKET_S
         ):
             raise ReplayError("this ticket was already used: run `engram ui` again", check="ui.replay")
         session = OwnerSession(
@@ -117,7 +118,7 @@ class OwnerSessions:
         active = self.ledger.active_key_id(agent)
         if active is None or not hmac.compare_digest(active, key_id):
             return None
-        if self.ledger.store.ui_session_revoked(sid):
+        if explore.signed_out(self.ledger, sid):
             return None
         return OwnerSession(agent=agent, key_id=key_id, expires_s=expires, session=sid)
 
@@ -129,7 +130,7 @@ class OwnerSessions:
         session = self.check(cookie)
         if session is None:
             return None
-        self.ledger.store.revoke_ui_session(
-            session.session, session.agent, now_s=int(self.clock()), expires_s=session.expires_s
+        explore.sign_out(
+            self.ledger, session.session, session.agent, now_s=int(self.clock()), expires_s=session.expires_s
         )
         return session

@@ -22,9 +22,12 @@ def test_issue28_a_preverified_signature_is_not_verified_again_and_binds_its_byt
         "commitment", {"promise": "p"}, version=0, prev=None, client_time_us=alice.clock()
     )
     ledger.verified(sub.signature, sub.envelope, alice.signer.public_key)
-    with mock.patch("ledger.log.verify_event_signature") as verify:
+    with (
+        mock.patch("ledger.edge.verify_event_signature") as at_edge,
+        mock.patch("ledger.append.verify_event_signature") as under_lock,
+    ):
         [receipt] = ledger.append([ledger.prepare(sub)])
-    assert verify.call_count == 0  # neither at the edge nor under the lock
+    assert at_edge.call_count == 0 and under_lock.call_count == 0  # neither at the edge nor under the lock
     assert ledger.leaf(receipt.index) is not None
     # A memo for other bytes, or under another key, is no memo: a forged signature fails.
     forged = Submission(

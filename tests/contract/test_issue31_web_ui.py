@@ -55,7 +55,7 @@ def _walk(ledger: Ledger, **flt: str | None) -> list[int]:
     seen: list[int] = []
     before = None
     for _ in range(1000):
-        page = explore.entries_page(ledger.store, ledger.size(), before=before, limit=7, **flt)  # type: ignore[arg-type]
+        page = explore.entries_page(ledger, ledger.size(), before=before, limit=7, **flt)  # type: ignore[arg-type]
         seen += [r.index for r in page.rows]
         for r in page.rows:
             assert (flt.get("agent") in (None, r.agent)) and (flt.get("kind") in (None, r.kind))
@@ -95,7 +95,7 @@ def test_issue31_a_kind_across_agents_reads_a_bounded_window(
     ledger: Ledger, busy: dict[str, Agent], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(explore, "SCAN_WINDOW", 5)
-    page = explore.entries_page(ledger.store, ledger.size(), kind="key.registered", limit=50)
+    page = explore.entries_page(ledger, ledger.size(), kind="key.registered", limit=50)
     # the window holds none of the registrations (they are the log's first entries): the
     # page says where it stopped and the next page goes on from there
     assert page.rows == [] and page.scanned_to == ledger.size() - 5 and page.next_before == ledger.size() - 5
@@ -103,15 +103,15 @@ def test_issue31_a_kind_across_agents_reads_a_bounded_window(
 
 
 def test_issue31_agents_growth_and_series(ledger: Ledger, busy: dict[str, Agent]) -> None:
-    rows, nxt = explore.agents_page(ledger.store, limit=2)
+    rows, nxt = explore.agents_page(ledger, limit=2)
     assert [r.agent for r in rows] == ["ann", "bob"] and nxt == "bob"
-    rows, nxt = explore.agents_page(ledger.store, after="bob", limit=2)
+    rows, nxt = explore.agents_page(ledger, after="bob", limit=2)
     assert [r.agent for r in rows] == ["cy", "engram.policy"] and nxt is None  # the policy agent too
-    assert [r.agent for r in explore.agents_page(ledger.store, prefix="b")[0]] == ["bob"]
-    points = explore.growth(ledger.store, ledger.size(), points=5)
+    assert [r.agent for r in explore.agents_page(ledger, prefix="b")[0]] == ["bob"]
+    points = explore.growth(ledger, ledger.size(), points=5)
     assert points[-1][1] == ledger.size() and points[0][1] == 1
     assert [s for _, s in points] == sorted(s for _, s in points)
-    s = explore.agent_series(ledger.store, "ann", ledger.size())
+    s = explore.agent_series(ledger, "ann", ledger.size())
     pacts = [60 + i for i in range(0, 12, 3)]
     assert sum(n for *_, n in s.quality_by_month) == len(pacts) + 2  # 4 pacts, 2 evals (i = 3, 9)
     assert s.mean_quality == f"{sum(pacts) / len(pacts):.2f}"
@@ -119,7 +119,7 @@ def test_issue31_agents_growth_and_series(ledger: Ledger, busy: dict[str, Agent]
     # ann has i = 0, 3, 6, 9: violated at 0 (i % 4 == 0), fulfilled at 3, 6, 9; evals at 3 and 9
     assert [sum(w[k] for w in weeks) for k in (1, 2, 3, 4)] == [3, 1, 2, 0]
     with pytest.raises(Exception, match="1-100"):
-        explore.entries_page(ledger.store, ledger.size(), limit=101)
+        explore.entries_page(ledger, ledger.size(), limit=101)
 
 
 def _client(ledger: Ledger) -> TestClient:

@@ -391,7 +391,7 @@ def test_hole6_a_malformed_share_revoked_body_is_a_named_token_check(
     )
     # A log-key holder accepts a share.revoked whose body has no token_id, and builds the
     # bundle without the builder's own token check.
-    monkeypatch.setattr("ledger.log.validate_body", lambda kind, body: None)
+    monkeypatch.setattr("ledger.edge.validate_body", lambda kind, body: None)
     alice.append("share.revoked", {"note": "no token id"})
     monkeypatch.setattr("ledger.bundle._check_token_first", lambda *a, **k: None)
     doc = unchecked_bundle(ledger, pact_claim(ledger, "alice"), token=token, audience="buyer-1")

@@ -162,7 +162,18 @@ def test_harness_layer_imports_the_client_never_the_service() -> None:
 def test_the_log_never_calls_up_into_memory() -> None:
     """The append path, storage, tiles and witnessing run what the composition root hands
     them (gate, validators); they import nothing of ledger.memory."""
-    for name in ("log", "storage/store", "storage/db", "storage/schema", "tiles", "witness", "inprocess"):
+    for name in (
+        "log",
+        "edge",
+        "append",
+        "reader",
+        "storage/store",
+        "storage/db",
+        "storage/schema",
+        "tiles",
+        "witness",
+        "inprocess",
+    ):
         path = ROOT / "ledger" / f"{name}.py"
         up = sorted(m for m in _imports(path) if m.startswith("ledger.memory") or m.split(".")[0] == "api")
         assert not up, f"ledger/{name}.py imports {up}"
@@ -317,16 +328,57 @@ def test_issue27_f1_hermes_is_handed_the_entry_points_opener() -> None:
     assert embedded_opener() is open_embedded
 
 
-def test_issue27_f5_routes_ask_the_services_not_their_store() -> None:
-    """Regression (issue 27, finding 5): routes reached into ``svc.ledger.store`` (15 sites)
-    and ``svc.memory.projection``; they ask the ledger and the memory service instead."""
-    reaching = []
-    for path in [*_sources("api/routes"), ROOT / "api" / "fastpath.py"]:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Attribute)
-                and (node.value.attr, node.attr) in {("ledger", "store"), ("memory", "projection")}
-            ):
-                reaching.append(f"{path.name}:{node.lineno}")
+def _reaches_in(source: str, pairs: set[tuple[str, str]], *, any_store: bool = False) -> list[int]:
+    """Lines of ``x.ledger.store``-like attribute chains (``pairs``: (owner, attribute)) in
+    ``source``; with ``any_store``, of every ``.store`` attribute at all."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Attribute):
+            continue
+        pair = (node.value.attr, node.attr) if isinstance(node.value, ast.Attribute) else None
+        if pair in pairs or (any_store and node.attr == "store"):
+            found.append(node.lineno)
+    return found
+
+
+def _store_reaches(paths: list[Path], pairs: set[tuple[str, str]], *, any_store: bool = False) -> list[str]:
+    return [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in paths
+        for line in _reaches_in(path.read_text(encoding="utf-8"), pairs, any_store=any_store)
+    ]
+
+
+def test_routes_and_pages_ask_the_services_not_their_store() -> None:
+    """The routes and the web UI's pages ask the ledger and the memory service (typed rows
+    through query functions), never ``svc.ledger.store`` nor ``svc.memory.projection``
+    (issue 27, finding 5: 15 route sites; issue 41: 7 more in the web UI)."""
+    paths = [*_sources("api/routes"), ROOT / "api" / "fastpath.py", *_sources("api/ui")]
+    reaching = _store_reaches(paths, {("ledger", "store"), ("memory", "projection")})
     assert not reaching, reaching
+
+
+def test_the_web_ui_reaches_no_store_and_no_storage_module() -> None:
+    """The web UI (api/ui) reads through ledger.explore's query functions and the services:
+    no ``.store`` attribute in any spelling, no import of the storage adapter or SQLAlchemy."""
+    paths = _sources("api/ui")
+    assert not _store_reaches(paths, set(), any_store=True)
+    for path in paths:
+        low = sorted(m for m in _imports(path) if _under(m, "ledger.storage") or _under(m, "sqlalchemy"))
+        assert not low, f"{path.relative_to(ROOT)} imports {low}"
+
+
+def test_the_explorer_is_no_second_sql_room() -> None:
+    """ledger.explore builds the UI's pages from the log's read side; its SQL lives in the
+    store (ledger.storage.browse), beside every other query: it imports no SQLAlchemy and no
+    table of the schema."""
+    names = _imports(ROOT / "ledger" / "explore.py")
+    low = sorted(m for m in names if _under(m, "sqlalchemy") or _under(m, "ledger.storage.schema"))
+    assert not low, low
+
+
+def test_the_guard_sees_a_store_reach() -> None:
+    """The attribute guard can fail: it catches a page reaching the store, in either spelling."""
+    assert _reaches_in("x = 1\nrow = svc.ledger.store.leaf(1)", {("ledger", "store")}) == [2]
+    assert _reaches_in("ok = self.ledger.store", set(), any_store=True) == [1]
+    assert _reaches_in("row = svc.ledger.leaf(1)", {("ledger", "store")}, any_store=True) == []
