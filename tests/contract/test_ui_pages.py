@@ -1,5 +1,5 @@
 """Issue 31, Deliver 1: the web UI's pages and queries, on both backends (the browser itself
-is driven in tests/e2e/test_issue31_web_ui_browser.py).
+is driven in tests/e2e/test_ui_browser.py).
 
 * The explorer's bounded queries (ledger.explore) page through exactly what a brute-force
   listing of the log holds, newest first, by agent, by kind and by both.

@@ -6,7 +6,7 @@ invisible characters). Ordinary prose, chat and code stay untouched: the false-p
 on a fixed corpus committed with the tests is held under a threshold.
 
 The forms live in tests/fixtures/secrets/corpus.json (fake values, one per form);
-tests/unit/test_issue25_redaction.py runs every one of them through the detector."""
+tests/unit/test_redaction_corpus.py runs every one of them through the detector."""
 
 from __future__ import annotations
 
