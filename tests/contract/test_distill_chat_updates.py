@@ -40,7 +40,7 @@ def _entry(content: str, **extra: object) -> dict[str, object]:
     }
 
 
-def test_issue29_the_chat_distiller_updates_a_known_fact(
+def test_the_chat_distiller_updates_a_known_fact(
     ledger: Ledger, make_agent: Callable[..., Agent], chat: FakeChat
 ) -> None:
     memory = MemoryService(ledger, distiller=ChatCompletionsDistiller(url=chat.url, model="m"))
@@ -77,7 +77,7 @@ def test_issue29_the_chat_distiller_updates_a_known_fact(
     "extra",
     [{"updates": "999.0"}, {"valid_from": "March 2024"}, {"valid_from": "2024-02-30"}, {"unknown": 1}],
 )
-def test_issue29_the_chat_distiller_refuses_updates_it_was_not_shown(
+def test_the_chat_distiller_refuses_updates_it_was_not_shown(
     chat: FakeChat, extra: dict[str, object]
 ) -> None:
     chat.content({"entries": [_entry("Caroline flies planes.", **extra)]})

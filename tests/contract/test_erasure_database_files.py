@@ -63,7 +63,7 @@ def _raw(ledger: Ledger, backend: str, tmp_path: Path) -> bytes:
     return _postgres_bytes(ledger)
 
 
-def test_issue25_f3_no_erased_byte_in_the_database_files(
+def test_no_erased_byte_in_the_database_files(
     backend: str, ledger: Ledger, make_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     if backend == "postgres" and os.geteuid() != 0:

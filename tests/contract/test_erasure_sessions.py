@@ -36,9 +36,7 @@ def _bodies_holding(ledger: Ledger, word: str) -> list[int]:
         ]
 
 
-def test_issue25_f3_session_title_and_summary_are_erasable(
-    ledger: Ledger, make_agent: Callable[..., Agent]
-) -> None:
+def test_session_title_and_summary_are_erasable(ledger: Ledger, make_agent: Callable[..., Agent]) -> None:
     memory = MemoryService(ledger, access_log="off")
     agent = make_agent("ada")
     agent.transport = InProcessMemory(memory)
@@ -75,7 +73,7 @@ def test_issue25_f3_session_title_and_summary_are_erasable(
     assert e.value.check == "memory.missing_item"
 
 
-def test_issue25_f3_a_session_erasure_must_name_the_entry_session(
+def test_a_session_erasure_must_name_the_entry_session(
     ledger: Ledger, make_agent: Callable[..., Agent]
 ) -> None:
     memory = MemoryService(ledger, access_log="off")
@@ -111,7 +109,7 @@ def test_issue25_f3_a_session_erasure_must_name_the_entry_session(
     assert ledger.size() == size  # nothing written
 
 
-def test_issue25_f3_session_title_erased_over_http(ledger: Ledger) -> None:
+def test_session_title_erased_over_http(ledger: Ledger) -> None:
     token = "10gjKeMzZ2FOkT83D_jOtrIdAL-SZjCQ9vFczLrY"
     client = TestClient(create_app(ApiSettings(operator_token=token), ledger=ledger))
     transport = HttpTransport("http://testserver", operator_token=token, http=client)

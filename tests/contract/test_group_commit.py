@@ -16,7 +16,7 @@ from ledger.log import Ledger
 from ledger.signed_head import SignedHeadRecord
 
 
-def test_issue28_every_answer_follows_its_commit_and_the_signers_record(
+def test_every_answer_follows_its_commit_and_the_signers_record(
     ledger: Ledger, make_agent: Callable[..., Agent]
 ) -> None:
     assert ledger.signed_head is not None and ledger.group_commit is not None
@@ -53,7 +53,7 @@ def test_issue28_every_answer_follows_its_commit_and_the_signers_record(
     assert record is not None and record.size == ledger.size()
 
 
-def test_issue28_a_bad_event_in_a_grouped_batch_is_refused_alone(
+def test_a_bad_event_in_a_grouped_batch_is_refused_alone(
     ledger: Ledger, make_agent: Callable[..., Agent]
 ) -> None:
     good = [make_agent(f"good-{i}") for i in range(8)]

@@ -11,7 +11,7 @@ from ledger.log import Ledger
 from ledger.storage.store import KeyStreams
 
 
-def test_issue28_appended_key_entries_derive_as_parsed_from_the_log(
+def test_appended_key_entries_derive_as_parsed_from_the_log(
     ledger: Ledger, make_agent: Callable[..., Agent]
 ) -> None:
     a = make_agent("alice")

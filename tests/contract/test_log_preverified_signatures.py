@@ -14,7 +14,7 @@ from engram.protocol.wire import Submission
 from ledger.log import Ledger
 
 
-def test_issue28_a_preverified_signature_is_not_verified_again_and_binds_its_bytes(
+def test_a_preverified_signature_is_not_verified_again_and_binds_its_bytes(
     ledger: Ledger, make_agent: Callable[..., Agent]
 ) -> None:
     alice = make_agent("alice")

@@ -30,7 +30,7 @@ def _count(ledger: Ledger, work: Callable[[], object]) -> Counter[str]:
     return seen
 
 
-def test_issue28_an_append_costs_a_fixed_number_of_statements_per_batch(ledger: Ledger) -> None:
+def test_an_append_costs_a_fixed_number_of_statements_per_batch(ledger: Ledger) -> None:
     totals = {}
     for n in (1, 8, 32):
         signers = [

@@ -185,7 +185,7 @@ def _through(door: str, ledger: Ledger) -> dict[str, Any]:
     return _view(memory)
 
 
-def test_issue27_f4_every_memory_kind_through_every_door_yields_one_projection(
+def test_every_memory_kind_through_every_door_yields_one_projection(
     fresh: Callable[[], Ledger],
 ) -> None:
     views = {door: _through(door, fresh()) for door in ("in-process", "routes", "events", "bare log")}
@@ -259,7 +259,7 @@ def _answers(mem: AgentMemory) -> list[Any]:
     return [_plain(a if not hasattr(a, "refs") else {"refs": a.refs, "also": a.also}) for a in out]
 
 
-def test_issue27_f2_one_agent_memory_answers_the_same_over_both_transports(
+def test_one_agent_memory_answers_the_same_over_both_transports(
     fresh: Callable[[], Ledger],
 ) -> None:
     """``AgentMemory`` over the in-process transport and over HTTP (the memory routes) gives
@@ -287,9 +287,9 @@ def test_issue27_f2_one_agent_memory_answers_the_same_over_both_transports(
     assert local[21].endswith("</memory-context>\n")  # the HOT block is closed either way
 
 
-def test_issue27_f2_agent_memory_refuses_a_bare_log(fresh: Callable[[], Ledger]) -> None:
+def test_agent_memory_refuses_a_bare_log(fresh: Callable[[], Ledger]) -> None:
     """A bare log's transport takes events without the memory rules: AgentMemory refuses it
-    instead of writing memories nobody files."""
+    instead of writing memories nobody files (issue 27, finding 2)."""
     ledger = fresh()
     with pytest.raises(ConfigError, match="bare log"):
         AgentMemory(_agent(ledger, InProcess(ledger)))

@@ -39,7 +39,7 @@ def _shared(memory: MemoryService, reader: str, query: str) -> list[tuple[str | 
     return [(r.author, r.mesh, r.content) for r in res.ranked if r.author is not None]
 
 
-def test_issue30_a_learning_reaches_the_members_who_read_it_and_no_one_else(
+def test_a_learning_reaches_the_members_who_read_it_and_no_one_else(
     ledger: Ledger, make_agent: Callable[..., Agent], memory: MemoryService, memory_of: MemoryOf
 ) -> None:
     mesh, mems = _swarm(make_agent, memory_of)
@@ -62,7 +62,7 @@ def test_issue30_a_learning_reaches_the_members_who_read_it_and_no_one_else(
     assert not any(LEARNING in it.content for it in memory.projection.items("bob", status=None))
 
 
-def test_issue30_a_withdrawn_category_stops_flowing_and_an_erased_memory_vanishes(
+def test_a_withdrawn_category_stops_flowing_and_an_erased_memory_vanishes(
     ledger: Ledger, make_agent: Callable[..., Agent], memory: MemoryService, memory_of: MemoryOf
 ) -> None:
     mesh, mems = _swarm(make_agent, memory_of)
@@ -83,7 +83,7 @@ def test_issue30_a_withdrawn_category_stops_flowing_and_an_erased_memory_vanishe
     assert memory.rebuild() == before
 
 
-def test_issue30_joining_never_exposes_older_memories_unless_the_grant_says_so(
+def test_joining_never_exposes_older_memories_unless_the_grant_says_so(
     ledger: Ledger, make_agent: Callable[..., Agent], memory: MemoryService, memory_of: MemoryOf
 ) -> None:
     ada = memory_of(make_agent("ada"))
@@ -113,7 +113,7 @@ def test_issue30_joining_never_exposes_older_memories_unless_the_grant_says_so(
         ("ada", "leave", "mesh.policy"),
     ],
 )
-def test_issue30_the_log_enforces_the_mesh_policy_with_typed_refusals(
+def test_the_log_enforces_the_mesh_policy_with_typed_refusals(
     ledger: Ledger, make_agent: Callable[..., Agent], memory_of: MemoryOf, who: str, kind: str, check: str
 ) -> None:
     mesh, mems = _swarm(make_agent, memory_of)
@@ -133,7 +133,7 @@ def test_issue30_the_log_enforces_the_mesh_policy_with_typed_refusals(
     assert ledger.size() == size  # nothing written
 
 
-def test_issue30_the_mesh_folds_from_the_log_as_anyone_reads_it(
+def test_the_mesh_folds_from_the_log_as_anyone_reads_it(
     ledger: Ledger, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
     mesh, mems = _swarm(make_agent, memory_of)
@@ -151,7 +151,7 @@ def test_issue30_the_mesh_folds_from_the_log_as_anyone_reads_it(
     assert MeshReader(ledger.store).meshes_of("bob", ledger.size()) == []
 
 
-def test_issue30_over_http_a_member_recalls_the_mesh_and_reads_only_its_own_meshes(
+def test_over_http_a_member_recalls_the_mesh_and_reads_only_its_own_meshes(
     ledger: Ledger, make_agent: Callable[..., Agent]
 ) -> None:
     from fastapi.testclient import TestClient
@@ -207,7 +207,7 @@ def _verify(ledger: Ledger, data: bytes) -> list[tuple[str, str]]:
     return steps
 
 
-def test_issue30_a_shared_memory_is_provable_offline_to_its_author_and_grant(
+def test_a_shared_memory_is_provable_offline_to_its_author_and_grant(
     ledger: Ledger, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
     import base64
@@ -261,7 +261,7 @@ def test_issue30_a_shared_memory_is_provable_offline_to_its_author_and_grant(
     assert fails(json.dumps(doc).encode()) == "body.commitment"
 
 
-def test_issue30_concurrent_writers_in_one_mesh_never_lose_each_others_writes(
+def test_concurrent_writers_in_one_mesh_never_lose_each_others_writes(
     ledger: Ledger, make_agent: Callable[..., Agent], memory: MemoryService, memory_of: MemoryOf
 ) -> None:
     import threading

@@ -16,9 +16,7 @@ from ledger.memory.service import MemoryService
 from ledger.memory.transport import InProcessMemory
 
 
-def test_issue26_rebuild_reports_progress_to_the_end(
-    ledger: Ledger, make_agent: Callable[..., Agent]
-) -> None:
+def test_rebuild_reports_progress_to_the_end(ledger: Ledger, make_agent: Callable[..., Agent]) -> None:
     memory = MemoryService(ledger, access_log="off")
     ada = make_agent("ada")
     ada.transport = InProcessMemory(memory)
@@ -32,9 +30,7 @@ def test_issue26_rebuild_reports_progress_to_the_end(
     assert any(d == t and t == 2 * size for d, t in seen)  # read, then replayed, to the end
 
 
-def test_issue26_import_reports_each_write(
-    ledger: Ledger, make_agent: Callable[..., Agent], tmp_path: Path
-) -> None:
+def test_import_reports_each_write(ledger: Ledger, make_agent: Callable[..., Agent], tmp_path: Path) -> None:
     src = tmp_path / "hermes"
     src.mkdir()
     (src / "MEMORY.md").write_text(

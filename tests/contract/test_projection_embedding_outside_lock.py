@@ -33,9 +33,7 @@ class SlowEmbedder:
         return out
 
 
-def test_issue25_f7_embedding_runs_outside_the_projector_lock(
-    ledger: Ledger, make_agent: Callable[..., Agent]
-) -> None:
+def test_embedding_runs_outside_the_projector_lock(ledger: Ledger, make_agent: Callable[..., Agent]) -> None:
     slow = SlowEmbedder()
     memory = MemoryService(ledger, embedder=slow, access_log="off")
     ada = memory_for(memory, make_agent("ada"))

@@ -21,7 +21,7 @@ DAY = 86_400_000_000
 SECTIONS = ("## HOT", "## WARM", "## COLD", "## ARCHIVED", "## RECORDS")
 
 
-def test_issue29_every_line_of_the_block_counts_against_the_budget(
+def test_every_line_of_the_block_counts_against_the_budget(
     ledger: Ledger, make_agent: Callable[..., Agent], memory_of: MemoryOf, clock: StepClock
 ) -> None:
     memory = MemoryService(ledger)

@@ -41,9 +41,10 @@ def _no_secret_anywhere(ledger: Ledger, *secrets: str) -> None:
                 assert s.encode() not in body[1], (i, s)
 
 
-def test_issue25_f1_recall_signs_no_raw_query(
+def test_recall_signs_no_raw_query(
     memory: MemoryService, ledger: Ledger, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
+    """Issue 25, finding 1."""
     ada = memory_of(make_agent("ada"))
     sid = ada.open_session(title="deploys")
     ada.turn(sid, "user", PROMPT)  # what the hook logs before it recalls
@@ -62,7 +63,8 @@ def test_issue25_f1_recall_signs_no_raw_query(
     _no_secret_anywhere(ledger, GITHUB, AWS)
 
 
-def test_issue25_f1_query_digest_is_keyed_and_normalised(ledger: Ledger) -> None:
+def test_query_digest_is_keyed_and_normalised(ledger: Ledger) -> None:
+    """Issue 25, finding 1."""
     assert ledger.policy_key is not None
     key = query_key(ledger.policy_key)
     d = query_digest(key, "ada", "Which  ORDER was it?")
@@ -72,9 +74,10 @@ def test_issue25_f1_query_digest_is_keyed_and_normalised(ledger: Ledger) -> None
     assert len(d) == 64
 
 
-def test_issue25_f2_undeclared_fields_are_redacted_before_signing(
+def test_undeclared_fields_are_redacted_before_signing(
     memory: MemoryService, ledger: Ledger, make_agent: Callable[..., Agent], memory_of: MemoryOf
 ) -> None:
+    """Issue 25, finding 2."""
     ada = memory_of(make_agent("ada"))
     sid = ada.open_session()
     env = f"DB_PASSWORD=hunter2-prod\nSTRIPE_SECRET_KEY=sk_live_{'a1B2c3D4e5F6g7H8i9J0k1L2'}\n"
@@ -94,12 +97,13 @@ def test_issue25_f2_undeclared_fields_are_redacted_before_signing(
     assert "DB_PASSWORD=[REDACTED:assigned_secret]" in tool_turn["tool"]["result"]
 
 
-def test_issue25_f2_a_signed_body_with_a_secret_in_any_field_is_refused(
+def test_a_signed_body_with_a_secret_in_any_field_is_refused(
     ledger: Ledger,
     make_agent: Callable[..., Agent],
     memory_of: MemoryOf,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Issue 25, finding 2."""
     ada = make_agent("ada")
     sid = memory_of(ada).open_session()
     size = ledger.size()

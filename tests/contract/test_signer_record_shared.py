@@ -23,7 +23,7 @@ from ledger.storage.store import SqlStore
 from tests.conftest import StepClock
 
 
-def test_issue25_f8_claim_refuses_a_record_another_host_moved(tmp_path: Path) -> None:
+def test_claim_refuses_a_record_another_host_moved(tmp_path: Path) -> None:
     host_a = SignedHeadRecord(tmp_path / "shared.signed-head", "o.example/log")
     host_b = SignedHeadRecord(tmp_path / "shared.signed-head", "o.example/log")
     first = SignedHead(1, b"\x01" * 32)
@@ -46,7 +46,7 @@ def test_issue25_f8_claim_refuses_a_record_another_host_moved(tmp_path: Path) ->
     assert stuck.read() is None
 
 
-def test_issue25_f8_split_brain_second_claim_rolls_back(tmp_path: Path) -> None:
+def test_split_brain_second_claim_rolls_back(tmp_path: Path) -> None:
     log_key = LogKey("hosts.example/log", Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
     policy = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
     clock = StepClock()

@@ -80,9 +80,7 @@ def busy(ledger: Ledger, make_agent: Callable[..., Agent], memory_of: MemoryOf) 
     return agents
 
 
-def test_issue31_entry_pages_list_exactly_the_log_newest_first(
-    ledger: Ledger, busy: dict[str, Agent]
-) -> None:
+def test_entry_pages_list_exactly_the_log_newest_first(ledger: Ledger, busy: dict[str, Agent]) -> None:
     assert _walk(ledger) == _brute(ledger)
     for agent in ("ann", "bob", "nobody"):
         assert _walk(ledger, agent=agent) == _brute(ledger, agent=agent)
@@ -91,7 +89,7 @@ def test_issue31_entry_pages_list_exactly_the_log_newest_first(
         assert _walk(ledger, agent="cy", kind=kind) == _brute(ledger, agent="cy", kind=kind)
 
 
-def test_issue31_a_kind_across_agents_reads_a_bounded_window(
+def test_a_kind_across_agents_reads_a_bounded_window(
     ledger: Ledger, busy: dict[str, Agent], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(explore, "SCAN_WINDOW", 5)
@@ -102,7 +100,7 @@ def test_issue31_a_kind_across_agents_reads_a_bounded_window(
     assert _walk(ledger, kind="key.registered") == _brute(ledger, kind="key.registered")
 
 
-def test_issue31_agents_growth_and_series(ledger: Ledger, busy: dict[str, Agent]) -> None:
+def test_agents_page_growth_and_series(ledger: Ledger, busy: dict[str, Agent]) -> None:
     rows, nxt = explore.agents_page(ledger.store, limit=2)
     assert [r.agent for r in rows] == ["ann", "bob"] and nxt == "bob"
     rows, nxt = explore.agents_page(ledger.store, after="bob", limit=2)
@@ -139,7 +137,7 @@ def _now() -> int:
     return int(time.time())
 
 
-def test_issue31_public_pages_render_and_show_no_body(ledger: Ledger, busy: dict[str, Agent]) -> None:
+def test_public_pages_render_and_show_no_body(ledger: Ledger, busy: dict[str, Agent]) -> None:
     client = _client(ledger)
     for path in (
         "/ui",
@@ -170,7 +168,7 @@ def test_issue31_public_pages_render_and_show_no_body(ledger: Ledger, busy: dict
     assert client.get("/ui/entry?index=2", follow_redirects=False).headers["location"] == "/ui/entries/2"
 
 
-def test_issue31_templates_and_assets_load_nothing_from_elsewhere() -> None:
+def test_templates_and_assets_load_nothing_from_elsewhere() -> None:
     from pathlib import Path
 
     ui = Path(__file__).resolve().parents[2] / "api" / "ui"
@@ -180,7 +178,7 @@ def test_issue31_templates_and_assets_load_nothing_from_elsewhere() -> None:
         assert "<script>" not in text, f  # no inline script: the CSP allows only /ui/static
 
 
-def test_issue31_the_owner_view_needs_the_agents_authority(
+def test_the_owner_view_needs_the_agents_authority(
     ledger: Ledger, busy: dict[str, Agent], memory_of: MemoryOf
 ) -> None:
     client = _client(ledger)
@@ -242,7 +240,7 @@ def test_issue31_the_owner_view_needs_the_agents_authority(
         ("garbage", "ui.ticket"),
     ],
 )
-def test_issue31_bad_tickets_are_refused_by_name(
+def test_bad_tickets_are_refused_by_name(
     ledger: Ledger, busy: dict[str, Agent], how: str, check: str
 ) -> None:
     ann = busy["ann"]
@@ -271,7 +269,7 @@ def test_issue31_bad_tickets_are_refused_by_name(
 
 @settings(max_examples=200, deadline=None)
 @given(st.binary(min_size=1, max_size=8), st.integers(min_value=0, max_value=400))
-def test_issue31_a_changed_ticket_text_never_parses_to_the_signed_text(junk: bytes, at: int) -> None:
+def test_a_changed_ticket_text_never_parses_to_the_signed_text(junk: bytes, at: int) -> None:
     key = Ed25519PrivateKey.from_private_bytes(bytes(32))
     t = make_ticket("example.com/log", "ann", key, now_s=1_800_000_000)
     text_part, sig = t.split(".")
@@ -294,7 +292,7 @@ def test_issue31_a_changed_ticket_text_never_parses_to_the_signed_text(junk: byt
     assert parsed.text == changed != text
 
 
-def test_issue31_the_memory_tabs_count_what_they_list(
+def test_the_memory_tabs_count_what_they_list(
     ledger: Ledger, busy: dict[str, Agent], memory_of: MemoryOf
 ) -> None:
     """The owner view's tab counts come from one grouped count (item_counts), not from reading

@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.e2e.processes import ENGRAM
 
 
-def test_issue26_f6_demo_commands_run_in_a_fresh_shell(tmp_path: Path) -> None:
+def test_demo_commands_run_in_a_fresh_shell(tmp_path: Path) -> None:
     venv_bin = str(Path(ENGRAM).parent)
     fresh_path = ":".join(p for p in os.environ["PATH"].split(":") if p and Path(p) != Path(venv_bin))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")} | {

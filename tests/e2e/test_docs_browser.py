@@ -19,7 +19,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.mark.skipif(CHROMIUM is None and os.environ.get("CI") != "true", reason="no chromium here")
-def test_issue26_f4_docs_render_in_a_real_browser(tmp_path: Path) -> None:
+def test_docs_render_in_a_real_browser(tmp_path: Path) -> None:
     assert CHROMIUM is not None, "CI installs Debian's chromium (.ci/install-interop.sh)"
     from playwright.sync_api import sync_playwright
 

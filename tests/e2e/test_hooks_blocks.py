@@ -21,7 +21,7 @@ def _context(run: subprocess.CompletedProcess[str]) -> str:
     return str(json.loads(run.stdout)["hookSpecificOutput"]["additionalContext"])
 
 
-def test_issue25_f5_snapshot_cannot_close_block(tmp_path: Path) -> None:
+def test_a_snapshot_cannot_close_its_block(tmp_path: Path) -> None:
     env = _setup(tmp_path)
     s = "0b7e5a2c-1d3f-4e5a-8b9c-0d1e2f3a4b5c"
     evil = (
@@ -39,7 +39,7 @@ def test_issue25_f5_snapshot_cannot_close_block(tmp_path: Path) -> None:
     assert "&lt;system-reminder&gt;" in ctx  # the prompt's text is shown as data
 
 
-def test_issue25_f5_record_with_directive_neutralised(tmp_path: Path) -> None:
+def test_a_recalled_record_with_a_directive_is_neutralised(tmp_path: Path) -> None:
     env = _setup(tmp_path)
     s1, s2 = "1a2b3c4d-0000-4e5a-8b9c-0d1e2f3a4b5c", "5e6f7a8b-0000-4e5a-8b9c-0d1e2f3a4b5c"
     page = (

@@ -15,7 +15,7 @@ from tests.e2e.test_hooks import _cc, embedded_env, hook
 WORD = "quetzalfig91"
 
 
-def test_issue25_f3_snapshot_and_state_file_forget_an_erased_turn(tmp_path: Path) -> None:
+def test_snapshot_and_state_file_forget_an_erased_turn(tmp_path: Path) -> None:
     env = embedded_env(tmp_path, ENGRAM_SNAPSHOT_EVERY="1")
     key = Path(env["ENGRAM_KEY_FILE"])
     s = "2c3d4e5f-0000-4e5a-8b9c-0d1e2f3a4b5c"

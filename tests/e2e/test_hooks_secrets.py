@@ -28,7 +28,8 @@ PROMPT = (
 )
 
 
-def test_issue25_f1_hook_prompt_secrets_never_reach_the_files(tmp_path: Path) -> None:
+def test_hook_prompt_secrets_never_reach_the_files(tmp_path: Path) -> None:
+    """Issue 25, finding 1."""
     env = embedded_env(tmp_path)
     key = Path(env["ENGRAM_KEY_FILE"])
     subprocess.run(

@@ -17,7 +17,7 @@ def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([ENGRAM, *args], env=env, capture_output=True, text=True, timeout=120)
 
 
-def test_issue26_f3_a_stale_pin_explains_itself(tmp_path: Path) -> None:
+def test_a_stale_pin_explains_itself(tmp_path: Path) -> None:
     base = {**os.environ, "ENGRAM_EMBEDDER": "off", "ENGRAM_DEV_MODE": "1"}
     base.pop("ENGRAM_DATABASE_URL", None)
     a = {**base, "ENGRAM_HOME": str(tmp_path / "a")}

@@ -15,7 +15,7 @@ VERIFY = str(Path(ENGRAM).parent / "engram-verify")
 LEARNING = "Northwind prefers low-risk bond portfolios."
 
 
-def test_issue30_mesh_tour_through_the_cli(tmp_path: Path, cli_db: str | None) -> None:  # noqa: F811
+def test_mesh_tour_through_the_cli(tmp_path: Path, cli_db: str | None) -> None:  # noqa: F811
     home = tmp_path / "home"
     run(home, "init", "--origin", "example.com/mesh", db_url=cli_db)
     keys = {a: str(tmp_path / f"{a}.key") for a in ("ada", "bob", "cy")}
@@ -163,7 +163,7 @@ def test_issue30_mesh_tour_through_the_cli(tmp_path: Path, cli_db: str | None) -
     assert refused.returncode != 0 and "mesh.policy" in refused.stderr + refused.stdout
 
 
-def test_issue30_the_claude_code_prompt_hook_injects_mesh_memories_labelled(tmp_path: Path) -> None:
+def test_the_claude_code_prompt_hook_injects_mesh_memories_labelled(tmp_path: Path) -> None:
     from tests.e2e.test_hooks import _cc, embedded_env, hook
 
     env = embedded_env(tmp_path)  # the agent claude, its key in ENGRAM_KEY_FILE

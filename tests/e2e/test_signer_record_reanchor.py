@@ -15,7 +15,7 @@ def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([ENGRAM, *args], env=env, capture_output=True, text=True, timeout=120)
 
 
-def test_issue25_f8_reanchor_after_a_lost_record(tmp_path: Path) -> None:
+def test_reanchor_after_a_lost_record(tmp_path: Path) -> None:
     env = {**os.environ, "ENGRAM_HOME": str(tmp_path / "home"), "ENGRAM_EMBEDDER": "off"}
     env.pop("ENGRAM_DATABASE_URL", None)
     assert _run(env, "init", "--origin", "reanchor.example/log").returncode == 0

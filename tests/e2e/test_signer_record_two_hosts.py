@@ -35,7 +35,7 @@ def _checkpoint(env: dict[str, str]) -> tuple[int, str]:
     return int(lines[1]), lines[2]
 
 
-def test_issue25_f8_two_hosts_failover_no_fork(tmp_path: Path, pg_server: PgServer) -> None:
+def test_two_hosts_fail_over_without_a_fork(tmp_path: Path, pg_server: PgServer) -> None:
     primary = pg_server.new_database()
     shared = tmp_path / "shared"  # what both hosts mount
     shared.mkdir()

@@ -127,7 +127,7 @@ def _accessible(page: Any) -> None:
     assert not bad, (page.url, bad)
 
 
-def test_issue31_the_web_ui_in_a_real_browser(tmp_path: Path, cli_db: str | None) -> None:  # noqa: F811
+def test_the_web_ui_in_a_real_browser(tmp_path: Path, cli_db: str | None) -> None:  # noqa: F811
     assert CHROMIUM is not None, "CI installs Debian's chromium (.ci/install-interop.sh)"
     from playwright.sync_api import Route, sync_playwright
 

@@ -46,7 +46,7 @@ def _client(
     return client, t, AgentMemory(a, t)
 
 
-def test_issue28_a_stalled_projection_never_blocks_a_record_or_a_turn(ledger: Ledger) -> None:
+def test_a_stalled_projection_never_blocks_a_record_or_a_turn(ledger: Ledger) -> None:
     """The projector is held (a projection that lags as far as it can): records, turns and
     a session's opening are still answered, durable, with their item named; a read naming the
     last write waits for the projection and then sees every one of them."""
@@ -79,7 +79,7 @@ def test_issue28_a_stalled_projection_never_blocks_a_record_or_a_turn(ledger: Le
     assert memory.rebuild() == memory.digest()
 
 
-def test_issue28_the_follower_holds_the_hot_caps_after_answering(ledger: Ledger) -> None:
+def test_the_follower_holds_the_hot_caps_after_answering(ledger: Ledger) -> None:
     memory = MemoryService(ledger, config=PolicyConfig(hot_max_items=3), access_log="off")
     client, _, mem = _client(ledger, memory, "capped")
     with client:
@@ -94,7 +94,7 @@ def test_issue28_the_follower_holds_the_hot_caps_after_answering(ledger: Ledger)
     assert memory.rebuild() == memory.digest()
 
 
-def test_issue28_caps_left_undone_by_a_dead_process_are_held_at_start_up(
+def test_caps_left_undone_by_a_dead_process_are_held_at_start_up(
     ledger: Ledger, make_agent: Callable[..., Agent]
 ) -> None:
     """A process that died between acknowledging writes and holding the caps: the next
@@ -114,7 +114,7 @@ def test_issue28_caps_left_undone_by_a_dead_process_are_held_at_start_up(
     assert memory.rebuild() == memory.digest()
 
 
-def test_issue28_readers_wait_for_the_follower_instead_of_applying_the_log(
+def test_readers_wait_for_the_follower_instead_of_applying_the_log(
     ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Deliver 5: while the follower runs, the requests' reads (a recall naming the reader's
@@ -143,7 +143,7 @@ def test_issue28_readers_wait_for_the_follower_instead_of_applying_the_log(
     assert memory.rebuild() == memory.digest()
 
 
-def test_issue28_a_reader_applies_the_log_itself_when_the_follower_stalls(
+def test_a_reader_applies_the_log_itself_when_the_follower_stalls(
     ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A follower that does not come round in FOLLOWER_WAIT_S (stuck behind a slow

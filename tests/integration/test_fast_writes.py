@@ -165,9 +165,7 @@ def _post(
     return tw.tee.request("POST", "http://testserver" + path, content=content, headers=headers)
 
 
-def test_issue28_fast_writes_answer_as_the_framework_does(
-    twins: Twins, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_fast_writes_answer_as_the_framework_does(twins: Twins, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each route's success, with and without Engram-Known-Size, taken by the fast path."""
     calls: list[str] = []
     answer = fastwrites._answer
@@ -299,7 +297,7 @@ def _mutate(tw: Twins, m: dict[str, Any], n: int) -> tuple[str, bytes, list[tupl
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_issue28_fast_writes_property_same_bytes_as_the_framework(twins: Twins, data: st.DataObject) -> None:
+def test_fast_writes_property_same_bytes_as_the_framework(twins: Twins, data: st.DataObject) -> None:
     """Generated requests, valid and not: the two apps answer each with the same bytes."""
     m = data.draw(_mutation())
     n = twins.tee.compared

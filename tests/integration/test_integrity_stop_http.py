@@ -21,7 +21,7 @@ from ledger.log import Ledger
 OPERATOR = "NWPBN-oI1vumxXvM5Ds_huXGpjGHffn7naJfO-87"
 
 
-def test_issue25_f10_integrity_stop_keeps_its_check_over_http(ledger: Ledger) -> None:
+def test_integrity_stop_keeps_its_check_over_http(ledger: Ledger) -> None:
     client = TestClient(create_app(ApiSettings(operator_token=OPERATOR), ledger=ledger))
     t = HttpTransport("http://testserver", operator_token=OPERATOR, http=client)
     agent = Agent.generate("alice", log_vkey=ledger.vkey, transport=t)

@@ -58,7 +58,7 @@ def _server_calls(do: Any, watched: dict[CodeType, str]) -> collections.Counter[
 
 
 @pytest.mark.parametrize("kind", ["memory.written", "session.turn"])
-def test_issue27_f5_a_write_is_parsed_once_at_the_edge(tmp_path: Path, kind: str) -> None:
+def test_a_write_is_parsed_once_at_the_edge(tmp_path: Path, kind: str) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'parse.db'}")
     log = create_ledger(
         engine,

@@ -16,7 +16,7 @@ from verifier.errors import MalformedError
 from verifier.merkle import leaf_hash
 
 
-def test_issue25_f10_a_log_key_file_that_is_not_ascii_is_a_typed_error(tmp_path: Path) -> None:
+def test_a_log_key_file_that_is_not_ascii_is_a_typed_error(tmp_path: Path) -> None:
     """Found by the ``keyfiles`` target: a log key file with a byte over 0x7f raised an
     untyped UnicodeDecodeError from every command that opens the log."""
     path = tmp_path / "log.key"
@@ -35,7 +35,7 @@ def _line(at: int, data: bytes, **over: object) -> str:
     return json.dumps({**row, **over})
 
 
-def test_issue25_f10_the_leaves_export_is_parsed_strictly() -> None:
+def test_the_leaves_export_is_parsed_strictly() -> None:
     """The auditor's replay and ``prove`` read ``GET /v1/log/entries`` with json.loads and
     row["leaf"]: a service answering anything else raised KeyError/TypeError."""
     good = _line(4, b"a") + "\n" + _line(5, b"b") + "\n"

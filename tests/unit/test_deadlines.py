@@ -77,7 +77,7 @@ def _timed(fn: object) -> float:
     return time.monotonic() - t0
 
 
-def test_issue25_f7_outbound_call_has_an_overall_deadline(trickle: Trickle) -> None:
+def test_outbound_call_has_an_overall_deadline(trickle: Trickle) -> None:
     t0 = time.monotonic()
     with pytest.raises(OutboundError) as e:
         post(trickle.url, b"{}", {}, deadline_s=1.0, max_bytes=1 << 20)
@@ -93,7 +93,7 @@ def test_issue25_f7_outbound_call_has_an_overall_deadline(trickle: Trickle) -> N
         slow_head.close()
 
 
-def test_issue25_f7_embedder_trickle_bounded(trickle: Trickle) -> None:
+def test_a_trickling_embedder_is_cut_at_its_deadline(trickle: Trickle) -> None:
     emb = OpenAIEmbedder(url=trickle.url, model="m", dimensions=8, timeout_s=1.0)
     t0 = time.monotonic()
     with pytest.raises(EmbedderError, match=r"outbound\.deadline"):
@@ -101,7 +101,7 @@ def test_issue25_f7_embedder_trickle_bounded(trickle: Trickle) -> None:
     assert time.monotonic() - t0 < 2.5  # was: every byte reset a 10 s read timeout, forever
 
 
-def test_issue25_f7_distiller_trickle_bounded(trickle: Trickle) -> None:
+def test_a_trickling_distiller_is_cut_at_its_deadline(trickle: Trickle) -> None:
     d = ChatCompletionsDistiller(url=trickle.url, model="m", timeout_s=1.0)
     t0 = time.monotonic()
     with pytest.raises(DistillerError, match=r"outbound\.deadline"):
@@ -109,7 +109,7 @@ def test_issue25_f7_distiller_trickle_bounded(trickle: Trickle) -> None:
     assert time.monotonic() - t0 < 2.5
 
 
-def test_issue25_f7_witness_server_bounds_idle_connections(witness: tuple[Witness, object]) -> None:  # noqa: F811 - the fixture
+def test_witness_server_bounds_idle_connections(witness: tuple[Witness, object]) -> None:  # noqa: F811 - the fixture
     server = serve_witness(witness[0], "127.0.0.1", 0, max_connections=8, deadline_s=1.0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]

@@ -37,7 +37,7 @@ def _distill() -> list[dict[str, object]]:
     return RuleBasedDistiller().distill("s-1", turns)
 
 
-def test_issue29_f2_captions_reactions_and_the_second_person_do_not_become_memories() -> None:
+def test_captions_reactions_and_the_second_person_do_not_become_memories() -> None:
     texts = [str(e["content"]) for e in _distill()]
     joined = " ".join(texts)
     assert "[shares" not in joined and "photo" not in joined  # captions are not things said
@@ -52,7 +52,7 @@ def test_issue29_f2_captions_reactions_and_the_second_person_do_not_become_memor
     assert any("Caroline will send" in t or "said to Melanie" in t for t in texts)  # the promise stays
 
 
-def test_issue29_f2_memories_are_several_times_shorter_than_their_turns() -> None:
+def test_memories_are_several_times_shorter_than_their_turns() -> None:
     entries = _distill()
     said = sum(len(c) for _, c in LINES)
     kept = sum(len(str(e["content"])) for e in entries)

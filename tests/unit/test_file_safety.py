@@ -39,7 +39,7 @@ def _planted(tmp_path: Path, name: str) -> tuple[Path, Path]:
         ("mem0.json", lambda out: write_mem0(ITEMS, "ada", out / "mem0.json")),
     ],
 )
-def test_issue25_f9_export_refuses_symlink(tmp_path: Path, name: str, write: object) -> None:
+def test_export_refuses_a_symlink(tmp_path: Path, name: str, write: object) -> None:
     out, victim = _planted(tmp_path, name)
     with pytest.raises(MalformedError) as e:
         write(out)  # type: ignore[operator]
@@ -47,14 +47,14 @@ def test_issue25_f9_export_refuses_symlink(tmp_path: Path, name: str, write: obj
     assert victim.read_text(encoding="utf-8") == "precious\n"
 
 
-def test_issue25_f9_write_file_replaces_a_link_planted_meanwhile(tmp_path: Path) -> None:
+def test_write_file_replaces_a_link_planted_meanwhile(tmp_path: Path) -> None:
     target = tmp_path / "bundle.json"
     write_file(target, b"{}")
     assert target.read_bytes() == b"{}" and not target.is_symlink()
     assert [p.name for p in tmp_path.iterdir()] == ["bundle.json"]  # no temporary file left
 
 
-def test_issue25_f9_nested_mem0_import_typed_error(tmp_path: Path) -> None:
+def test_a_nested_mem0_import_is_a_typed_error(tmp_path: Path) -> None:
     f = tmp_path / "mem0.json"
     f.write_text('{"results": ' + DEEP + "}", encoding="utf-8")
     with pytest.raises(FormatError) as e:
@@ -62,7 +62,7 @@ def test_issue25_f9_nested_mem0_import_typed_error(tmp_path: Path) -> None:
     assert e.value.check == "import.json"
 
 
-def test_issue25_f9_nested_distiller_reply_typed_error() -> None:
+def test_a_nested_distiller_reply_is_a_typed_error() -> None:
     chat = FakeChat()
     try:
         chat.reply = ('{"choices": [{"message": {"content": ' + DEEP + "}}]}").encode()
@@ -76,13 +76,13 @@ def test_issue25_f9_nested_distiller_reply_typed_error() -> None:
         chat.server.shutdown()
 
 
-def test_issue25_f9_nested_hook_payload_typed_error() -> None:
+def test_a_nested_hook_payload_is_a_typed_error() -> None:
     with pytest.raises(MalformedError) as e:
         parse_payload(('{"hook_event_name": ' + "[" * 50_000 + "]" * 50_000 + "}").encode())
     assert e.value.check == "hook.json"
 
 
-def test_issue25_f9_loads_bounded() -> None:
+def test_loads_bounded_refuses_deep_and_malformed_json() -> None:
     assert loads_bounded('{"a": [[1]]}') == {"a": [[1]]}
     with pytest.raises(MalformedError):
         loads_bounded(DEEP)

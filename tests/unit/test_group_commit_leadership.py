@@ -15,7 +15,7 @@ from ledger import groupcommit
 from ledger.groupcommit import GroupCommit
 
 
-def test_issue28_regression_a_leader_whose_batch_left_it_queued_leads_again(
+def test_a_leader_whose_batch_left_it_queued_leads_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Regression: after the record moved outside the leadership, a caller that led a batch
@@ -70,7 +70,7 @@ def test_issue28_regression_a_leader_whose_batch_left_it_queued_leads_again(
     assert sorted(a.index for a in answers) == list(range(180))
 
 
-def test_issue28_regression_a_leader_of_a_batch_without_its_own_event_leads_again(
+def test_a_leader_of_a_batch_without_its_own_event_leads_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The exact interleaving: A's event is queued (A has not reached the leadership yet),

@@ -12,7 +12,7 @@ from engram.harness.hermes_install import PLUGIN_FILES, hermes_home, install_plu
 from engram.protocol.errors import ConfigError
 
 
-def test_issue26_f1_install_writes_the_plugin_directory_once(tmp_path: Path) -> None:
+def test_install_writes_the_plugin_directory_once(tmp_path: Path) -> None:
     first = install_plugin(tmp_path / "hh")
     assert first.directory == tmp_path / "hh" / "plugins" / "engram"
     assert set(first.written) == set(PLUGIN_FILES)
@@ -23,7 +23,7 @@ def test_issue26_f1_install_writes_the_plugin_directory_once(tmp_path: Path) -> 
     assert install_plugin(tmp_path / "hh").written == ("plugin.yaml",)
 
 
-def test_issue26_f1_install_refuses_a_symlinked_plugin_dir(tmp_path: Path) -> None:
+def test_install_refuses_a_symlinked_plugin_dir(tmp_path: Path) -> None:
     (tmp_path / "hh" / "plugins").mkdir(parents=True)
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "hh" / "plugins" / "engram").symlink_to(tmp_path / "elsewhere")

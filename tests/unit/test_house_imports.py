@@ -307,7 +307,7 @@ def test_old_import_paths_still_work() -> None:
     assert set(ledger.errors.__all__) == set(errors.__all__)
 
 
-def test_issue27_f1_hermes_is_handed_the_entry_points_opener() -> None:
+def test_hermes_is_handed_the_entry_points_opener() -> None:
     """Regression (issue 27, finding 1): the Hermes provider opened the embedded log through
     its own ``import_module("ledger.local")``, without the entry point's translation of a
     missing service into a clear error. It now loads the opener the top floor declares."""
@@ -317,7 +317,7 @@ def test_issue27_f1_hermes_is_handed_the_entry_points_opener() -> None:
     assert embedded_opener() is open_embedded
 
 
-def test_issue27_f5_routes_ask_the_services_not_their_store() -> None:
+def test_routes_ask_the_services_not_their_store() -> None:
     """Regression (issue 27, finding 5): routes reached into ``svc.ledger.store`` (15 sites)
     and ``svc.memory.projection``; they ask the ledger and the memory service instead."""
     reaching = []

@@ -37,7 +37,7 @@ EVENT = st.tuples(st.sampled_from(AGENTS), st.sampled_from(MESH_KINDS), BODY)
     st.dictionaries(st.sampled_from(["category", "entries", "x"]), JSON | st.sampled_from(CATS), max_size=3),
     st.sampled_from(["memory.written", "memory.distilled"]),
 )
-def test_issue30_the_fold_is_total_and_order_free(
+def test_the_mesh_fold_is_total_and_order_free(
     events: list[tuple[str, str, dict[str, Any]]], rnd: Any, memory: dict[str, Any], kind: str
 ) -> None:
     indexed = [(i, a, k, b) for i, (a, k, b) in enumerate(events)]

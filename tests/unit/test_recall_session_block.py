@@ -21,7 +21,7 @@ BLOCK = (
 )
 
 
-def test_issue26_f6_prefetch_does_not_repeat_hot() -> None:
+def test_prefetch_does_not_repeat_hot() -> None:
     out = without_hot(BLOCK)
     assert "Tabs, not spaces" not in out and HOT_HEADING not in out
     assert "Deploys on Tuesdays" in out and "## HOT is not a heading here" in out
@@ -29,7 +29,7 @@ def test_issue26_f6_prefetch_does_not_repeat_hot() -> None:
     assert "(note: the embedder was down)" in out
 
 
-def test_issue26_f6_the_session_block_is_hot_only() -> None:
+def test_the_session_block_is_hot_only() -> None:
     out = hot_part(BLOCK)
     assert "Tabs, not spaces" in out and HOT_HEADING in out
     assert "Deploys on Tuesdays" not in out and "recalled for this query" not in out and "RECORDS" not in out

@@ -48,7 +48,7 @@ def _secrets(case: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=[c["form"] for c in CORPUS])
-def test_issue25_f2_every_pasted_form_is_redacted(case: dict[str, Any]) -> None:
+def test_every_pasted_form_is_redacted(case: dict[str, Any]) -> None:
     out, found = redact_secrets(case["text"])
     assert found, case["form"]
     for secret in _secrets(case):
@@ -57,7 +57,7 @@ def test_issue25_f2_every_pasted_form_is_redacted(case: dict[str, Any]) -> None:
     assert redact_secrets(out) == (out, [])  # idempotent
 
 
-def test_issue25_f2_env_excerpt_keeps_names_and_loses_values() -> None:
+def test_env_excerpt_keeps_names_and_loses_values() -> None:
     out, _ = redact_secrets(ENV_EXCERPT)
     for secret in ENV_SECRETS:
         assert secret not in out
@@ -89,7 +89,7 @@ def test_issue25_f2_env_excerpt_keeps_names_and_loses_values() -> None:
         "Call me on 555 0101 after six.",
     ],
 )
-def test_issue25_f2_ordinary_prose_and_code_pass(text: str) -> None:
+def test_ordinary_prose_and_code_pass(text: str) -> None:
     assert redact_secrets(text) == (text, [])
 
 
@@ -109,7 +109,7 @@ def _body(kind: str) -> dict[str, Any]:
     }
 
 
-def test_issue25_f2_every_field_at_every_depth_is_redacted() -> None:
+def test_every_field_at_every_depth_is_redacted() -> None:
     body = _body("x")
     out = redact_body(body)
     blob = json.dumps(out)
@@ -119,7 +119,7 @@ def test_issue25_f2_every_field_at_every_depth_is_redacted() -> None:
     assert body["tool"]["result"] == ENV_EXCERPT  # the input is not changed
 
 
-def test_issue25_f2_the_log_check_names_the_field() -> None:
+def test_the_log_check_names_the_field() -> None:
     with pytest.raises(GateRejection) as e:
         WriteGate.check_body_secrets(
             {"reason": "rotated", "items": [{"x": "ok"}, {"x": f"key {ENV_SECRETS[3]}"}]}
@@ -130,7 +130,7 @@ def test_issue25_f2_the_log_check_names_the_field() -> None:
         WriteGate.check_body_secrets({"tool": {f"token={ENV_SECRETS[2]}1": 1}})
 
 
-def test_issue25_f2_walk_is_bounded_by_depth() -> None:
+def test_walk_is_bounded_by_depth() -> None:
     deep: Any = "x"
     for _ in range(100):
         deep = [deep]
@@ -148,7 +148,7 @@ _PROSE = st.text(
 
 @settings(max_examples=150, deadline=None)
 @given(before=_PROSE, after=_PROSE, case=st.sampled_from(CORPUS))
-def test_issue25_f2_redacted_text_is_always_accepted(before: str, after: str, case: dict[str, Any]) -> None:
+def test_redacted_text_is_always_accepted(before: str, after: str, case: dict[str, Any]) -> None:
     """Whatever surrounds a secret, the signer's redaction leaves nothing the log refuses, and
     a second pass changes nothing (the signer and the log never disagree)."""
     text = f"{before} {case['text']} {after}"
@@ -157,7 +157,7 @@ def test_issue25_f2_redacted_text_is_always_accepted(before: str, after: str, ca
     assert redact_secrets(out)[0] == out
 
 
-def test_issue25_f2_detect_secrets_finds_nothing_we_leave() -> None:
+def test_detect_secrets_finds_nothing_we_leave() -> None:
     """The maintained detector as an oracle: every secret its own scan (its regex plugins,
     line by line, as its CLI runs them) finds in the corpus is gone after our redaction."""
     script = r"""
@@ -191,7 +191,7 @@ print(json.dumps({"found": n, "left": left}))
     assert report["left"] == []
 
 
-def test_issue25_f2_false_positive_tool_runs() -> None:
+def test_the_false_positive_measurement_runs() -> None:
     """The measurement docs/privacy.md quotes runs (smoke size) and finds no false positive in
     the chat sample; the secret corpus is redacted in full."""
     out = subprocess.run(

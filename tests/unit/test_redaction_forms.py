@@ -33,7 +33,7 @@ ORDINARY: dict[str, list[str]] = json.loads(
     lzma.decompress((ROOT / "tests" / "fixtures" / "secrets" / "ordinary.json.xz").read_bytes())
 )
 #: The forms issue 40 names, by the corpus's form names (each was signed in clear before).
-ISSUE40_FORMS = [
+FORMS_ONCE_SIGNED_IN_CLEAR = [
     "Vault service token (hvs.)",
     "DigitalOcean personal access token",
     "Shopify Admin API access token",
@@ -76,7 +76,7 @@ def _clean(text: str, secrets: list[str]) -> None:
     assert find_secret(out) is None and redact_secrets(out) == (out, [])
 
 
-@pytest.mark.parametrize("form", ISSUE40_FORMS)
+@pytest.mark.parametrize("form", FORMS_ONCE_SIGNED_IN_CLEAR)
 def test_each_form_the_issue_names_is_redacted_and_refused_unredacted(form: str) -> None:
     """Issue 40, finding 6: each of these was signed in clear; now the signer redacts it and
     the log refuses a body that still carries it (the same detector on both sides)."""

@@ -36,7 +36,7 @@ def _setup(tmp_path: Path):  # type: ignore[no-untyped-def]
     return url, first
 
 
-def test_issue28_writers_of_two_engines_queue_on_the_host_lock(tmp_path: Path) -> None:
+def test_writers_of_two_engines_queue_on_the_host_lock(tmp_path: Path) -> None:
     url, first = _setup(tmp_path)
     second = make_engine(url)  # another process's engine: its own connections and lock fds
     assert (tmp_path / "w.db-writer.lock").exists()
@@ -53,7 +53,7 @@ def test_issue28_writers_of_two_engines_queue_on_the_host_lock(tmp_path: Path) -
         assert sorted(r[0] for r in conn.exec_driver_sql("SELECT x FROM t")) == [1, 2]
 
 
-def test_issue28_a_writer_past_the_timeout_fails_typed_and_writes_nothing(
+def test_a_writer_past_the_timeout_fails_typed_and_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url, first = _setup(tmp_path)
@@ -73,7 +73,7 @@ def test_issue28_a_writer_past_the_timeout_fails_typed_and_writes_nothing(
         assert sorted(r[0] for r in conn.exec_driver_sql("SELECT x FROM t")) == [1, 3]
 
 
-def test_issue28_a_rolled_back_write_releases_the_lock(tmp_path: Path) -> None:
+def test_a_rolled_back_write_releases_the_lock(tmp_path: Path) -> None:
     url, first = _setup(tmp_path)
     second = make_engine(url)
 
