@@ -23,7 +23,7 @@ Whatever it is not sure of goes to the framework unchanged, body and all: anothe
 path, a query string, a content type other than ``application/json``, a body that is not
 JSON or not the model, a path segment or an ``Engram-Known-Size`` the patterns refuse, a
 repeated header. So an error answer is always the framework's own (422 with its error list,
-404, 405), and ``tests/integration/test_issue28_fast_writes.py`` holds the two paths to
+404, 405), and ``tests/integration/test_fast_writes.py`` holds the two paths to
 byte-identical answers on generated requests. It runs inside ``RequestLimits`` and
 ``FairAdmission``: bounds, rate limits and fair admission apply as before.
 """

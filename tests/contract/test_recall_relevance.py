@@ -1,6 +1,7 @@
 """Recall is relevance first (issue 11), on every backend: named regressions for the causes the
-issue measured. Time only breaks ties unless the query asks about recency; stop words neither
-match nor filter; recalling an item never moves it up the relevance ranking."""
+issue measured. Time only breaks ties unless the query asks about recency (or about a date,
+issue 29: the memory that states it ranks first); stop words neither match nor filter;
+recalling an item never moves it up the relevance ranking."""
 
 from __future__ import annotations
 
@@ -79,3 +80,23 @@ def test_recency_counts_when_the_query_asks_for_it(
     assert (
         memory.recall("ada", "What is Jon's latest job? Jon works", record_access=False).ranked[0].ref == new
     )
+
+
+def test_when_and_in_a_year_questions_rank_by_the_dates_memories_state(
+    make_agent: Callable[..., Agent], memory: MemoryService, memory_of: MemoryOf
+) -> None:
+    """Issue 29, Deliver 2: a "when" question ranks first the memory that states a date, and a
+    question about a year the memory that names it, over closer word matches without one."""
+    ada = memory_of(make_agent("ada"))
+    for text in (
+        "Melanie likes painting the lake at sunrise with her kids.",
+        "Melanie enjoys the lake and paints it often.",
+        "Melanie painted that lake sunrise last year (2022).",
+        "Caroline went to a support group yesterday (7 May 2023).",
+        "Caroline finds the support group helpful and keeps going.",
+    ):
+        ada.write(category="CONTEXT", content=text)
+    when = memory.recall("ada", "When did Caroline go to the support group?", record_access=False)
+    assert "7 May 2023" in when.ranked[0].content
+    year = memory.recall("ada", "What did Melanie paint in 2022?", record_access=False)
+    assert "(2022)" in year.ranked[0].content

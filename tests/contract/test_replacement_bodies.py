@@ -32,7 +32,7 @@ from ledger.log import Ledger, PolicyEvent
 from ledger.memory.service import MemoryService
 from tests.conftest import StepClock
 from tests.contract.conftest import MemoryOf
-from tests.contract.test_issue25_erasure_files import _sqlite_bytes
+from tests.contract.test_erasure_database_files import _sqlite_bytes
 from tests.contract.test_memory_projection import pure_replay_digest
 from verifier.merkle import leaf_hash
 

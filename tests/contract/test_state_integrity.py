@@ -153,7 +153,7 @@ def test_a_forged_checkpoint_at_the_next_size_is_not_served(
     assert _fresh(ledger, clock).latest_checkpoint() == latest
 
 
-def test_issue25_f10_forged_checkpoint_rows_ahead_are_skipped(
+def test_forged_checkpoint_rows_ahead_are_skipped(
     ledger: Ledger, make_agent: Callable[..., Agent], clock: StepClock
 ) -> None:
     """Regression (issue 25, finding 10): one checkpoint row INSERTed at a future size stopped
@@ -328,7 +328,7 @@ def test_the_key_records_from_the_log_match_the_table_in_honest_use(
     assert ledger.store.active_key_id("bob") is None
 
 
-def test_issue25_f8_missing_record_refuses_to_sign(
+def test_missing_record_refuses_to_sign(
     ledger: Ledger, make_agent: Callable[..., Agent], clock: StepClock, tmp_path: Path
 ) -> None:
     """Regression (issue 25, finding 8): with the signer's record deleted, a consistently
@@ -349,7 +349,7 @@ def test_issue25_f8_missing_record_refuses_to_sign(
     assert not record.exists()  # nothing was signed, nothing recorded
 
 
-def test_issue25_f8_unwritable_record_refuses_to_sign(
+def test_unwritable_record_refuses_to_sign(
     ledger: Ledger, make_agent: Callable[..., Agent], clock: StepClock, tmp_path: Path
 ) -> None:
     """Regression (issue 25, finding 8): a record that cannot be written (a key on a
@@ -376,7 +376,7 @@ def test_issue25_f8_unwritable_record_refuses_to_sign(
     )
 
 
-def test_issue25_f10_audit_names_rollback_behind_signer_record(
+def test_audit_names_rollback_behind_signer_record(
     ledger: Ledger, make_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     """Regression (issue 25, finding 10): engram audit called a consistent rollback clean
@@ -395,7 +395,7 @@ def test_issue25_f10_audit_names_rollback_behind_signer_record(
     assert any(f.table == "signer record" and "signer.fork" in f.message for f in report.findings)
 
 
-def test_issue25_f10_a_text_body_is_named_not_a_type_error(
+def test_a_text_body_is_named_not_a_type_error(
     backend: str, ledger: Ledger, make_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     """Regression (issue 25, finding 10): a body row rewritten as TEXT (what the sqlite3
@@ -431,7 +431,7 @@ def test_issue25_f10_a_text_body_is_named_not_a_type_error(
     assert e2.value.check == "state.bodies"
 
 
-def test_issue25_f10_a_failed_rebuild_leaves_the_projection_serving(
+def test_a_failed_rebuild_leaves_the_projection_serving(
     backend: str, ledger: Ledger, make_agent: Callable[..., Agent]
 ) -> None:
     """Regression (issue 25, finding 10): ``engram memory rebuild`` dropped the projection

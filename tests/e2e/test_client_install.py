@@ -161,7 +161,7 @@ def test_client_only_install_runs_the_journeys_against_a_server(
     assert "replayed" in demo.stdout and "match the checkpoint" in demo.stdout
 
 
-def test_issue26_f5_the_readme_wheel_line_installs_engram_ledger(tmp_path: Path) -> None:
+def test_the_readme_wheel_line_installs_engram_ledger(tmp_path: Path) -> None:
     """Issue 26, finding 5: ``pip install 'engram[client]'`` installs an unrelated project.
     The distribution is engram-ledger, built here and installed by the README's own line
     (``pip install 'engram-ledger[client] @ file:///.../dist/engram_ledger-...whl'``)."""

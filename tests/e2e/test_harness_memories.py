@@ -319,9 +319,10 @@ def test_claude_code_project_memory_is_recalled_in_that_project_only(
 CLAUDE = FIXTURES / "claude-code"
 
 
-def test_issue26_f7_claude_code_export_keeps_file_names_and_frontmatter(
+def test_claude_code_export_keeps_file_names_and_frontmatter(
     home: tuple[dict[str, str], Path],
 ) -> None:
+    """Issue 26, finding 7."""
     env, tmp = home
     a = _mem(env, tmp / "a.key")
     import_source(a, "claude-code", CLAUDE)
@@ -343,7 +344,8 @@ def test_issue26_f7_claude_code_export_keeps_file_names_and_frontmatter(
     assert _contents(b) == _contents(a)
 
 
-def test_issue26_f7_codex_export_has_the_block_shape_codex_keeps(home: tuple[dict[str, str], Path]) -> None:
+def test_codex_export_has_the_block_shape_codex_keeps(home: tuple[dict[str, str], Path]) -> None:
+    """Issue 26, finding 7."""
     env, tmp = home
     a = _mem(env, tmp / "a.key")
     import_source(a, "codex", FIXTURES / "codex")
@@ -379,7 +381,8 @@ def test_issue26_f7_codex_export_has_the_block_shape_codex_keeps(home: tuple[dic
     assert not report.refused and _contents(b) == _contents(a)
 
 
-def test_issue26_f7_import_of_the_projects_root_and_a_claude_md(home: tuple[dict[str, str], Path]) -> None:
+def test_import_of_the_projects_root_and_a_claude_md(home: tuple[dict[str, str], Path]) -> None:
+    """Issue 26, finding 7."""
     env, tmp = home
     projects = tmp / "projects"
     shutil.copytree(CLAUDE, projects / "-home-ada-shop" / "memory")

@@ -300,7 +300,7 @@ def _size(env: dict[str, str]) -> int:
     return int(out.stdout.splitlines()[1])
 
 
-def test_issue25_f4_mcp_http_refuses_without_credential(home: tuple[dict[str, str], Path]) -> None:
+def test_mcp_http_refuses_without_credential(home: tuple[dict[str, str], Path]) -> None:
     """Regression (issue 25, finding 4): `engram mcp --transport http` acted as the agent for
     any local process with no credential (a HOT instruction written, a memory erased, a share
     token minted). Now every request needs the bearer token from the 0600 token file."""
@@ -363,7 +363,8 @@ def test_issue25_f4_mcp_http_refuses_without_credential(home: tuple[dict[str, st
         assert Path(f"{key}.mcp-token").read_text(encoding="utf-8").strip() == token
 
 
-def test_issue25_f4_token_file_others_can_read_is_refused(home: tuple[dict[str, str], Path]) -> None:
+def test_token_file_others_can_read_is_refused(home: tuple[dict[str, str], Path]) -> None:
+    """Issue 25, finding 4."""
     env, key = home
     token_file = Path(f"{key}.mcp-token")
     token_file.write_text("A" * 43 + "\n", encoding="utf-8")

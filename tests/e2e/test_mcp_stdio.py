@@ -331,7 +331,7 @@ def test_any_message_gets_a_well_formed_answer_or_none(message: Any) -> None:
         assert isinstance(answer["error"]["code"], int) and answer["error"]["message"]
 
 
-def test_issue26_f8_the_stdio_server_does_not_import_the_mcp_sdk(tmp_path: Path) -> None:
+def test_the_stdio_server_does_not_import_the_mcp_sdk(tmp_path: Path) -> None:
     """Regression (issue 26, finding 8): a fresh ``engram mcp`` spent 0.5-0.9 s importing the
     MCP SDK before its first call. The stdio path answers a whole call without it."""
     env = _env(tmp_path)
@@ -373,7 +373,7 @@ def test_engram_mcp_without_pydantic_says_what_to_install(transport: str, tmp_pa
 
 
 @pytest.mark.parametrize("ref", ["007.0100", "01.0", "1.00", "12.100", "99999999999999999.0"])
-def test_issue27_f3_the_tools_take_only_refs_the_protocol_takes(ref: str) -> None:
+def test_the_tools_take_only_refs_the_protocol_takes(ref: str) -> None:
     """Regression (issue 27, finding 3): the MCP tools' item-ref pattern was their own, and
     ``007.0100`` passed it but not the protocol's ``parse_ref``. The tools' patterns are the
     protocol's now: every such ref is refused by the schema, before the memory is opened."""
@@ -392,7 +392,8 @@ def test_issue27_f3_the_tools_take_only_refs_the_protocol_takes(ref: str) -> Non
         assert "validation error" in answer["result"]["content"][0]["text"]
 
 
-def test_issue27_f3_the_tools_schemas_use_the_protocols_rules() -> None:
+def test_the_tools_schemas_use_the_protocols_rules() -> None:
+    """Issue 27, finding 3."""
     from typing import get_args
 
     from engram.harness.mcp_tools import Category

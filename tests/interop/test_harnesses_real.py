@@ -98,7 +98,7 @@ def _setup(env: dict[str, str], tmp_path: Path, name: str, pattern: str) -> tupl
     return key, block.group(1), home
 
 
-def test_issue26_claude_code_remembers_across_sessions(world: World, tmp_path: Path) -> None:
+def test_claude_code_remembers_across_sessions(world: World, tmp_path: Path) -> None:
     claude = _need("claude")
     env, url, log, port = world
     key, block, home = _setup(env, tmp_path, "claude", r"```json\n(\{\n  \"hooks\".*?)\n```")
@@ -141,7 +141,8 @@ def test_issue26_claude_code_remembers_across_sessions(world: World, tmp_path: P
     assert ENGRAM in line and "Connected" in line, listed.stdout + listed.stderr  # from another directory too
 
 
-def test_issue26_f2_codex_runs_the_readme_hooks_once_trusted(world: World, tmp_path: Path) -> None:
+def test_codex_runs_the_readme_hooks_once_trusted(world: World, tmp_path: Path) -> None:
+    """Issue 26, finding 2."""
     codex = _need("codex")
     env, url, log, port = world
     key, block, home = _setup(env, tmp_path, "codex", r"```toml\n(\[mcp_servers\.engram\].*?)\n```")

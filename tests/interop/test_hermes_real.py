@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 HERMES_VENV = ROOT / ".venv-hermes"
 
 
-def test_issue26_f1_real_hermes_discovers_and_drives_the_provider(tmp_path: Path) -> None:
+def test_real_hermes_discovers_and_drives_the_provider(tmp_path: Path) -> None:
+    """Issue 26, finding 1."""
     if not (HERMES_VENV / "bin" / "hermes").exists():
         if os.environ.get("CI") == "true":
             pytest.fail("CI needs .venv-hermes (bash .ci/install-interop.sh)")

@@ -54,7 +54,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ts
 
 
-def test_issue31_the_typescript_verifier_passes_the_shared_vectors(built: Path) -> None:
+def test_the_typescript_verifier_passes_the_shared_vectors(built: Path) -> None:
     assert (built / "dist" / "src" / "index.js").exists()
 
 
@@ -76,7 +76,7 @@ console.log(JSON.stringify(out));
 """
 
 
-def test_issue31_both_verifiers_agree_on_this_logs_checkpoints_and_proofs(
+def test_both_verifiers_agree_on_this_logs_checkpoints_and_proofs(
     built: Path, ledger: Ledger, make_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     """Honest checkpoints and inclusion proofs from this log verify in both; each tampered
@@ -159,9 +159,7 @@ console.log(JSON.stringify(out));
 """
 
 
-def test_issue31_both_verifiers_agree_on_share_tokens_biscuit_python_mints(
-    built: Path, tmp_path: Path
-) -> None:
+def test_both_verifiers_agree_on_share_tokens_biscuit_python_mints(built: Path, tmp_path: Path) -> None:
     """Share tokens as biscuit-python mints and attenuates them (fresh random ephemeral keys on
     every run, unlike the TypeScript fixtures): both verifiers accept the honest ones with the
     same kinds and revocation ids, and refuse each tampered one with the same check."""
@@ -243,9 +241,7 @@ def test_issue31_both_verifiers_agree_on_share_tokens_biscuit_python_mints(
     assert sum(e.startswith("VERIFIED") for e in expected) == 4
 
 
-def test_issue31_the_browser_build_in_the_package_is_the_build_of_these_sources(
-    built: Path, tmp_path: Path
-) -> None:
+def test_the_browser_build_in_the_package_is_the_build_of_these_sources(built: Path, tmp_path: Path) -> None:
     """The web UI verifies with api/ui/static/engram-verify.js, which `npm run build:web`
     makes from clients/ts (esbuild, deterministic): a source changed without rebuilding would
     leave the browser running an older verifier than the one these tests check."""

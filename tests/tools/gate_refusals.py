@@ -22,7 +22,7 @@ Also counted: how many accepted texts would be withheld if another agent had sha
 through a Memory Mesh (engram.protocol.shared: a command to run, a permission claimed).
 
 Catch rate: the directives of the gate's tests (tests/unit/test_memory_gate_schemas.py,
-test_issue25_injection.py, test_gate_role_hijack.py, test_gate_invisible_characters.py),
+test_gate_injection.py, test_gate_role_hijack.py, test_gate_invisible_characters.py),
 each of which must be refused.
 
 Run against another checkout (the figures before a change) with ``PYTHONPATH=<checkout>``:
@@ -143,7 +143,7 @@ def _top(c: Counter[str]) -> str:
 
 def catch_rate(gate: WriteGate) -> tuple[int, int, list[str]]:
     sys.path.insert(0, str(ROOT))
-    from tests.unit import test_issue25_injection as lookalikes
+    from tests.unit import test_gate_injection as lookalikes
     from tests.unit import test_memory_gate_schemas as schemas
 
     attacks = [text for _, text in schemas.THREATS] + list(lookalikes.LOOKALIKES)

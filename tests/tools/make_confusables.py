@@ -18,7 +18,7 @@ Two maintained sources, nothing hand-picked:
 
 Fullwidth and mathematical-alphabet letters need no entry: NFKC folds them first. The table
 maps to lower-case ASCII, the form the threat patterns are written in; a test regenerates it
-and compares (tests/unit/test_issue25_injection.py).
+and compares (tests/unit/test_gate_injection.py).
 
 The joining types (``ArabicShaping.txt``: which letters join the one after them, the one
 before them, or are transparent) come from the ``idna`` package's RFC 5892 tables (its

@@ -4,7 +4,7 @@ Debian's chromium through Playwright.
 
     .venv/bin/python tests/tools/ui_screenshots.py docs/ui
 
-The browser test (tests/e2e/test_issue31_web_ui_browser.py) checks the same pages against a
+The browser test (tests/e2e/test_ui_browser.py) checks the same pages against a
 live ``engram serve`` on both backends; this script only makes pictures.
 """
 

@@ -194,7 +194,7 @@ def test_an_events_batch_queues_as_its_first_events_verified_agent() -> None:
         assert identity_of(_scope("/v1/events", method="POST"), bad, known) == "anonymous@10.0.0.7"
 
 
-def test_issue25_f6_fake_signers_share_one_queue() -> None:
+def test_fake_signers_share_one_queue() -> None:
     """Regression (issue 25, finding 6): 40 anonymous requests from one address, each with a
     made-up Engram-Signer, took 40 queues and moved another client's median from ~20 ms to
     seconds. Now they are one anonymous queue holding at most its share of the slots, and the
@@ -279,7 +279,7 @@ def _once(body: bytes) -> Any:
     return receive
 
 
-def test_issue28_a_signed_event_on_an_agent_route_queues_as_its_agent_via_the_registry() -> None:
+def test_a_signed_event_on_an_agent_route_queues_as_its_agent_via_the_registry() -> None:
     """Regression (issue 28): a record or memory posted by an agent this worker had not seen
     yet (its first write here, or registered through the other worker) queued as the
     anonymous client of its address, so 64 agents on one host shared 2 slots per worker and
@@ -323,10 +323,10 @@ def test_issue28_a_signed_event_on_an_agent_route_queues_as_its_agent_via_the_re
     assert identity_of(_scope("/healthz", method="POST"), body, known) == "anonymous@10.0.0.7"
 
 
-def test_issue28_fair_admission_reports_only_the_signatures_it_verified() -> None:
+def test_fair_admission_reports_only_the_signatures_it_verified() -> None:
     """Fair admission verifies an event to know whose it is; it tells the log exactly what
     verified (signature, envelope bytes, key) so the append need not verify it again, and
-    nothing for a key that does not verify the event."""
+    nothing for a key that does not verify the event (issue 28)."""
     bob = Ed25519PrivateKey.generate()
     bob_pk = bob.public_key().public_bytes_raw()
     signer = AgentSigner("bob", bob, origin=ORIGIN)

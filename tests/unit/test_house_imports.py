@@ -318,7 +318,7 @@ def test_old_import_paths_still_work() -> None:
     assert set(ledger.errors.__all__) == set(errors.__all__)
 
 
-def test_issue27_f1_hermes_is_handed_the_entry_points_opener() -> None:
+def test_hermes_is_handed_the_entry_points_opener() -> None:
     """Regression (issue 27, finding 1): the Hermes provider opened the embedded log through
     its own ``import_module("ledger.local")``, without the entry point's translation of a
     missing service into a clear error. It now loads the opener the top floor declares."""

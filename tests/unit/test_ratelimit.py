@@ -155,7 +155,7 @@ def test_a_full_window_drops_the_least_recently_used_key(tmp_path: Path) -> None
             rl.hit(f"k{i}")  # the others kept their empty buckets
 
 
-def test_issue25_f6_unregistered_keys_cannot_evict_bucket(tmp_path: Path) -> None:
+def test_unregistered_keys_cannot_evict_bucket(tmp_path: Path) -> None:
     """Regression (issue 25, finding 6): the host table wrote a bucket for any valid signature
     before authorization, at an unkeyed hash, so ~60 requests by unregistered keys chosen
     offline evicted a named agent's bucket and reset its limit. A check now creates no

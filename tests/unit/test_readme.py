@@ -26,7 +26,7 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
     assert tests in ci
 
 
-def test_issue26_f8_the_readme_is_one_page() -> None:
+def test_the_readme_is_one_page() -> None:
     """Issue 26, finding 8: the README was 737 lines and 7,261 words. It is one page now (the
     tour, harness blocks, settings and benchmarks live in docs/), and it links to each."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -35,7 +35,7 @@ def test_issue26_f8_the_readme_is_one_page() -> None:
         assert f"(docs/{doc}.md)" in readme and (ROOT / "docs" / f"{doc}.md").exists()
 
 
-def test_issue27_f5_the_readme_quick_loops_collect() -> None:
+def test_the_readme_quick_loops_collect() -> None:
     """Issue 27, finding 5 (no documented quick loop): each loop the README names selects
     tests as written, and the wider one leaves out PostgreSQL, slow and interop tests."""
     import shlex

@@ -156,9 +156,9 @@ def _affine_times8_is_identity(encoded: bytes) -> bool:
 
 @settings(max_examples=200)
 @given(st.binary(min_size=32, max_size=32), st.sampled_from(sorted(SMALL_ORDER.values())))
-def test_issue28_projective_small_order_test_agrees_with_the_affine_one(seed: bytes, torsion: bytes) -> None:
+def test_projective_small_order_test_agrees_with_the_affine_one(seed: bytes, torsion: bytes) -> None:
     """Real keys, the torsion points, and random 32-byte strings that decode (mixed-order
-    points among them): the projective test decides exactly as the affine one."""
+    points among them): the projective test decides exactly as the affine one (issue 28)."""
     from verifier import ed25519 as ed
 
     real = Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes_raw()
@@ -182,7 +182,7 @@ class _EqualsEverything(bytes):
         return 0
 
 
-def test_issue28_the_key_check_remembers_only_keys_that_pass() -> None:
+def test_the_key_check_remembers_only_keys_that_pass() -> None:
     """check_public_key caches successes (issue 28): a refused key is refused every time, with
     its check, after valid keys were cached; a bytes subclass cannot pose as a cached key."""
     from verifier.ed25519 import _checked

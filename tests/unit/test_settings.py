@@ -97,10 +97,10 @@ API_FIELDS: dict[str, tuple[str, str]] = {
 }
 
 
-def test_issue27_f5_one_parse_sets_every_api_field_and_the_service_settings() -> None:
+def test_one_parse_sets_every_api_field_and_the_service_settings() -> None:
     """One settings system: ApiSettings.from_env reads every HTTP variable with the
     service's parsers and carries the service's settings from the same environment (they
-    were round-tripped through an env dict in the app's lifespan)."""
+    were round-tripped through an env dict in the app's lifespan; issue 27, finding 5)."""
     import dataclasses
 
     assert {f.name for f in dataclasses.fields(ApiSettings)} == set(API_FIELDS)
@@ -133,7 +133,8 @@ def test_issue27_f5_one_parse_sets_every_api_field_and_the_service_settings() ->
         ({"ENGRAM_HOT_MAX_TOKENS": "-1"}, "ENGRAM_HOT_MAX_TOKENS"),
     ],
 )
-def test_issue27_f5_a_bad_api_setting_is_a_config_error_naming_it(env: dict[str, str], named: str) -> None:
+def test_a_bad_api_setting_is_a_config_error_naming_it(env: dict[str, str], named: str) -> None:
+    """Issue 27, finding 5."""
     with pytest.raises(ConfigError, match=named):
         ApiSettings.from_env({"ENGRAM_DEV_MODE": "1", **env})
     with pytest.raises(ConfigError):  # built by keyword, the same checks hold

@@ -1,7 +1,8 @@
-"""Supersession only by the owner's own word (issue 40, finding 3): the labelled set with its
-adversarial near misses, and properties of the voice rules over phrasings the set does not
-hold (any reporting source and verb, quotation, supposition or retrieved source wrapped
-around a real change keeps it from replacing; the distiller's own frame does not)."""
+"""Supersession only by the owner's own word (issue 40, finding 3): the labelled set, plain
+(issue 29) and with its adversarial near misses, and properties of the voice rules over
+phrasings the set does not hold (any reporting source and verb, quotation, supposition or
+retrieved source wrapped around a real change keeps it from replacing; the distiller's own
+frame does not)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,18 @@ from ledger.memory.voice import Cited, Statement, voice_of
 
 #: The real changes of the plain set: (older, newer) texts that replace.
 CHANGES = [(o, n) for o, n, y in PAIRS if y and replaces(Case(old=o, new=n, replaces=True))]
+
+
+def test_the_plain_labelled_set_never_replaces_on_a_weak_match() -> None:
+    """Issue 29, Deliver 1: on the plain labelled pairs (bench/supersession_set.py) the
+    detector never replaces on a weak match (precision >= 0.95, no false positive) and finds
+    most real changes."""
+    cases = tuple(Case(old=o, new=n, replaces=y) for o, n, y in PAIRS)
+    s = score(cases)
+    wrong = [(c.old, c.new) for c in cases if not c.replaces and replaces(c)]
+    assert wrong == [] and s["precision"] >= 0.95 and s["false_positive_rate"] == 0.0
+    assert s["recall"] >= 0.9, s
+    assert sum(1 for *_, y in PAIRS if y) >= 20 and sum(1 for *_, y in PAIRS if not y) >= 20
 
 
 def test_the_labelled_set_with_adversarial_near_misses_keeps_precision_and_false_positive_rate() -> None:

@@ -77,7 +77,7 @@ def test_hot_costs_are_the_rendered_lines_and_the_block() -> None:
     assert overhead == HOT_BLOCK_OVERHEAD
 
 
-def test_issue26_counting_does_not_import_the_tokenizer_package() -> None:
+def test_counting_does_not_import_the_tokenizer_package() -> None:
     """Regression (issue 26, finding 8): importing ``bpe_openai`` decodes all three of its
     merge tables in Python (0.44 s) before a fresh ``engram mcp`` answered its first recall;
     the count now comes from its Rust extension, loaded alone."""

@@ -1,7 +1,7 @@
 /** Memory Mesh rules (verifier/mesh.py): random event sets from fixtures/bundle-cases.json
  * folded here with the mesh and the mesh_read answers (holds, and why, word for word) the
  * Python verifier gave; plus the rules one by one (their check names as
- * tests/contract/test_issue30_mesh.py names them). */
+ * tests/contract/test_mesh_sharing.py names them). */
 
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
