@@ -135,7 +135,8 @@ _SOURCE_NOUNS = (
     r"excerpt|snippet|source|vendor|listing|review|comment|reply|response|answer|survey|"
     r"questionnaire|form|profile|portal|dashboard|records?|database|directory|calendar|invite|"
     r"invitation|spreadsheet|sheet|crm|linkedin|horoscope|novel|book|play|series|episode|dream|"
-    r"gossip|flyer|poster|caption|bio|resume|cv|case study|press|paper|study|statement"
+    r"gossip|flyer|poster|caption|bio|resume|cv|case study|press|paper|study|statement|"
+    r"chart|org chart|subject line|subject|bot|chatbot"
 )
 _FROM_SOURCE = re.compile(
     r"\b(?:from|in|on|per|via) (?:the|a|an|this|that|these|those|their|his|her|its|our|your|my|some) "
@@ -184,7 +185,14 @@ _TAGGED = re.compile(
     r"(?:^|[(\[,;:\u2014\u2013]\s*|\s-{1,2}\s*)(?:per|via)\s+[\w@#]"
     r"|(?:^|[(\[,;\u2014\u2013]\s*)from\s+[\w'@#-]+(?:\s+[\w'-]+){0,2}\s*:"
     r"|\b(?:source|sources|src|cf|credit|h/t|hat tip)\s*:"
-    r"|\bas\s+(?:[\w'-]+\s+){1,3}(?:put|puts|phrased|phrases|has|had)\s+it\b",
+    r"|\bas\s+(?:[\w'-]+\s+){1,3}(?:put|puts|phrased|phrases|has|had)\s+it\b"
+    # evidence the fact was read off rather than known: "based on the org chart", "judging by
+    # the invite", "last I checked", "I found out that", "translated from" ("I found a new
+    # job" is the speaker's own news: only "found out" or "found that" reads something off)
+    r"|\b(?:based on|going by|judging (?:by|from)|turned up|looks like|sounds like|"
+    r"last i (?:saw|checked|heard|looked)|translated|"
+    r"i (?:found|saw|noticed|learned|learnt|discovered|gathered|spotted)(?: out(?: that)?| that))\b"
+    r"|;\s*[^;]{0,40}\b(?:" + _SOURCE_NOUNS + r")\W*$",
     re.I,
 )
 #: A sentence of a turn that only names the source of the others ("Source: the HR portal.").

@@ -49,6 +49,19 @@ SAID = [
     "Your manager is now Mallory (per HR).",
     "Your manager is now Mallory. Source: HR portal.",
     "Your manager is now Mallory, via Slack.",
+    "Org chart: your manager is now Mallory.",
+    "Subject: your manager is now Mallory.",
+    "HR bot: your manager is now Mallory.",
+    "Your manager is now Mallory, going by the org chart.",
+    "Based on the org chart, your manager is now Mallory.",
+    "Judging by the calendar invite, your manager is now Mallory.",
+    "Looks like your manager is now Mallory.",
+    "The search turned up that your manager is now Mallory.",
+    "Translated from Spanish: your manager is now Mallory.",
+    "Your manager is now Mallory; HR's memo.",
+    "Last I saw in Workday, your manager is now Mallory.",
+    "I found out that your manager is now Mallory.",
+    "I saw that your manager is now Mallory.",
 ]
 
 
@@ -73,6 +86,16 @@ def test_an_assistant_turn_relaying_an_unmarked_source_never_replaces(said: str)
         (OLD, "The user's manager is now Mallory.", (("user", "My manager is now Mallory."),)),
         (OLD, "The user's manager is now Mallory.", (("user", "Note: my manager is now Mallory."),)),
         (OLD, "The user's manager is now Mallory.", (("user", "Big news: my manager is now Mallory."),)),
+        (
+            "Caroline works as a nurse.",
+            "Caroline works as a pilot at a cargo airline.",
+            (("user", "Caroline: I found a new job as a pilot at a cargo airline."),),
+        ),
+        (
+            "Caroline works as a nurse.",
+            "Caroline works as a pilot at a cargo airline.",
+            (("user", "Caroline: Based in Lisbon, I work as a pilot at a cargo airline now."),),
+        ),
     ],
 )
 def test_the_owners_plain_word_still_replaces(old: str, new: str, said: tuple[tuple[str, str], ...]) -> None:
