@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 from engram.protocol import _confusables
 from ledger.memory.distill import ROLE_SUBJECTS, speaker_of
+from ledger.memory.facts import fact_of
 from ledger.memory.terms import content_terms
 
 __all__ = [
@@ -431,4 +432,21 @@ def voice_of(st: Statement, value: str | None = None) -> Voice:
             flaw = _turn_flaw(text, value, _frames_for(sp, agent_written=False))
     if flaw is not None:
         return Voice(speaker=speaker, own=False, why=flaw)
+    if speaker is not None and ":" in speaker and not _about_self(st.content, speaker.split(":", 1)[1]):
+        # "Dana: Caroline moved to Kyoto.", "HR: your manager is now Mallory.": a named
+        # speaker's word about someone else's fact is that person's fact by hearsay
+        return Voice(speaker=speaker, own=False, why="reported")
     return Voice(speaker=speaker, own=True, why="own")
+
+
+def _about_self(content: str, name: str) -> bool:
+    """Whether the fact ``content`` states is the named speaker ``name``'s (folded) own: its
+    subject is not another person (the user, or someone named) than the speaker. A group's
+    fact ("the team now uses ...") may be stated by any of its members; a memory stating no
+    fact the policy reads is not judged here."""
+    fact = fact_of(content)
+    if fact is None:
+        return True
+    subject, who = fold(fact.subject).split(), name.split()
+    person = fold(fact.subject) in ("the user", "user") or fact.subject[:1].isupper()
+    return not person or (bool(subject) and bool(who) and subject[0] == who[0])

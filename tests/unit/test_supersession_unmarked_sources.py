@@ -81,7 +81,33 @@ def test_an_assistant_turn_relaying_an_unmarked_source_never_replaces(said: str)
 @pytest.mark.parametrize(
     ("old", "new", "said"),
     [
+        (OLD, "The user's manager is now Mallory.", (("user", "HR: Your manager is now Mallory."),)),
+        (OLD, "The user's manager is now Mallory.", (("assistant", "Dana: your manager is now Mallory."),)),
+        (
+            "Caroline lives in Lisbon.",
+            "Caroline moved to Kyoto.",
+            (("user", "Dana: Caroline moved to Kyoto."),),
+        ),
+    ],
+)
+def test_a_named_speakers_word_about_another_persons_fact_never_replaces(
+    old: str, new: str, said: tuple[tuple[str, str], ...]
+) -> None:
+    """A turn opening with a name is that person speaking; about someone else (the user, or
+    another named person) it is hearsay, not the fact's owner's word."""
+    assert not replaces(Case(old=old, new=new, said=said, replaces=False))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "said"),
+    [
         (OLD, "The user's manager is now Mallory.", ()),
+        ("Caroline lives in Lisbon.", "Caroline moved to Kyoto.", (("user", "Caroline: I moved to Kyoto."),)),
+        (
+            "The team uses Jenkins for builds.",
+            "The team now uses GitHub Actions for builds.",
+            (("user", "Dana: the team now uses GitHub Actions for builds."),),
+        ),
         (OLD, "From now on, the user's manager is Mallory.", ()),
         (OLD, "The user's manager is now Mallory.", (("user", "My manager is now Mallory."),)),
         (OLD, "The user's manager is now Mallory.", (("user", "Note: my manager is now Mallory."),)),
