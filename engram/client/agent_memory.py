@@ -459,8 +459,24 @@ class AgentMemory:
     def mesh_proof(self, mesh: str, ref: str) -> bytes:
         """A bundle (specs/bundle.md, ``mesh_read``) that proves offline, with the log key
         alone, that memory ``ref`` was written by its author and shared with this agent
-        through ``mesh`` under grants valid at the checkpoint: ``engram-verify bundle``."""
-        return self.transport.mesh_proof(self._me, mesh, ref)
+        through ``mesh`` under grants valid at the checkpoint: ``engram-verify bundle``.
+        The bundle is verified here first, as its buyer will verify it, and must prove exactly
+        that claim (``proof.claim``): a service's bundle that fails, or proves another memory,
+        mesh or reader, is never handed on as this one (issue 40, attack on the fix)."""
+        from verifier.bundle import verify_bundle
+
+        data = self.transport.mesh_proof(self._me, mesh, ref)
+        verified = verify_bundle(data, self.agent.log_key)
+        asked = {"predicate": "mesh_read", "agent": self.agent_id, "mesh": mesh, "ref": ref}
+        claims = [r.statement for r in verified.claims]
+        if len(claims) != 1 or {k: claims[0].get(k) for k in asked} != asked:
+            raise ProofError(
+                f"the service's bundle does not prove that memory {ref} was shared with {self.agent_id} "
+                f"through {mesh}",
+                check="proof.claim",
+            )
+        self.agent.observe(verified.checkpoint)
+        return data
 
     def items(self, *, tier: str | None = None, status: str = "active") -> list[ItemRow]:
         return self.transport.items(self._me, tier=tier, status=status)

@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -36,7 +37,9 @@ from verifier.event import (
 )
 from verifier.merkle import verify_consistency, verify_inclusion
 from verifier.note import VerifiedCheckpoint, VerifierKey, verify_checkpoint
-from verifier.state import CheckpointStore, default_state_dir
+from verifier.state import CheckpointStore, StateError, default_state_dir
+
+_log = logging.getLogger("engram.client")
 
 #: ``state_dir`` default: the remembered-state directory of :func:`verifier.state.default_state_dir`.
 DEFAULT_STATE = Path("<default verifier state>")
@@ -161,12 +164,24 @@ class Agent:
             return
         # Under the state's lock: what this agent (or any other process sharing the state)
         # verified before must be extended, with proofs from the transport.
-        with self.state.locked(self.log_key) as update:
-            remembered = update.remembered
-            if self.checkpoint is not None and (remembered is None or remembered.size < self.checkpoint.size):
-                self._advance_in_memory(cp)
-            update.advance(cp, self.transport.consistency)
-            self.checkpoint = update.remembered
+        try:
+            with self.state.locked(self.log_key) as update:
+                remembered = update.remembered
+                if self.checkpoint is not None and (
+                    remembered is None or remembered.size < self.checkpoint.size
+                ):
+                    self._advance_in_memory(cp)
+                update.advance(cp, self.transport.consistency)
+                self.checkpoint = update.remembered
+        except StateError as e:
+            if e.check != "state.io":
+                raise  # a rollback or a fork: the log is not what this agent verified before
+            # The directory cannot be used (a sandbox, a full disk). A receipt comes after the
+            # service committed the entry, so failing here would answer a write that is in the
+            # log as a failure, and a retry would write it twice (issue 40, finding 11): check
+            # it against this process's last checkpoint instead, as without a state directory.
+            _log.warning("verifier state unusable, checking against this process's checkpoints: %s", e)
+            self._advance_in_memory(cp)
 
     def _advance_in_memory(self, cp: VerifiedCheckpoint) -> None:
         last = self.checkpoint

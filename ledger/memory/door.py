@@ -285,21 +285,28 @@ class Door:
 
     def _chains_of(self, agent: str, refs: Sequence[str]) -> dict[str, list[str]]:
         """For each of ``refs`` that is the current value of a fact that changed (active, and
-        it replaced an older one): the older values, newest first (what may become current
-        once it is erased)."""
+        it replaced an older one, itself or through the memory it corrects): the older values
+        and the memories corrected on the way, newest first (what may become current once it
+        is erased)."""
         self.follower.sync()
         out: dict[str, list[str]] = {}
         for ref in refs:
             it = self.projection.item(agent, ref)
-            if it is None or it.status != "active" or not it.replaces:
+            if it is None or it.status != "active":
                 continue
+            # Back through replacements and through corrections (a current value the owner
+            # corrected is current as its correction: erasing the correction takes the value
+            # it corrected, and the value before that is current again).
             older: list[str] = []
-            prev: str | None = it.replaces
+            changed = bool(it.replaces)
+            prev: str | None = it.replaces or it.supersedes
             while prev is not None and prev not in older and prev != ref and len(older) < self.MAX_CHAIN:
                 older.append(prev)
                 p = self.projection.item(agent, prev)
-                prev = None if p is None else p.replaces
-            out[ref] = older
+                changed = changed or bool(p is not None and p.replaces)
+                prev = None if p is None else p.replaces or p.supersedes
+            if changed:
+                out[ref] = older
         return out
 
     def _first_active(self, agent: str, refs: Sequence[str]) -> str | None:

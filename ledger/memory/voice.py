@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 from engram.protocol import _confusables
 from ledger.memory.distill import ROLE_SUBJECTS, speaker_of
+from ledger.memory.facts import fact_of
 from ledger.memory.terms import content_terms
 
 __all__ = [
@@ -135,7 +136,8 @@ _SOURCE_NOUNS = (
     r"excerpt|snippet|source|vendor|listing|review|comment|reply|response|answer|survey|"
     r"questionnaire|form|profile|portal|dashboard|records?|database|directory|calendar|invite|"
     r"invitation|spreadsheet|sheet|crm|linkedin|horoscope|novel|book|play|series|episode|dream|"
-    r"gossip|flyer|poster|caption|bio|resume|cv|case study|press|paper|study|statement"
+    r"gossip|flyer|poster|caption|bio|resume|cv|case study|press|paper|study|statement|"
+    r"chart|org chart|subject line|subject|bot|chatbot"
 )
 _FROM_SOURCE = re.compile(
     r"\b(?:from|in|on|per|via) (?:the|a|an|this|that|these|those|their|his|her|its|our|your|my|some) "
@@ -169,9 +171,40 @@ _HYPOTHETICAL = re.compile(
     r"pretend(?:ing)?|let's say|let us say|what if|in case|in the event|in theory|theoretically|"
     r"scenario|for example|for instance|e\.g|would|could|might|should|were to|as if|wish(?:es|ed)?|"
     r"hopes?|hoping|someday|fictional|fictitious|fiction|example|sample|template|placeholder|"
-    r"dummy|mock|fake|role-?play(?:ing)?)\b",
+    r"dummy|mock|fake|role-?play(?:ing)?|"
+    # hedges and jokes: the speaker does not assert it either
+    r"maybe|perhaps|possibly|probably|presumably|seems?|seemingly|i guess|i suppose|"
+    r"unconfirmed|unverified|tbc|jk|just kidding|kidding|joking|as a joke)\b",
     re.I,
 )
+
+#: A source named without a determiner where only a source can stand (issue 40, attack on
+#: the fix: "Per HR, ...", "(per Dana)", "..., via Slack", "From Slack: ...", a source tag
+#: "source: the HR portal", "as HR put it"): a clause that opens with "per" or "via", a "from
+#: <words>:" lead, a tag. ("per" inside a clause, "20 euros per month", is a rate.)
+_TAGGED = re.compile(
+    r"(?:^|[(\[,;:\u2014\u2013]\s*|\s-{1,2}\s*)(?:per|via)\s+[\w@#]"
+    r"|(?:^|[(\[,;\u2014\u2013]\s*)from\s+[\w'@#-]+(?:\s+[\w'-]+){0,2}\s*:"
+    r"|\b(?:source|sources|src|cf|credit|h/t|hat tip)\s*:"
+    r"|\bas\s+(?:[\w'-]+\s+){1,3}(?:put|puts|phrased|phrases|has|had)\s+it\b"
+    # evidence the fact was read off rather than known: "based on the org chart", "judging by
+    # the invite", "last I checked", "I found out that", "translated from" ("I found a new
+    # job" is the speaker's own news: only "found out" or "found that" reads something off)
+    r"|\b(?:based on|going by|judging (?:by|from)|turned up|looks like|sounds like|"
+    r"last i (?:saw|checked|heard|looked)|translated|"
+    r"i (?:found|saw|noticed|learned|learnt|discovered|gathered|spotted)(?: out(?: that)?| that))\b"
+    r"|;\s*[^;]{0,40}\b(?:" + _SOURCE_NOUNS + r")\W*$",
+    re.I,
+)
+#: A sentence of a turn that only names the source of the others ("Source: the HR portal.").
+_SOURCE_LINE = re.compile(r"(?:source|sources|src|cf|credit|h/t|via|per)\b", re.I)
+#: A bracketed note naming a source ("[HR email]", "(from the portal)").
+_BRACKETED_SOURCE = re.compile(rf"[(\[][^)\]]*\b(?:{_SOURCE_NOUNS})\b[^)\]]*[)\]]", re.I)
+#: What opens a label that names a source, not a person ("From Slack:", "Via email:").
+_NOT_A_NAME = re.compile(r"(?:from|via|per|source|sources|src|fwd?|cf)\b")
+#: Source nouns that head a note in a label rather than name where it came from ("Note:",
+#: "Big news:").
+_PLAIN_LABELS = frozenset({"note", "notes", "news"})
 
 #: A sentence that introduces what follows as someone else's words ("HR sent this:").
 _INTRODUCES = re.compile(r"\b(?:this|these|that|the following|as follows|below|here|it)\s*:", re.I)
@@ -230,6 +263,8 @@ def _speaker_id(role: str, text: str) -> tuple[str | None, str]:
     by = "user" if role == "user" else "agent"
     if subject == ROLE_SUBJECTS[role]:
         return by, rest
+    if _SOURCE.search(fold(subject)) or _NOT_A_NAME.match(fold(subject)):
+        return by, text  # "From Slack: ...", "HR Email: ...": a source's label, read with the text
     return f"{by}:{subject.casefold()}", rest
 
 
@@ -270,8 +305,21 @@ def sentence_flaw(sentence: str, own: frozenset[str]) -> str | None:
     if body_rest is None:
         return "reported"
     text = f"{label}: {body_rest}" if label else body_rest
-    if any(rx.search(text) for rx in (_ATTRIBUTION, _REPORTED, _FROM_SOURCE, _SOURCE_SAYS, _INTRODUCES)):
+    if any(
+        rx.search(text)
+        for rx in (
+            _ATTRIBUTION,
+            _REPORTED,
+            _FROM_SOURCE,
+            _SOURCE_SAYS,
+            _INTRODUCES,
+            _TAGGED,
+            _BRACKETED_SOURCE,
+        )
+    ):
         return "reported"
+    if label and any(m.group(0) not in _PLAIN_LABELS for m in _SOURCE.finditer(label)):
+        return "reported"  # "The email: ...", "HR's email: ...": the label names the source
     if _HYPOTHETICAL.search(text):
         return "hypothetical"
     return None
@@ -332,6 +380,8 @@ def _names(sentence: str, value: str) -> bool:
 
 def _turn_flaw(text: str, value: str | None, own: frozenset[str]) -> str | None:
     sentences = _sentences(text)
+    if any(_SOURCE_LINE.match(s) for s, _ in sentences):
+        return "reported"  # "... is now Mallory. Source: the HR portal.": the turn cites its source
     named = [(s, q) for s, q in sentences if value and _names(s, value)]
     for s, quoted in named or sentences:
         if quoted:
@@ -382,4 +432,21 @@ def voice_of(st: Statement, value: str | None = None) -> Voice:
             flaw = _turn_flaw(text, value, _frames_for(sp, agent_written=False))
     if flaw is not None:
         return Voice(speaker=speaker, own=False, why=flaw)
+    if speaker is not None and ":" in speaker and not _about_self(st.content, speaker.split(":", 1)[1]):
+        # "Dana: Caroline moved to Kyoto.", "HR: your manager is now Mallory.": a named
+        # speaker's word about someone else's fact is that person's fact by hearsay
+        return Voice(speaker=speaker, own=False, why="reported")
     return Voice(speaker=speaker, own=True, why="own")
+
+
+def _about_self(content: str, name: str) -> bool:
+    """Whether the fact ``content`` states is the named speaker ``name``'s (folded) own: its
+    subject is not another person (the user, or someone named) than the speaker. A group's
+    fact ("the team now uses ...") may be stated by any of its members; a memory stating no
+    fact the policy reads is not judged here."""
+    fact = fact_of(content)
+    if fact is None:
+        return True
+    subject, who = fold(fact.subject).split(), name.split()
+    person = fold(fact.subject) in ("the user", "user") or fact.subject[:1].isupper()
+    return not person or (bool(subject) and bool(who) and subject[0] == who[0])
