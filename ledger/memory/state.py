@@ -518,35 +518,50 @@ def _memory_erased(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) ->
     # replacement entries that still copy its value (an erasure made before issue 40 left
     # them): erasing one of those entries alone finds it there (engram.protocol.erasure).
     taken = {r["index"] for r in b.get("replaced") or ()}
-    for r in b.get("replaced") or ():
+    _drop_copies(state, ev.agent, b.get("replaced") or (), taken)
+    for ref in b.get("refs") or ():
+        _tombstone(state, ev, ref, taken)
+    _forget_in_sessions(state, ev.agent, set(b.get("refs") or ()), set(b.get("sessions") or ()))
+
+
+def _drop_copies(
+    state: MemoryState, agent: str, replaced: Iterable[Mapping[str, Any]], taken: set[int]
+) -> None:
+    """The memories a version 1 replacement decision named no longer list its copy."""
+    for r in replaced:
         for ref in (r["item"], r["by"]):
-            it = state.item(ev.agent, ref)
+            it = state.item(agent, ref)
             if it is not None and any(c["index"] in taken for c in it.copies):
                 it.copies = [c for c in it.copies if c["index"] not in taken]
                 state.put_item(it)
-    erased = set(b.get("refs") or ())
-    for ref in b.get("refs") or ():
-        it = state.item(ev.agent, ref)
-        if it is not None and it.tier != RECORD:
-            _splice(state, ev.agent, it)
-        state.put_item(
-            Item(
-                agent=ev.agent,
-                ref=ref,
-                index=ref_key(ref)[0],
-                source_kind="memory.erased",
-                tier="NONE",
-                status="erased",
-                category="CONTEXT",
-                content="",
-                created_us=ev.timestamp_us,
-                copies=[] if it is None else [c for c in it.copies if c["index"] not in taken],
-            )
+
+
+def _tombstone(state: MemoryState, ev: LoggedEvent, ref: str, taken: set[int]) -> None:
+    """Item ``ref`` becomes a canonical tombstone (spliced out of its chains first)."""
+    it = state.item(ev.agent, ref)
+    if it is not None and it.tier != RECORD:
+        _splice(state, ev.agent, it)
+    state.put_item(
+        Item(
+            agent=ev.agent,
+            ref=ref,
+            index=ref_key(ref)[0],
+            source_kind="memory.erased",
+            tier="NONE",
+            status="erased",
+            category="CONTEXT",
+            content="",
+            created_us=ev.timestamp_us,
+            copies=[] if it is None else [c for c in it.copies if c["index"] not in taken],
         )
-    distilled = set(b.get("sessions") or ())
-    for s in state.agent_sessions(ev.agent):  # frozen HOT blocks forget it too
+    )
+
+
+def _forget_in_sessions(state: MemoryState, agent: str, erased: set[str], distilled: set[str]) -> None:
+    """Frozen HOT blocks forget the erased items; an erased distillation stays done (the
+    session is never distilled again)."""
+    for s in state.agent_sessions(agent):
         kept = [h for h in s.hot_snapshot if h["ref"] not in erased]
-        # An erased distillation stays done: the session is never distilled again.
         if len(kept) != len(s.hot_snapshot) or (s.session in distilled and not s.distilled):
             s.hot_snapshot = kept
             s.distilled = s.distilled or s.session in distilled
