@@ -623,30 +623,33 @@ def read_mem0(path: Path) -> list[Entry]:
         raise FormatError(
             f'{path}: expected {{"results": [...]}} or a list of memories', check="import.format"
         )
+    return [entry for i, it in enumerate(items) for entry in _mem0_entries(path, i, it, sha)]
+
+
+_MEM0_CATEGORIES = ("COMMITMENT", "PERFORMANCE", "LEARNING", "FAILURE", "PREFERENCE", "ANOMALY", "CONTEXT")
+
+
+def _mem0_entries(path: Path, i: int, it: object, sha: str) -> list[Entry]:
+    """The entries of Mem0 memory ``i`` (one per part of a long memory)."""
+    if (
+        not isinstance(it, dict)
+        or not isinstance(it.get("memory"), str)
+        or not isinstance(it.get("id"), (str, int))
+    ):
+        raise FormatError(f"{path}: item {i} has no string 'memory' and 'id'", check="import.format")
+    meta = it.get("metadata") if isinstance(it.get("metadata"), dict) else {}
+    cat = str(meta.get("category", "")).upper() if meta else ""
+    category = cat if cat in _MEM0_CATEGORIES else _guess_category(it["memory"])
+    tags = [t for t in (meta.get("tags") or []) if isinstance(t, str)] if meta else []
+    who = [
+        f"user-{it['user_id']}" if it.get("user_id") else None,
+        f"agent-{it['agent_id']}" if it.get("agent_id") else None,
+    ]
     out: list[Entry] = []
-    for i, it in enumerate(items):
-        if (
-            not isinstance(it, dict)
-            or not isinstance(it.get("memory"), str)
-            or not isinstance(it.get("id"), (str, int))
-        ):
-            raise FormatError(f"{path}: item {i} has no string 'memory' and 'id'", check="import.format")
-        meta = it.get("metadata") if isinstance(it.get("metadata"), dict) else {}
-        cat = str(meta.get("category", "")).upper() if meta else ""
-        category = (
-            cat
-            if cat in ("COMMITMENT", "PERFORMANCE", "LEARNING", "FAILURE", "PREFERENCE", "ANOMALY", "CONTEXT")
-            else _guess_category(it["memory"])
-        )
-        tags = [t for t in (meta.get("tags") or []) if isinstance(t, str)] if meta else []
-        who = [
-            f"user-{it['user_id']}" if it.get("user_id") else None,
-            f"agent-{it['agent_id']}" if it.get("agent_id") else None,
-        ]
-        for part, (chunk, red) in enumerate(_split(it["memory"])):
-            loc = f"mem0:{str(it['id'])[:128]}" + (f":{part}" if part else "")
-            extra = {"created_at": str(it.get("created_at") or "")}
-            out.append(Entry(chunk, category, _tags("mem0", *who, *tags), loc, sha, extra, red))
+    for part, (chunk, red) in enumerate(_split(it["memory"])):
+        loc = f"mem0:{str(it['id'])[:128]}" + (f":{part}" if part else "")
+        extra = {"created_at": str(it.get("created_at") or "")}
+        out.append(Entry(chunk, category, _tags("mem0", *who, *tags), loc, sha, extra, red))
     return out
 
 
