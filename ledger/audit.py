@@ -214,7 +214,7 @@ class _Audit:
         self.report.seconds = time.perf_counter() - t0
         return self.report
 
-    # -- the signer's record (issue 25, finding 10) -------------------------------------
+    # -- the signer's record -------------------------------------
 
     def _read_signed_head(self) -> None:
         if self.signed_head is None:
@@ -260,8 +260,8 @@ class _Audit:
         )
 
     def _blob(self, table: str, row: str, column: str, value: object) -> bytes | None:
-        """A binary column's bytes, or None after a finding naming its type (issue 25,
-        finding 10: a body rewritten as TEXT crashed the audit with a TypeError)."""
+        """A binary column's bytes, or None after a finding naming its type (a
+        body rewritten as TEXT once crashed the audit with a TypeError)."""
         if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value)
         self.report.add(table, row, column, f"holds {type(value).__name__}, not bytes")

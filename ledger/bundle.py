@@ -90,7 +90,7 @@ def create_bundle(
 
     The bundle is verified before it is returned, as its buyer will verify it: a claim the
     verifier would fail (a mean over an erased record, a count that is not the log's, a
-    mesh_read that does not hold) is refused with ``bundle.<the failed check>`` (issue 40:
+    mesh_read that does not hold) is refused with ``bundle.<the failed check>`` (once,
     `engram bundle create` silently wrote a bundle whose own claim failed once a record was
     erased), and nothing is handed out."""
     data = _assemble(

@@ -1,4 +1,4 @@
-"""Memory Mesh rules (issue 30): the fold of a mesh's events, and the ``mesh_read`` claim.
+"""Memory Mesh rules: the fold of a mesh's events, and the ``mesh_read`` claim.
 
 The one definition of what a mesh is, shared by the ledger (ledger.mesh folds meshes from
 the log; its append preconditions refuse what the rules would ignore) and the offline
@@ -15,7 +15,7 @@ it carries). specs/mesh.md has the rules; in short, applied in log order:
 An event that breaks a rule has no effect (:class:`MeshRuleError` names the rule).
 
 A body-less entry (its body erased, or withheld from a bundle) is never read as absent
-(issue 40: erasing one's own ``mesh.left`` made sharing flow again). The fold of a mesh
+(erasing one's own ``mesh.left`` made sharing flow again). The fold of a mesh
 takes it as concerning that mesh, with its most restrictive reading (specs/mesh.md,
 "Entries without a body"): a ``mesh.left``, ``mesh.removed`` or ``mesh.dissolved`` keeps its
 effect (removing everyone it could have removed), a ``mesh.granted`` becomes a grant that

@@ -1,5 +1,5 @@
 """The tier and status of one memory at a checkpoint, folded from the entries that name it
-(specs/mesh.md, "Proof"; issue 40: a ``mesh_read`` proved the author's HOT memories and
+(specs/mesh.md, "Proof"; a ``mesh_read`` once proved the author's HOT memories and
 replaced values, because nothing checked the memory's tier or status at the checkpoint).
 
 Trust role: the offline verifier recomputes, from entries the log proved and listed as the

@@ -66,7 +66,7 @@ class Entry:
     file_sha256: str
     extra: Mapping[str, str] = field(default_factory=dict)
     #: Secrets redacted from the text as the source was read (a long text is redacted before
-    #: it is cut into entries, so that no secret is cut in two: issue 40).
+    #: it is cut into entries, so that no secret is cut in two).
     redacted: int = 0
 
     @property
@@ -129,7 +129,7 @@ def _rel(path: Path, root: Path) -> str:
 def _split(text: str, limit: int = MAX_ENTRY_CHARS) -> list[tuple[str, int]]:
     """Text longer than one memory, cut at paragraph (else line, else word) boundaries, each
     part with the secrets redacted from it. A long text is redacted whole before it is cut:
-    a secret cut in two would reach the log as halves that no rule recognises (issue 40)."""
+    a secret cut in two would reach the log as halves that no rule recognises."""
     text = text.strip()
     if len(text) <= limit:
         return [(text, 0)] if text else []
@@ -220,8 +220,8 @@ _INDEX_LINK = re.compile(r"^\s*[-*]\s+\[([^\]]+)\]\(([^)]+)\)(?:\s*(?:—|-|:)\s
 def read_claude_code(root: Path) -> list[Entry]:
     """A project's ``memory/`` directory; the projects root (``~/.claude/projects``: every
     project's ``memory/``, each entry tagged with its project's scope); or a plain
-    ``CLAUDE.md`` (or any Markdown file: its bullets and paragraphs). Issue 26, finding 7: the
-    projects root and ``CLAUDE.md`` were refused."""
+    ``CLAUDE.md`` (or any Markdown file: its bullets and paragraphs). The
+    projects root and ``CLAUDE.md`` were once refused."""
     if root.is_file():
         if root.suffix.lower() != ".md":
             raise FormatError(
@@ -473,8 +473,8 @@ def _codex_section(it: Mapping[str, Any]) -> str:
 
 def write_codex(items: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:
     """``memory_summary.md`` (``v1``; the user profile, preferences and tips Codex always
-    injects), ``MEMORY.md`` in the block shape Codex's consolidation keeps (issue 26, finding
-    7: ``# Task Group``, ``scope:``, ``applies_to:``, a ``## Task`` with its
+    injects), ``MEMORY.md`` in the block shape Codex's consolidation keeps
+    (``# Task Group``, ``scope:``, ``applies_to:``, a ``## Task`` with its
     ``### rollout_summary_files`` and ``### keywords``, then the consolidated sections), one
     block per scope (a project's memories apply to that project), and a rollout summary per
     block holding its context memories."""

@@ -20,14 +20,14 @@ cited turns are not followed (erasing a memory does not erase what was said; era
 erases both).
 
 A session's ``session.opened`` (its title) and ``session.closed`` (its closing summary) are
-erasable too (issue 25, finding 3): the plan names the session and no item, and the session
+erasable too: the plan names the session and no item, and the session
 keeps its turns and its state (ledger.memory.state.stand_ins).
 
 A **version 1 replacement decision** (a ``memory.replaced`` written before issue 40) copied
 the values of the two memories it names. Each memory lists those entries (``copies``): the
 plan takes them with the memory (in ``also``, followed no further: the other memory stays)
 and names each one's decision, ``{index, item, by}`` (``replaced``), which replays fold in
-place of the erased body: the values go, the decision stays (issue 40, finding 4). Such an
+place of the erased body: the values go, the decision stays. Such an
 entry can also be erased alone (its memories stay, or an erasure before issue 40 left it):
 the plan names it and no item. Every other policy decision is a control entry an erasure
 never takes.

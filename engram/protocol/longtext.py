@@ -3,7 +3,7 @@
 A harness hands Engram whatever the user typed or pasted: a traceback, a diff, a whole file.
 Two limits meet it (specs/memory-events.md §1, specs/http-api.md): a recall query is at most
 :data:`MAX_QUERY_CHARS` characters and a turn's text at most ``MAX_TURN_CHARS``. Neither may
-make a prompt be refused (issue 40, finding 7: any prompt over 1,000 characters made the
+make a prompt be refused (any prompt over 1,000 characters made the
 prompt hook fail before the turn was logged). Both functions here are pure and bounded, so
 the hooks, the MCP server, the Hermes provider and the SDK derive the same thing.
 

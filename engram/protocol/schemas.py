@@ -267,7 +267,7 @@ def memory_distilled(b: BodyReader) -> None:
     ):
         raise b._fail("distiller", "must be {name, version}")
     _distill_stats(b)
-    # The per-entry form (issue 40, verifier.event.commitment_of): each entry carries its own
+    # The per-entry form (verifier.event.commitment_of): each entry carries its own
     # random nonce, and the body's commitment is over the entries' digests, so one memory
     # can be disclosed without the session's others.
     per_entry = b.choice("disclosure", (PER_ENTRY,), required=False) is not None
@@ -338,7 +338,7 @@ def memory_superseded(b: BodyReader) -> None:
 
 
 #: The first policy version whose ``memory.replaced`` names memories by reference and leaf
-#: hash only (issue 40, finding 4); version 1 bodies copied both values.
+#: hash only; version 1 bodies copied both values.
 REPLACED_BY_DIGEST = 2
 
 
@@ -407,10 +407,10 @@ def memory_erased(b: BodyReader) -> None:
     sessions whose distillation is among them (they stay distilled).
 
     With ``session``, the entry ``index`` is that session's ``session.opened`` or
-    ``session.closed``: its title or closing summary goes (issue 25, finding 3), the session
+    ``session.closed``: its title or closing summary goes, the session
     keeps its turns, and no item is named (``refs``, ``also`` and ``sessions`` absent).
 
-    ``replaced`` (issue 40, finding 4): the erased entries that are version 1
+    ``replaced``: the erased entries that are version 1
     ``memory.replaced`` decisions (they copied the values of the memories they name), each
     as ``{index, item, by}``: the decision without the values, which replays fold in place
     of the body. An erasure of such an entry alone (its memories stay, or are gone already)

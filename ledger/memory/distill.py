@@ -381,7 +381,7 @@ class ChatCompletionsDistiller:
         }
         if not self.url.startswith(("http://", "https://")):
             raise DistillerError(f"distiller URL must be http(s): {self.url}")
-        try:  # timeout_s bounds the whole call, not each read (issue 25, finding 7)
+        try:  # timeout_s bounds the whole call, not each read
             data = post_json(
                 self.url.rstrip("/") + "/chat/completions",
                 payload,

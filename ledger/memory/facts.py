@@ -1,4 +1,4 @@
-"""Facts that change, and what a query asks about time (issue 29).
+"""Facts that change, and what a query asks about time.
 
 A memory that states a value of an attribute of a subject ("Caroline works as a pilot":
 subject Caroline, attribute job, value pilot) is a **fact**. When a newer memory states a

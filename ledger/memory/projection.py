@@ -129,7 +129,7 @@ class Projection:
 
     def scrub(self) -> None:
         """After an erasure was applied: leave no byte of the erased text in the SQLite file
-        or its WAL (issue 25, finding 3). Every connection deletes securely (zeroed cells and
+        or its WAL. Every connection deletes securely (zeroed cells and
         pages, ledger.storage.db); here the full-text index is merged into one segment, so
         the segments that held the erased words are freed (and zeroed), and the WAL is
         checkpointed into the main file and truncated, so no earlier version of a page is
@@ -211,7 +211,7 @@ class Projection:
         replay does, in read transactions of :data:`_CHUNK` entries, writing nothing; return
         the size checked. A row a replay would stop on (a leaf or body that is not bytes, a
         body its leaf did not commit to, a body that does not parse, a missing leaf) raises
-        its typed error naming the row (issue 25, finding 10)."""
+        its typed error naming the row."""
         target = self.store.latest_checkpoint().size if end is None else end
         start = 0
         while start < target:
@@ -230,7 +230,7 @@ class Projection:
         """Replay the log from index 0 into an emptied projection, once every entry up to the
         latest checkpoint has been read and decoded (:meth:`check_replayable`): a bad row
         stops the rebuild before anything is dropped, the projection in place keeps serving,
-        and the error names the row (issue 25, finding 10: one bad body took memory down for
+        and the error names the row (one bad body took memory down for
         every agent). ``progress(done, total)``: entries read, then entries replayed."""
         target = self.check_replayable(progress=progress)
 

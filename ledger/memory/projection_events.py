@@ -53,7 +53,7 @@ def event_rows(conn: Connection, where: Any) -> list[LoggedEvent]:
             ) from e
         body = None
         if r.body is not None:
-            # The projection folds in only what the entry signed (issue 15): a body
+            # The projection folds in only what the entry signed: a body
             # changed in the table is named, not projected into recall.
             raw = blob(r.body, "bodies", r.idx, "body")
             try:

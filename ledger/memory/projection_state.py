@@ -31,7 +31,7 @@ __all__ = ["BatchState", "SqlState"]
 
 @lru_cache(maxsize=4)
 def _state_sql(ph: str) -> dict[str, str]:
-    """The projector's statements, written once per paramstyle (issue 14: SQLAlchemy
+    """The projector's statements, written once per paramstyle (SQLAlchemy
     expression building was most of the projection's time). Identifiers are the schema's
     column names, quoted; values are always parameters."""
 
@@ -162,7 +162,7 @@ class _Named:
 
 class BatchState:
     """The state port over the projection tables with a write-back overlay for one chunk of
-    entries (issue 14, Deliver 6): evolve reads and writes items and sessions in memory, and
+    entries: evolve reads and writes items and sessions in memory, and
     :meth:`flush` writes what changed with one executemany per table.
 
     The overlay is authoritative for every row it holds (loaded from the table or written by

@@ -88,12 +88,12 @@ def stand_ins(erasures: Iterable[Mapping[str, Any] | None]) -> dict[int, dict[st
     bodies of ``memory.erased`` events:
 
     * a session's title (``session.opened``) and closing summary (``session.closed``) are
-      erasable (issue 25, finding 3); the erasure names the session of the entry it erases
+      erasable; the erasure names the session of the entry it erases
       (checked against the body before it went, ledger.memory.preconditions), and the entry
       replays as one that held only its session id: the session keeps its turns and its
       closed state, and its title and summary are gone;
     * a version 1 ``memory.replaced`` copied the values of the memories it names; an erasure
-      takes it with either memory (issue 40, finding 4) and names its decision,
+      takes it with either memory and names its decision,
       ``{item, by}``, which replays in its place: the decision stays, the values go."""
     out: dict[int, dict[str, Any]] = {}
     for b in erasures:
@@ -153,7 +153,7 @@ class Item:
     replaced_by: str | None = None
     replaces: str | None = None
     #: The version 1 ``memory.replaced`` entries whose bodies still copy this memory's value
-    #: (``{index, item, by}``): an erasure of the memory takes them with it (issue 40).
+    #: (``{index, item, by}``): an erasure of the memory takes them with it.
     copies: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -432,7 +432,7 @@ def _memory_replaced(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) 
     be an active memory, e.g. not corrected meanwhile).
 
     A memory whose body an erasure later in the log took keeps its place in the chain as a
-    stand-in (:func:`_named`): erasure removes text, never the decision (issue 40, finding 5),
+    stand-in (:func:`_named`): erasure removes text, never the decision,
     and that erasure closes the chain over it (:func:`_splice`)."""
     old, new = _named(state, ev, b["item"]), _named(state, ev, b["by"])
     if old.ref == new.ref or RECORD in (old.tier, new.tier):

@@ -61,7 +61,7 @@ VENDOR_TOKENS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("telegram_token", r"(?<![0-9])\d{8,10}:AA[0-9A-Za-z_-]{33}(?![0-9A-Za-z_-])", (":aa",)),
     ("azure_storage_key", r"AccountKey=[A-Za-z0-9+/=]{86,88}", ("accountkey=",)),
     ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", ("eyj",)),
-    # -- issue 40: the vendor tokens people paste ------------------------------------------
+    # -- the vendor tokens people paste ----------------------------------------------------
     ("vault_token", _LD + r"hv[sbr]\.[A-Za-z0-9_-]{24,}", ("hvs.", "hvb.", "hvr.")),
     ("digitalocean_token", _L + r"do[opr]_v1_[a-f0-9]{64}" + _R, ("_v1_",)),
     ("shopify_token", _L + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _R, ("shp",)),
