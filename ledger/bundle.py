@@ -14,7 +14,14 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engram.protocol.bundle_wire import BundleConsistency, BundleDocument, BundleEntry
+from engram.protocol.bundle_wire import (
+    BundleConsistency,
+    BundleDocument,
+    BundleEntry,
+    Claim,
+    MeshReadStatement,
+    Statement,
+)
 from engram.protocol.errors import MalformedError
 from ledger.log import Ledger
 from ledger.mesh import MeshReader
@@ -39,33 +46,23 @@ def pact_claim(ledger: Ledger, agent: str) -> dict[str, Any]:
     size = ledger.size()
     bodies = [b for _, b in ledger.stream_bodies(agent, "pact.outcome", size) if b is not None]
     fulfilled = [b for b in bodies if b.get("result") == "fulfilled"]
-    statements: list[dict[str, Any]] = [
-        {
-            "predicate": "count",
-            "agent": agent,
-            "kind": "pact.outcome",
-            "value": len(ledger.store.stream_indices(agent, "pact.outcome", size)),
-        },
-        {
-            "predicate": "count",
-            "agent": agent,
-            "kind": "pact.outcome",
-            "where": {"result": "fulfilled"},
-            "value": len(fulfilled),
-        },
+    count = len(ledger.store.stream_indices(agent, "pact.outcome", size))
+    statements = [
+        Statement(predicate="count", agent=agent, kind="pact.outcome", value=count),
+        Statement(
+            predicate="count",
+            agent=agent,
+            kind="pact.outcome",
+            where={"result": "fulfilled"},
+            value=len(fulfilled),
+        ),
     ]
     if bodies:
         mean = mean_quality([b["quality"] for b in bodies])
         statements.append(
-            {
-                "predicate": "mean",
-                "agent": agent,
-                "kind": "pact.outcome",
-                "field": "quality",
-                "value": str(mean),
-            }
+            Statement(predicate="mean", agent=agent, kind="pact.outcome", field="quality", value=str(mean))
         )
-    return {"statements": statements}
+    return Claim(statements=statements).to_json()
 
 
 def create_bundle(
@@ -404,16 +401,5 @@ def mesh_read_claim(ledger: Ledger, reader: str, mesh: str, ref: str) -> dict[st
     if raw is None:
         raise MalformedError(f"there is no entry {ref.split('.')[0]}", check="bundle.ref")
     env = Leaf.from_bytes(raw).envelope
-    return {
-        "statements": [
-            {
-                "predicate": "mesh_read",
-                "agent": reader,
-                "author": env.agent,
-                "mesh": mesh,
-                "kind": env.kind,
-                "ref": ref,
-                "value": True,
-            }
-        ]
-    }
+    statement = MeshReadStatement.of(agent=reader, author=env.agent, mesh=mesh, kind=env.kind, ref=ref)
+    return Claim(statements=[statement]).to_json()

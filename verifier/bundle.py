@@ -281,8 +281,25 @@ def mean_quality(values: Sequence[int]) -> str:
     )
 
 
+#: (required, optional) members of the bundle's objects. The producer writes them through
+#: engram.protocol.bundle_wire; a test holds these lists (and the TypeScript verifier's) equal
+#: to its values' fields.
+_BUNDLE_MEMBERS = (
+    frozenset({"media_type", "origin", "checkpoint", "stream_heads", "entries", "claim"}),
+    frozenset({"consistency", "token", "mesh_indexes"}),
+)
+_ENTRY_MEMBERS = (frozenset({"index", "leaf", "proof"}), frozenset({"body", "salt", "erased"}))
+_CONSISTENCY_MEMBERS = (frozenset({"old_size", "proof"}), frozenset[str]())
+_CLAIM_MEMBERS = (frozenset({"statements"}), frozenset[str]())
+_STATEMENT_MEMBERS = (frozenset({"predicate", "agent", "kind", "value"}), frozenset({"where", "field"}))
+_MESH_READ_MEMBERS = (
+    frozenset({"predicate", "agent", "author", "mesh", "kind", "ref", "value"}),
+    frozenset[str](),
+)
+
+
 def _claim_statements(claim: object) -> list[dict[str, Any]]:
-    c = _exact(claim, {"statements"}, set(), "claim")
+    c = _exact(claim, *_CLAIM_MEMBERS, "claim")
     stmts = c["statements"]
     if not isinstance(stmts, list) or not 0 < len(stmts) <= MAX_STATEMENTS:
         raise MalformedError(f"a claim holds 1-{MAX_STATEMENTS} statements", check="format.claim")
@@ -291,7 +308,7 @@ def _claim_statements(claim: object) -> list[dict[str, Any]]:
         if isinstance(raw, dict) and raw.get("predicate") == "mesh_read":
             out.append(_mesh_statement(raw))
             continue
-        s = _exact(raw, {"predicate", "agent", "kind", "value"}, {"where", "field"}, "statement")
+        s = _exact(raw, *_STATEMENT_MEMBERS, "statement")
         if s["predicate"] not in ("count", "mean", "exists"):
             raise MalformedError(f"unknown predicate {s['predicate']!r}", check="format.claim")
         check_agent_id(s["agent"])
@@ -318,7 +335,7 @@ def _mesh_statement(raw: dict[str, Any]) -> dict[str, Any]:
     """``mesh_read``: {agent (the reader), author, mesh, kind (the memory's entry kind), ref
     (the memory), value (true)}: the memory was shared with the reader through the mesh under
     grants valid at the checkpoint (verifier.mesh)."""
-    s = _exact(raw, {"predicate", "agent", "author", "mesh", "kind", "ref", "value"}, set(), "statement")
+    s = _exact(raw, *_MESH_READ_MEMBERS, "statement")
     check_agent_id(s["agent"])
     check_agent_id(s["author"])
     if not isinstance(s["mesh"], str) or not MESH_ID.fullmatch(s["mesh"]):
@@ -330,17 +347,6 @@ def _mesh_statement(raw: dict[str, Any]) -> dict[str, Any]:
     if s["value"] is not True:
         raise MalformedError("a mesh_read value is true", check="format.claim")
     return s
-
-
-#: (required, optional) members of the bundle's objects. The producer writes them through
-#: engram.protocol.bundle_wire; a test holds these lists (and the TypeScript verifier's) equal
-#: to its values' fields.
-_BUNDLE_MEMBERS = (
-    frozenset({"media_type", "origin", "checkpoint", "stream_heads", "entries", "claim"}),
-    frozenset({"consistency", "token", "mesh_indexes"}),
-)
-_ENTRY_MEMBERS = (frozenset({"index", "leaf", "proof"}), frozenset({"body", "salt", "erased"}))
-_CONSISTENCY_MEMBERS = (frozenset({"old_size", "proof"}), frozenset[str]())
 
 
 # -- the steps -----------------------------------------------------------------------------

@@ -23,7 +23,15 @@ from engram.protocol.errors import MalformedError
 from verifier.bundle import MEDIA_TYPE
 from verifier.note import b64encode
 
-__all__ = ["BundleConsistency", "BundleDocument", "BundleEntry", "members"]
+__all__ = [
+    "BundleConsistency",
+    "BundleDocument",
+    "BundleEntry",
+    "Claim",
+    "MeshReadStatement",
+    "Statement",
+    "members",
+]
 
 
 def members(cls: type) -> tuple[frozenset[str], frozenset[str]]:
@@ -33,6 +41,72 @@ def members(cls: type) -> tuple[frozenset[str], frozenset[str]]:
     required = frozenset(f.name for f in fields if f.default is dataclasses.MISSING)
     optional = frozenset(f.name for f in fields if f.default is not dataclasses.MISSING)
     return required, optional
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Statement:
+    """A ``count``, ``mean`` or ``exists`` statement over one agent's stream of ``kind``
+    (specs/bundle.md), optionally over the bodies ``where`` matches, or of one ``field``."""
+
+    predicate: str
+    agent: str
+    kind: str
+    value: Any
+    where: Mapping[str, Any] | None = None
+    field: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.predicate not in ("count", "mean", "exists"):
+            raise MalformedError(f"unknown predicate {self.predicate!r}", check="claim")
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"predicate": self.predicate, "agent": self.agent, "kind": self.kind, "value": self.value}
+        if self.where is not None:
+            out["where"] = dict(self.where)
+        if self.field is not None:
+            out["field"] = self.field
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeshReadStatement:
+    """Memory ``ref`` (an entry of ``kind`` by ``author``) was shared with ``agent`` through
+    ``mesh`` (specs/bundle.md, ``mesh_read``); its value is always true."""
+
+    predicate: str
+    agent: str
+    author: str
+    mesh: str
+    kind: str
+    ref: str
+    value: bool
+
+    def __post_init__(self) -> None:
+        if self.predicate != "mesh_read" or self.value is not True:
+            raise MalformedError("a mesh_read statement is true", check="claim")
+
+    @classmethod
+    def of(cls, *, agent: str, author: str, mesh: str, kind: str, ref: str) -> MeshReadStatement:
+        return cls(
+            predicate="mesh_read", agent=agent, author=author, mesh=mesh, kind=kind, ref=ref, value=True
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claim:
+    """What a bundle proves: its statements, in order."""
+
+    statements: Sequence[Statement | MeshReadStatement]
+
+    def __post_init__(self) -> None:
+        if not self.statements:
+            raise MalformedError("a claim holds at least one statement", check="claim")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"statements": [s.to_json() for s in self.statements]}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
