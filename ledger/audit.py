@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.memory.projection import _ITEM_COLS, _SESSION_COLS, _clone_item, _item_row
+from ledger.memory.projection_rows import ITEM_COLS, SESSION_COLS, clone_item, item_row
 from ledger.memory.state import (
     InMemoryState,
     Item,
@@ -214,7 +214,7 @@ class _Audit:
         self.report.seconds = time.perf_counter() - t0
         return self.report
 
-    # -- the signer's record (issue 25, finding 10) -------------------------------------
+    # -- the signer's record -------------------------------------
 
     def _read_signed_head(self) -> None:
         if self.signed_head is None:
@@ -260,8 +260,8 @@ class _Audit:
         )
 
     def _blob(self, table: str, row: str, column: str, value: object) -> bytes | None:
-        """A binary column's bytes, or None after a finding naming its type (issue 25,
-        finding 10: a body rewritten as TEXT crashed the audit with a TypeError)."""
+        """A binary column's bytes, or None after a finding naming its type (a
+        body rewritten as TEXT once crashed the audit with a TypeError)."""
         if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value)
         self.report.add(table, row, column, f"holds {type(value).__name__}, not bytes")
@@ -583,13 +583,13 @@ class _Audit:
                 evolve(state, ev)
             except (KeyError, TypeError, ValueError) as e:  # a body the log admitted cannot do this
                 self.report.add("bodies", f"idx={ev.index}", "body", f"does not replay: {e!r}")
-        items = {it.ref: _item_row(it) for it in state.all_items()}
-        self._compare(agent, "mem_items", "ref", _ITEM_COLS, items)
+        items = {it.ref: item_row(it) for it in state.all_items()}
+        self._compare(agent, "mem_items", "ref", ITEM_COLS, items)
         sessions = {
             s.session: {**s.to_json(), "hot_snapshot": json.dumps(s.hot_snapshot)}
             for s in state.all_sessions()
         }
-        self._compare(agent, "mem_sessions", "session", _SESSION_COLS, sessions)
+        self._compare(agent, "mem_sessions", "session", SESSION_COLS, sessions)
 
     def _compare(
         self, agent: str, table: str, key: str, cols: tuple[str, ...], want: dict[str, dict[str, Any]]
@@ -619,10 +619,10 @@ class _IndexedState(InMemoryState):
 
     def item(self, agent: str, ref: str) -> Item | None:
         it = self.items.get((agent, ref))
-        return None if it is None else _clone_item(it)
+        return None if it is None else clone_item(it)
 
     def put_item(self, item: Item) -> None:
-        self.items[(item.agent, item.ref)] = _clone_item(item)
+        self.items[(item.agent, item.ref)] = clone_item(item)
         self._by_norm.setdefault((item.agent, item.norm), set()).add(item.ref)
 
     def find_duplicate(self, agent: str, tier: str, norm: str) -> Item | None:
@@ -632,7 +632,7 @@ class _IndexedState(InMemoryState):
             same = it.status == "active" and it.tier == tier and it.norm == norm
             if same and (best is None or ref_key(it.ref) < ref_key(best.ref)):
                 best = it
-        return None if best is None else _clone_item(best)
+        return None if best is None else clone_item(best)
 
 
 def _norm(v: Any) -> Any:

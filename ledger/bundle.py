@@ -11,24 +11,31 @@ ledger's policy agent, so that signatures verify without trusting any key in the
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engram.protocol.bundle_wire import (
+    BundleConsistency,
+    BundleDocument,
+    BundleEntry,
+    Claim,
+    MeshReadStatement,
+    Statement,
+)
 from engram.protocol.errors import MalformedError
 from ledger.log import Ledger
 from ledger.mesh import MeshReader
 from ledger.sharing import verify_share_token
 from ledger.storage.store import StoredCheckpoint
 from ledger.witnessing import ensure_witnessed
-from verifier.bundle import MAX_CONSISTENCY_PROOFS, MEDIA_TYPE, heads_text, mean_quality, verify_bundle
+from verifier.bundle import MAX_CONSISTENCY_PROOFS, heads_text, mean_quality, verify_bundle
 from verifier.errors import VerificationError
 from verifier.event import DISCLOSURE_MEMBER, KEY_KINDS, PER_ENTRY, POLICY_AGENT, Leaf, disclose_entries
 from verifier.jcs import canonical_bytes, parse_strict
 from verifier.merkle import leaf_hash
 from verifier.mesh import statement_agents, statement_streams
 from verifier.mesh_index import index_text
-from verifier.note import VerifierKey, b64encode, sign_note
+from verifier.note import VerifierKey, sign_note
 
 __all__ = ["create_bundle", "mesh_read_claim", "pact_claim"]
 
@@ -39,33 +46,23 @@ def pact_claim(ledger: Ledger, agent: str) -> dict[str, Any]:
     size = ledger.size()
     bodies = [b for _, b in ledger.stream_bodies(agent, "pact.outcome", size) if b is not None]
     fulfilled = [b for b in bodies if b.get("result") == "fulfilled"]
-    statements: list[dict[str, Any]] = [
-        {
-            "predicate": "count",
-            "agent": agent,
-            "kind": "pact.outcome",
-            "value": len(ledger.store.stream_indices(agent, "pact.outcome", size)),
-        },
-        {
-            "predicate": "count",
-            "agent": agent,
-            "kind": "pact.outcome",
-            "where": {"result": "fulfilled"},
-            "value": len(fulfilled),
-        },
+    count = len(ledger.store.stream_indices(agent, "pact.outcome", size))
+    statements = [
+        Statement(predicate="count", agent=agent, kind="pact.outcome", value=count),
+        Statement(
+            predicate="count",
+            agent=agent,
+            kind="pact.outcome",
+            where={"result": "fulfilled"},
+            value=len(fulfilled),
+        ),
     ]
     if bodies:
         mean = mean_quality([b["quality"] for b in bodies])
         statements.append(
-            {
-                "predicate": "mean",
-                "agent": agent,
-                "kind": "pact.outcome",
-                "field": "quality",
-                "value": str(mean),
-            }
+            Statement(predicate="mean", agent=agent, kind="pact.outcome", field="quality", value=str(mean))
         )
-    return {"statements": statements}
+    return Claim(statements=statements).to_json()
 
 
 def create_bundle(
@@ -90,7 +87,7 @@ def create_bundle(
 
     The bundle is verified before it is returned, as its buyer will verify it: a claim the
     verifier would fail (a mean over an erased record, a count that is not the log's, a
-    mesh_read that does not hold) is refused with ``bundle.<the failed check>`` (issue 40:
+    mesh_read that does not hold) is refused with ``bundle.<the failed check>`` (once,
     `engram bundle create` silently wrote a bundle whose own claim failed once a record was
     erased), and nothing is handed out."""
     data = _assemble(
@@ -132,85 +129,110 @@ def _assemble(
     cp = ledger.latest_checkpoint() if at_size is None else ledger.store.checkpoint(at_size)
     if cp is None:
         raise MalformedError(f"no checkpoint was signed at size {at_size}", check="bundle.size")
-    size = cp.size
     if any(s.get("predicate") == "mesh_read" for s in statements):
         if token is not None or not disclose_bodies:
             raise MalformedError(
                 "a mesh_read bundle carries no share token and discloses its bodies", check="claim"
             )
-        mesh_doc = _mesh_read_document(ledger, cp, statements)
-        return _finish(ledger, mesh_doc, size, trusted_size, trusted_sizes)
+        doc = _mesh_read_document(ledger, cp, statements)
+    else:
+        doc = _claim_document(
+            ledger, cp, claim, token=token, audience=audience, disclose_bodies=disclose_bodies
+        )
+    return _finish(ledger, doc, cp.size, trusted_size, trusted_sizes)
+
+
+def _claim_document(
+    ledger: Ledger,
+    cp: StoredCheckpoint,
+    claim: Mapping[str, Any],
+    *,
+    token: str | None,
+    audience: str | None,
+    disclose_bodies: bool,
+) -> BundleDocument:
+    """A bundle over whole streams: every entry of the claimed streams (and of the claimed
+    agents' erasures, and their revocations under a token), every key event of the agents
+    involved, the bodies disclosed where the claim needs them."""
+    size = cp.size
+    statements: Sequence[Mapping[str, Any]] = claim["statements"]
     claimed = {st for s in statements for st in statement_streams(s)}
     claim_agents = {a for s in statements for a in statement_agents(s)}
     agents = sorted(claim_agents | {POLICY_AGENT})
     heads = [h for a in agents for h in ledger.store.heads_at(a, size)]
-    # A mesh_read names one memory entry: proven and disclosed, its stream not claimed whole.
-    memories = {int(str(s["ref"]).split(".")[0]) for s in statements if s.get("predicate") == "mesh_read"}
-    if any(i >= size for i in memories):
-        raise MalformedError("the memory is not in the checkpoint yet", check="bundle.size")
     if token is not None:
         _check_token_first(ledger, token, audience, claim_agents, {k for _, k in claimed})
-    revocations = {(h.agent, h.kind) for h in heads if h.kind == "share.revoked" and h.agent in claim_agents}
-    erasures = {(h.agent, h.kind) for h in heads if h.kind == "memory.erased" and h.agent in claim_agents}
-    included = claimed | erasures | (revocations if token is not None else set())
+    included = _included_streams(heads, claimed, claim_agents, shared=token is not None)
     disclosed = included if disclose_bodies else set()
     wanted = included | {(h.agent, h.kind) for h in heads if h.kind in KEY_KINDS}
-    indices = sorted({i for a, k in wanted for i in ledger.store.stream_indices(a, k, size)} | memories)
+    indices = sorted({i for a, k in wanted for i in ledger.store.stream_indices(a, k, size)})
     proofs = ledger.prove_inclusion_many(indices, size) if indices else []
-    entries = []
-    for i, proof in zip(indices, proofs, strict=True):
-        leaf = ledger.store.leaf(i)
-        assert leaf is not None
-        entry: dict[str, Any] = {
-            "index": i,
-            "leaf": b64encode(leaf),
-            "proof": [b64encode(h) for h in proof.hashes],
-        }
-        sb = ledger.store.body(i)
-        stream = Leaf.from_bytes(leaf).envelope.stream
-        if i in memories and disclose_bodies:
-            if sb is None:
-                entry["erased"] = True  # fails the claim, proven only with its erasure
-            else:
-                entry["salt"], entry["body"] = b64encode(sb[0]), b64encode(sb[1])
-        elif stream not in disclosed:
-            pass  # key history: the leaf proves the key; its body is not disclosed
-        elif (
-            stream[1] == "memory.erased"
-            and stream not in claimed
-            and not _erases_claimed(ledger, sb, claimed)
-        ):
-            pass  # an erasure of something the claim does not cover: its reason stays private
-        elif sb is None:
-            entry["erased"] = True
-        else:
-            entry["salt"], entry["body"] = b64encode(sb[0]), b64encode(sb[1])
-        entries.append(entry)
+    return BundleDocument.of(
+        origin=ledger.origin,
+        checkpoint=ledger.cosigned_note(cp).decode("utf-8"),
+        # Every agent the statement names is covered: its streams were all enumerated
+        # (heads_at), so a stream of it that the statement does not list is empty.
+        stream_heads=_signed_heads(ledger, cp, heads, agents),
+        entries=[
+            _stream_entry(ledger, i, proof.hashes, claimed, disclosed)
+            for i, proof in zip(indices, proofs, strict=True)
+        ],
+        claim=dict(claim),
+        token=token,
+    )
+
+
+def _included_streams(
+    heads: Sequence[Any], claimed: set[tuple[str, str]], claim_agents: set[str], *, shared: bool
+) -> set[tuple[str, str]]:
+    """The streams whose entries a whole-stream bundle carries: the claimed ones, the claimed
+    agents' erasures (an erased entry is proven with its erasure) and, under a share token,
+    their revocations (the verifier checks the token was not revoked)."""
+    own = [(h.agent, h.kind) for h in heads if h.agent in claim_agents]
+    erasures = {st for st in own if st[1] == "memory.erased"}
+    revocations = {st for st in own if st[1] == "share.revoked"} if shared else set()
+    return claimed | erasures | revocations
+
+
+def _stream_entry(
+    ledger: Ledger,
+    index: int,
+    proof: Sequence[bytes],
+    claimed: set[tuple[str, str]],
+    disclosed: set[tuple[str, str]],
+) -> BundleEntry:
+    """Entry ``index`` of a whole-stream bundle, its body disclosed when its stream is."""
+    leaf = ledger.store.leaf(index)
+    assert leaf is not None
+    stream = Leaf.from_bytes(leaf).envelope.stream
+    if stream not in disclosed:
+        return BundleEntry(index=index, leaf=leaf, proof=proof)  # key history: the leaf proves the key
+    stored = ledger.store.body(index)
+    if (
+        stream[1] == "memory.erased"
+        and stream not in claimed
+        and not _erases_claimed(ledger, stored, claimed)
+    ):
+        # an erasure of something the claim does not cover: its reason stays private
+        return BundleEntry(index=index, leaf=leaf, proof=proof)
+    return BundleEntry.disclosing(index, leaf, proof, stored)
+
+
+def _signed_heads(ledger: Ledger, cp: StoredCheckpoint, heads: Sequence[Any], agents: Sequence[str]) -> str:
+    """The log's signed stream-head statement for ``agents`` at checkpoint ``cp``."""
     root_b64 = base64.b64encode(cp.root).decode("ascii")
-    # Every agent the statement names is covered: its streams were all enumerated above
-    # (heads_at), so a stream of it that the statement does not list is empty.
     text = heads_text(
         ledger.origin,
-        size,
+        cp.size,
         root_b64,
         [(h.agent, h.kind, h.version, h.index, h.leaf_hash.hex()) for h in heads],
         agents=agents,
     )
-    doc: dict[str, Any] = {
-        "media_type": MEDIA_TYPE,
-        "origin": ledger.origin,
-        "checkpoint": ledger.cosigned_note(cp).decode("utf-8"),
-        "stream_heads": sign_note(text, ledger.origin, ledger.log_key.private_key).decode("utf-8"),
-        "entries": entries,
-        "claim": dict(claim),
-    }
-    if token is not None:
-        doc["token"] = token
-    return _finish(ledger, doc, size, trusted_size, trusted_sizes)
+    return sign_note(text, ledger.origin, ledger.log_key.private_key).decode("utf-8")
 
 
 def _finish(
-    ledger: Ledger, doc: dict[str, Any], size: int, trusted_size: int | None, trusted_sizes: Sequence[int]
+    ledger: Ledger, doc: BundleDocument, size: int, trusted_size: int | None, trusted_sizes: Sequence[int]
 ) -> bytes:
     """The consistency proofs from the sizes the buyer trusts, and the bundle's bytes."""
     olds = sorted({*trusted_sizes, *([] if trusted_size is None else [trusted_size])})
@@ -224,16 +246,13 @@ def _finish(
             raise MalformedError(
                 f"trusted size {old} is beyond the bundle's checkpoint ({size})", check="bundle.trusted_size"
             )
-        cons = ledger.prove_consistency(old, size)
-        consistency.append({"old_size": old, "proof": [b64encode(h) for h in cons.hashes]})
-    if consistency:
-        doc["consistency"] = consistency
-    return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+        consistency.append(BundleConsistency(old_size=old, proof=ledger.prove_consistency(old, size).hashes))
+    return doc.with_consistency(consistency).to_bytes()
 
 
 def _mesh_read_document(
     ledger: Ledger, cp: StoredCheckpoint, statements: Sequence[Mapping[str, Any]]
-) -> dict[str, Any]:
+) -> BundleDocument:
     """A ``mesh_read`` bundle (specs/bundle.md): per statement the log's signed mesh-read
     index and exactly the entries it lists, with the bodies it needs (the memory alone, a
     distillation's other memories as digests; the entries that name it; its mesh's entries),
@@ -244,17 +263,11 @@ def _mesh_read_document(
             "a bundle with a mesh_read statement makes mesh_read statements only", check="claim"
         )
     size = cp.size
-    reader = MeshReader(ledger.store)
     agents = sorted({a for s in statements for a in statement_agents(s)} | {POLICY_AGENT})
     heads = [h for a in agents for h in ledger.store.heads_at(a, size)]
+    listed = _mesh_read_indexes(ledger, statements, size)
     roles: dict[int, str] = {}
-    listed: list[list[tuple[str, int]]] = []
-    for s in statements:
-        memory = int(str(s["ref"]).split(".")[0])
-        if memory >= size:
-            raise MalformedError("the memory is not in the checkpoint yet", check="bundle.size")
-        index = reader.read_index(s, size)
-        listed.append(index)
+    for index in listed:
         for role, i in index:
             roles.setdefault(i, role)
     keys = {
@@ -262,47 +275,69 @@ def _mesh_read_document(
     }
     indices = sorted(set(roles) | keys)
     proofs = ledger.prove_inclusion_many(indices, size)
-    hashes: dict[int, str] = {}
-    entries = []
-    for i, proof in zip(indices, proofs, strict=True):
-        leaf = ledger.store.leaf(i)
-        assert leaf is not None
-        hashes[i] = leaf_hash(leaf).hex()
-        entry: dict[str, Any] = {
-            "index": i,
-            "leaf": b64encode(leaf),
-            "proof": [b64encode(h) for h in proof.hashes],
-        }
-        body = _disclosed(ledger, i, roles.get(i), statements)
-        if body is not None:
-            entry["salt"], entry["body"] = b64encode(body[0]), b64encode(body[1])
-        entries.append(entry)
-    root_b64 = base64.b64encode(cp.root).decode("ascii")
-    text = heads_text(
-        ledger.origin,
-        size,
-        root_b64,
-        [(h.agent, h.kind, h.version, h.index, h.leaf_hash.hex()) for h in heads],
-        agents=agents,
+    entries = [
+        _mesh_entry(ledger, i, proof.hashes, roles.get(i), statements)
+        for i, proof in zip(indices, proofs, strict=True)
+    ]
+    hashes = {e.index: leaf_hash(e.leaf).hex() for e in entries}
+    return BundleDocument.of(
+        origin=ledger.origin,
+        checkpoint=ledger.cosigned_note(cp).decode("utf-8"),
+        stream_heads=_signed_heads(ledger, cp, heads, agents),
+        entries=entries,
+        claim={"statements": [dict(s) for s in statements]},
+        mesh_indexes=[
+            _signed_index(ledger, cp, s, index, hashes) for s, index in zip(statements, listed, strict=True)
+        ],
     )
-    notes = []
-    for s, index in zip(statements, listed, strict=True):
-        note = index_text(ledger.origin, size, root_b64, s, [(role, i, hashes[i]) for role, i in index])
-        if len(note.encode()) > MAX_INDEX_TEXT:
-            raise MalformedError(
-                f"the mesh-read index of {s['ref']} lists {len(index)} entries, more than one note holds",
-                check="bundle.index_size",
-            )
-        notes.append(sign_note(note, ledger.origin, ledger.log_key.private_key).decode("utf-8"))
-    return {
-        "media_type": MEDIA_TYPE,
-        "origin": ledger.origin,
-        "checkpoint": ledger.cosigned_note(cp).decode("utf-8"),
-        "stream_heads": sign_note(text, ledger.origin, ledger.log_key.private_key).decode("utf-8"),
-        "entries": entries,
-        "claim": {"statements": [dict(s) for s in statements]},
-        "mesh_indexes": notes,
-    }
+
+
+def _mesh_read_indexes(
+    ledger: Ledger, statements: Sequence[Mapping[str, Any]], size: int
+) -> list[list[tuple[str, int]]]:
+    """The log's mesh-read index of each statement: (role, entry index) pairs."""
+    reader = MeshReader(ledger.store)
+    listed = []
+    for s in statements:
+        if int(str(s["ref"]).split(".")[0]) >= size:
+            raise MalformedError("the memory is not in the checkpoint yet", check="bundle.size")
+        listed.append(reader.read_index(s, size))
+    return listed
+
+
+def _mesh_entry(
+    ledger: Ledger,
+    index: int,
+    proof: Sequence[bytes],
+    role: str | None,
+    statements: Sequence[Mapping[str, Any]],
+) -> BundleEntry:
+    leaf = ledger.store.leaf(index)
+    assert leaf is not None
+    body = _disclosed(ledger, index, role, statements)
+    if body is None:
+        return BundleEntry(index=index, leaf=leaf, proof=proof)
+    return BundleEntry(index=index, leaf=leaf, proof=proof, salt=body[0], body=body[1])
+
+
+def _signed_index(
+    ledger: Ledger,
+    cp: StoredCheckpoint,
+    statement: Mapping[str, Any],
+    index: Sequence[tuple[str, int]],
+    hashes: Mapping[int, str],
+) -> str:
+    """The log's signed mesh-read index note of one statement."""
+    root_b64 = base64.b64encode(cp.root).decode("ascii")
+    note = index_text(
+        ledger.origin, cp.size, root_b64, statement, [(role, i, hashes[i]) for role, i in index]
+    )
+    if len(note.encode()) > MAX_INDEX_TEXT:
+        raise MalformedError(
+            f"the mesh-read index of {statement['ref']} lists {len(index)} entries, more than one note holds",
+            check="bundle.index_size",
+        )
+    return sign_note(note, ledger.origin, ledger.log_key.private_key).decode("utf-8")
 
 
 #: A signed note is at most 64 KiB (verifier.note); its signature line takes under 200 bytes.
@@ -366,16 +401,5 @@ def mesh_read_claim(ledger: Ledger, reader: str, mesh: str, ref: str) -> dict[st
     if raw is None:
         raise MalformedError(f"there is no entry {ref.split('.')[0]}", check="bundle.ref")
     env = Leaf.from_bytes(raw).envelope
-    return {
-        "statements": [
-            {
-                "predicate": "mesh_read",
-                "agent": reader,
-                "author": env.agent,
-                "mesh": mesh,
-                "kind": env.kind,
-                "ref": ref,
-                "value": True,
-            }
-        ]
-    }
+    statement = MeshReadStatement.of(agent=reader, author=env.agent, mesh=mesh, kind=env.kind, ref=ref)
+    return Claim(statements=[statement]).to_json()

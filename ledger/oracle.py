@@ -70,26 +70,55 @@ def agent_statement(ledger: Ledger, agent: str) -> OracleAnswer:
     size = cp.size
     pacts = ledger.stream_bodies(agent, "pact.outcome", size)
     evals = ledger.stream_bodies(agent, "eval.outcome", size)
-    fulfilled = sum(1 for _, b in pacts if b is not None and b["result"] == "fulfilled")
-    violated = sum(1 for _, b in pacts if b is not None and b["result"] == "violated")
+    payload: dict[str, Any] = {
+        "agent": agent,
+        "definitions": DEFINITIONS,
+        "pacts": _pact_counts(pacts),
+        "coverage": _coverage(ledger, agent, size),
+        "consistency": _consistency(pacts),
+        "attestation_density": _attestation_density([b for _, b in pacts + evals if b is not None]),
+        "records": {k: len(ledger.store.stream_indices(agent, k, size)) for k in sorted(RECORD_KINDS)},
+    }
+    note = sign_note(
+        oracle_text(AGENT_HEADER, ledger.origin, size, cp.root, payload),
+        ledger.origin,
+        ledger.log_key.private_key,
+    )
+    return OracleAnswer(note=note, payload=payload, checkpoint=cp.note, size=cp.size)
 
+
+Bodies = list[tuple[int, dict[str, Any] | None]]
+
+
+def _pact_counts(pacts: Bodies) -> dict[str, int]:
+    results = [b["result"] for _, b in pacts if b is not None]
+    return {
+        "fulfilled": results.count("fulfilled"),
+        "violated": results.count("violated"),
+        "undisclosed": sum(1 for _, b in pacts if b is None),
+    }
+
+
+def _coverage(ledger: Ledger, agent: str, size: int) -> dict[str, Any]:
+    """Of the agent's closed sessions, how many hold one of its records."""
     projection = Projection(ledger.store)
     projection.sync(size)
     record_indices = sorted(i for k in RECORD_KINDS for i in ledger.store.stream_indices(agent, k, size))
     closed = [
-        s
+        (s.opened_index, s.closed_index)
         for s in projection.sessions(agent)
         if s.status == "closed" and s.closed_index is not None and s.closed_index < size
     ]
-    covered = sum(
-        1
-        for s in closed
-        if any(
-            s.opened_index <= i <= (s.closed_index if s.closed_index is not None else -1)
-            for i in record_indices
-        )
-    )
+    covered = sum(1 for opened, end in closed if any(opened <= i <= end for i in record_indices))
+    return {
+        "closed_sessions": len(closed),
+        "covered_sessions": covered,
+        "value": _dec(Decimal(covered) / len(closed), _MILLI) if closed else None,
+    }
 
+
+def _consistency(pacts: Bodies) -> dict[str, Any]:
+    """Quality per task type (count, mean, spread), and the spread weighted over all."""
     groups: dict[str, list[int]] = {}
     for _, b in pacts:
         if b is not None:
@@ -103,36 +132,16 @@ def agent_statement(ledger: Ledger, agent: str) -> OracleAnswer:
         by_type[t] = {"count": len(qs), "mean_quality": mean_quality(qs), "spread": _dec(sd)}
         spread_sum += sd * len(qs)
         n_all += len(qs)
-    attestable = [b for _, b in pacts + evals if b is not None]
-    attested = sum(1 for b in attestable if b.get("evidence"))
+    return {"by_task_type": by_type, "value": _dec(spread_sum / n_all) if n_all else None}
 
-    payload: dict[str, Any] = {
-        "agent": agent,
-        "definitions": DEFINITIONS,
-        "pacts": {
-            "fulfilled": fulfilled,
-            "violated": violated,
-            "undisclosed": sum(1 for _, b in pacts if b is None),
-        },
-        "coverage": {
-            "closed_sessions": len(closed),
-            "covered_sessions": covered,
-            "value": _dec(Decimal(covered) / len(closed), _MILLI) if closed else None,
-        },
-        "consistency": {"by_task_type": by_type, "value": _dec(spread_sum / n_all) if n_all else None},
-        "attestation_density": {
-            "records": len(attestable),
-            "with_evidence": attested,
-            "value": _dec(Decimal(attested) / len(attestable), _MILLI) if attestable else None,
-        },
-        "records": {k: len(ledger.store.stream_indices(agent, k, size)) for k in sorted(RECORD_KINDS)},
+
+def _attestation_density(attestable: list[dict[str, Any]]) -> dict[str, Any]:
+    attested = sum(1 for b in attestable if b.get("evidence"))
+    return {
+        "records": len(attestable),
+        "with_evidence": attested,
+        "value": _dec(Decimal(attested) / len(attestable), _MILLI) if attestable else None,
     }
-    note = sign_note(
-        oracle_text(AGENT_HEADER, ledger.origin, size, cp.root, payload),
-        ledger.origin,
-        ledger.log_key.private_key,
-    )
-    return OracleAnswer(note=note, payload=payload, checkpoint=cp.note, size=cp.size)
 
 
 def evaluate_claim(

@@ -52,7 +52,7 @@ import base64
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
@@ -218,7 +218,7 @@ def _hashes(value: object, what: str) -> list[bytes]:
     return out
 
 
-def _exact(obj: object, required: set[str], optional: set[str], what: str) -> dict[str, Any]:
+def _exact(obj: object, required: Set[str], optional: Set[str], what: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise MalformedError(f"{what} must be an object", check="format")
     missing, extra = required - set(obj), set(obj) - required - optional
@@ -281,8 +281,25 @@ def mean_quality(values: Sequence[int]) -> str:
     )
 
 
+#: (required, optional) members of the bundle's objects. The producer writes them through
+#: engram.protocol.bundle_wire; a test holds these lists (and the TypeScript verifier's) equal
+#: to its values' fields.
+_BUNDLE_MEMBERS = (
+    frozenset({"media_type", "origin", "checkpoint", "stream_heads", "entries", "claim"}),
+    frozenset({"consistency", "token", "mesh_indexes"}),
+)
+_ENTRY_MEMBERS = (frozenset({"index", "leaf", "proof"}), frozenset({"body", "salt", "erased"}))
+_CONSISTENCY_MEMBERS = (frozenset({"old_size", "proof"}), frozenset[str]())
+_CLAIM_MEMBERS = (frozenset({"statements"}), frozenset[str]())
+_STATEMENT_MEMBERS = (frozenset({"predicate", "agent", "kind", "value"}), frozenset({"where", "field"}))
+_MESH_READ_MEMBERS = (
+    frozenset({"predicate", "agent", "author", "mesh", "kind", "ref", "value"}),
+    frozenset[str](),
+)
+
+
 def _claim_statements(claim: object) -> list[dict[str, Any]]:
-    c = _exact(claim, {"statements"}, set(), "claim")
+    c = _exact(claim, *_CLAIM_MEMBERS, "claim")
     stmts = c["statements"]
     if not isinstance(stmts, list) or not 0 < len(stmts) <= MAX_STATEMENTS:
         raise MalformedError(f"a claim holds 1-{MAX_STATEMENTS} statements", check="format.claim")
@@ -291,7 +308,7 @@ def _claim_statements(claim: object) -> list[dict[str, Any]]:
         if isinstance(raw, dict) and raw.get("predicate") == "mesh_read":
             out.append(_mesh_statement(raw))
             continue
-        s = _exact(raw, {"predicate", "agent", "kind", "value"}, {"where", "field"}, "statement")
+        s = _exact(raw, *_STATEMENT_MEMBERS, "statement")
         if s["predicate"] not in ("count", "mean", "exists"):
             raise MalformedError(f"unknown predicate {s['predicate']!r}", check="format.claim")
         check_agent_id(s["agent"])
@@ -318,7 +335,7 @@ def _mesh_statement(raw: dict[str, Any]) -> dict[str, Any]:
     """``mesh_read``: {agent (the reader), author, mesh, kind (the memory's entry kind), ref
     (the memory), value (true)}: the memory was shared with the reader through the mesh under
     grants valid at the checkpoint (verifier.mesh)."""
-    s = _exact(raw, {"predicate", "agent", "author", "mesh", "kind", "ref", "value"}, set(), "statement")
+    s = _exact(raw, *_MESH_READ_MEMBERS, "statement")
     check_agent_id(s["agent"])
     check_agent_id(s["author"])
     if not isinstance(s["mesh"], str) or not MESH_ID.fullmatch(s["mesh"]):
@@ -365,12 +382,7 @@ def _step_format(data: bytes) -> _Bundle:
     media_type = doc.get("media_type") if isinstance(doc, dict) else None
     if isinstance(media_type, str) and media_type in RETIRED_MEDIA_TYPES:
         raise MalformedError(RETIRED_MEDIA_TYPES[media_type], check="format.version")
-    b = _exact(
-        doc,
-        {"media_type", "origin", "checkpoint", "stream_heads", "entries", "claim"},
-        {"consistency", "token", "mesh_indexes"},
-        "bundle",
-    )
+    b = _exact(doc, *_BUNDLE_MEMBERS, "bundle")
     if b["media_type"] != MEDIA_TYPE:
         raise MalformedError(f"unknown media type {str(b['media_type'])[:80]!r}", check="format.version")
     if not isinstance(b["checkpoint"], str) or not isinstance(b["stream_heads"], str):
@@ -378,25 +390,8 @@ def _step_format(data: bytes) -> _Bundle:
     entries = b["entries"]
     if not isinstance(entries, list) or not 0 < len(entries) <= MAX_ENTRIES:
         raise MalformedError(f"a bundle holds 1-{MAX_ENTRIES} entries", check="format")
-    consistency: dict[int, list[bytes]] = {}
-    if "consistency" in b:
-        items = b["consistency"]
-        if not isinstance(items, list) or not 0 < len(items) <= MAX_CONSISTENCY_PROOFS:
-            raise MalformedError(
-                f"consistency is a list of 1-{MAX_CONSISTENCY_PROOFS} proofs", check="format.consistency"
-            )
-        for raw in items:
-            c = _exact(raw, {"old_size", "proof"}, set(), "consistency proof")
-            old = c["old_size"]
-            if type(old) is not int or old < 0 or old in consistency:
-                raise MalformedError(
-                    "consistency old_size values are distinct non-negative integers",
-                    check="format.consistency",
-                )
-            consistency[old] = _hashes(c["proof"], "consistency hash")
-    token = b.get("token")
-    if "token" in b and (not isinstance(token, str) or not 0 < len(token) <= 16_384):
-        raise MalformedError("token is a non-empty string of at most 16 KiB", check="format")
+    consistency = _consistency(b["consistency"]) if "consistency" in b else {}
+    token = _token(b)
     statements = _claim_statements(b["claim"])
     return _Bundle(
         origin=b["origin"],
@@ -408,6 +403,32 @@ def _step_format(data: bytes) -> _Bundle:
         token=token,
         mesh_indexes=_mesh_indexes(b, statements),
     )
+
+
+def _consistency(items: object) -> dict[int, list[bytes]]:
+    """``consistency``: 1-8 proofs, each from a distinct size the buyer may trust."""
+    if not isinstance(items, list) or not 0 < len(items) <= MAX_CONSISTENCY_PROOFS:
+        raise MalformedError(
+            f"consistency is a list of 1-{MAX_CONSISTENCY_PROOFS} proofs", check="format.consistency"
+        )
+    consistency: dict[int, list[bytes]] = {}
+    for raw in items:
+        c = _exact(raw, *_CONSISTENCY_MEMBERS, "consistency proof")
+        old = c["old_size"]
+        if type(old) is not int or old < 0 or old in consistency:
+            raise MalformedError(
+                "consistency old_size values are distinct non-negative integers",
+                check="format.consistency",
+            )
+        consistency[old] = _hashes(c["proof"], "consistency hash")
+    return consistency
+
+
+def _token(b: dict[str, Any]) -> str | None:
+    token = b.get("token")
+    if "token" in b and (not isinstance(token, str) or not 0 < len(token) <= 16_384):
+        raise MalformedError("token is a non-empty string of at most 16 KiB", check="format")
+    return token
 
 
 def _mesh_indexes(b: dict[str, Any], statements: list[dict[str, Any]]) -> list[str]:
@@ -473,7 +494,7 @@ def _step_inclusion(bundle: _Bundle, cp: VerifiedCheckpoint) -> str:
     """5. Every leaf is proven in the checkpoint's tree at its index."""
     seen: set[int] = set()
     for raw_entry in bundle.entries:
-        e = _exact(raw_entry, {"index", "leaf", "proof"}, {"body", "salt", "erased"}, "entry")
+        e = _exact(raw_entry, *_ENTRY_MEMBERS, "entry")
         if type(e["index"]) is not int or e["index"] in seen:
             raise MalformedError("entry indices are distinct integers", check="format")
         seen.add(e["index"])
@@ -610,36 +631,44 @@ def _step_completeness(bundle: _Bundle, heads: StreamHeads) -> set[tuple[str, st
             if stream in needed and not got:
                 continue  # a covered agent's stream with no head line is empty at this checkpoint
             raise StreamChainError(f"stream {stream} has no attested head", check="completeness.head")
-        version, index, leaf_hash_hex = head
-        for lf in got:
-            if lf.envelope.version > version:
-                raise StreamChainError(
-                    f"fraud proof: entry {lf.index} is version {lf.envelope.version} of {stream}, "
-                    f"beyond the head version {version} the log signed",
-                    check="completeness.fraud",
-                )
-        if stream not in needed:
-            continue
-        # Counted, never built: the head's version comes from a signed statement, but a log
-        # that signs version 2^62 must get a verdict, not exhaust this process's memory.
-        if len(got) != version + 1 or any(lf.envelope.version != v for v, lf in enumerate(got)):
-            present = {lf.envelope.version for lf in got}
-            # the first ten missing versions are among the first len(got) + 10 integers
-            missing = [v for v in range(min(version + 1, len(got) + 10)) if v not in present][:10]
-            raise StreamChainError(f"stream {stream} lacks versions {missing}", check="completeness.missing")
-        prev = None
-        for lf in got:
-            if lf.envelope.prev != prev:
-                raise StreamChainError(
-                    f"stream {stream} version {lf.envelope.version}: broken prev link",
-                    check="completeness.prev",
-                )
-            prev = lf.hash.hex()
-        if got[-1].index != index or got[-1].hash.hex() != leaf_hash_hex:
-            raise StreamChainError(
-                f"stream {stream} ends before its attested head", check="completeness.head"
-            )
+        _within_head(stream, got, head[0])
+        if stream in needed:
+            _whole_stream(stream, got, head)
     return needed
+
+
+def _within_head(stream: tuple[str, str], got: Sequence[Leaf], version: int) -> None:
+    """No proven entry of ``stream`` is beyond the head the log signed (else: a fraud proof)."""
+    for lf in got:
+        if lf.envelope.version > version:
+            raise StreamChainError(
+                f"fraud proof: entry {lf.index} is version {lf.envelope.version} of {stream}, "
+                f"beyond the head version {version} the log signed",
+                check="completeness.fraud",
+            )
+
+
+def _whole_stream(stream: tuple[str, str], got: Sequence[Leaf], head: tuple[int, int, str]) -> None:
+    """``got`` (sorted by version) is the whole stream: every version from 0, each linked to
+    the one before, the last one the attested head."""
+    version, index, leaf_hash_hex = head
+    # Counted, never built: the head's version comes from a signed statement, but a log
+    # that signs version 2^62 must get a verdict, not exhaust this process's memory.
+    if len(got) != version + 1 or any(lf.envelope.version != v for v, lf in enumerate(got)):
+        present = {lf.envelope.version for lf in got}
+        # the first ten missing versions are among the first len(got) + 10 integers
+        missing = [v for v in range(min(version + 1, len(got) + 10)) if v not in present][:10]
+        raise StreamChainError(f"stream {stream} lacks versions {missing}", check="completeness.missing")
+    prev = None
+    for lf in got:
+        if lf.envelope.prev != prev:
+            raise StreamChainError(
+                f"stream {stream} version {lf.envelope.version}: broken prev link",
+                check="completeness.prev",
+            )
+        prev = lf.hash.hex()
+    if got[-1].index != index or got[-1].hash.hex() != leaf_hash_hex:
+        raise StreamChainError(f"stream {stream} ends before its attested head", check="completeness.head")
 
 
 def _step_bodies(bundle: _Bundle) -> tuple[dict[int, dict[str, Any] | None], list[int]]:

@@ -234,6 +234,85 @@ def audit_log(
     return _audit_log(root, key, quiet=quiet, anchors=anchors, jobs=jobs)[0]
 
 
+class _Replay:
+    """Checks 2-5 over the tiles directory: each tile bundle read and parsed, its signatures
+    verified ahead (in worker processes when ``jobs`` > 1), then replayed in order, the
+    history's prefixes and the hash tiles checked as the tree grows. ``step`` names the check
+    the first failure belongs to."""
+
+    def __init__(
+        self,
+        root: Path,
+        cp: VerifiedCheckpoint,
+        replay: LogReplay,
+        prefixes: _Prefixes,
+        anchor_sizes: set[int],
+        *,
+        jobs: int,
+        quiet: bool,
+    ) -> None:
+        self.root, self.cp, self.replay, self.prefixes = root, cp, replay, prefixes
+        self.anchor_sizes, self.jobs, self.quiet = anchor_sizes, jobs, quiet
+        self.step = "entries"
+        self.tiles = _TileCheck(root)
+        replay.on_nodes = self.tiles.add
+        self.checker = SignatureChecker(jobs if cp.size >= MIN_PARALLEL_ENTRIES else 1)
+        # Bundles parsed and sent to the signature workers ahead of the sequential replay (at
+        # most 2 per worker: bounded memory), each with the error that stopped its reading.
+        self.ahead: deque[tuple[list[Leaf], tuple[str, VerificationError] | None, Any]] = deque()
+        prefixes.at(0, self.root_now)
+
+    def root_now(self) -> bytes:
+        # Roots at the anchors' sizes are kept (replay.roots) for the remembered state.
+        replay = self.replay
+        return replay.remember_root() if replay.size in self.anchor_sizes else replay.tree.root()
+
+    def entries(self) -> None:
+        """Every tile bundle read ahead, then replayed in order."""
+        for n in range(-(-self.cp.size // TILE_WIDTH)):
+            leaves, stop = self._read(n, min(TILE_WIDTH, self.cp.size - n * TILE_WIDTH))
+            self.ahead.append((leaves, stop, self.checker.submit(leaves)))
+            if stop is not None:
+                break
+            while len(self.ahead) > 2 * max(1, self.jobs):
+                self._replay_one()
+        while self.ahead:
+            self._replay_one()
+
+    def _read(self, n: int, width: int) -> tuple[list[Leaf], tuple[str, VerificationError] | None]:
+        """Tile bundle ``n``'s leaves, parsed, and the error that stopped its reading."""
+        try:
+            raws = read_bundle(self.root, n, width)
+        except VerificationError as e:
+            return [], ("entries", e)
+        leaves: list[Leaf] = []
+        for raw in raws:
+            try:
+                leaves.append(self.replay.parse(raw))
+            except VerificationError as e:
+                return leaves, (_step_of(e), e)
+        return leaves, None
+
+    def _replay_one(self) -> None:
+        leaves, stop, keys = self.ahead.popleft()
+        verified = keys.result() if isinstance(keys, Future) else keys
+        for leaf, key in zip(leaves, verified, strict=True):
+            self.step = "leaves"
+            try:
+                self.replay.add_parsed(leaf, verified_with=key)
+            except VerificationError as e:
+                self.step = _step_of(e)
+                raise
+            self.prefixes.at(self.replay.size, self.root_now)
+            if self.prefixes.failure is not None:
+                self.step, err = self.prefixes.failure
+                raise err
+        if stop is not None:
+            self.step = stop[0]
+            raise stop[1]
+        _progress(self.replay.size, self.cp.size, self.quiet)
+
+
 def _audit_log(
     root: Path,
     key: VerifierKey,
@@ -259,69 +338,16 @@ def _audit_log(
         return report, None, cp
 
     replay = LogReplay(cp.origin)
-    anchor_sizes = {a.checkpoint.size for a in anchors}
     prefixes = _Prefixes(_history(root, key, cp.size), list(anchors))
-
-    def root_now() -> bytes:
-        # Roots at the anchors' sizes are kept (replay.roots) for the remembered state.
-        return replay.remember_root() if replay.size in anchor_sizes else replay.tree.root()
-
-    prefixes.at(0, root_now)
-    tiles = _TileCheck(root)
-    replay.on_nodes = tiles.add
-    checker = SignatureChecker(jobs if cp.size >= MIN_PARALLEL_ENTRIES else 1)
-    # Bundles parsed and sent to the signature workers ahead of the sequential replay (at
-    # most 2 per worker: bounded memory), each with the error that stopped its reading.
-    ahead: deque[tuple[list[Leaf], tuple[str, VerificationError] | None, Any]] = deque()
-    step = "entries"
-
-    def replay_one() -> None:
-        nonlocal step
-        leaves, stop, keys = ahead.popleft()
-        verified = keys.result() if isinstance(keys, Future) else keys
-        for leaf, key in zip(leaves, verified, strict=True):
-            step = "leaves"
-            try:
-                replay.add_parsed(leaf, verified_with=key)
-            except VerificationError as e:
-                step = _step_of(e)
-                raise
-            prefixes.at(replay.size, root_now)
-            if prefixes.failure is not None:
-                step, err = prefixes.failure
-                raise err
-        if stop is not None:
-            step = stop[0]
-            raise stop[1]
-        _progress(replay.size, cp.size, quiet)
-
+    run = _Replay(root, cp, replay, prefixes, {a.checkpoint.size for a in anchors}, jobs=jobs, quiet=quiet)
     try:
-        for n in range(-(-cp.size // TILE_WIDTH)):
-            width = min(TILE_WIDTH, cp.size - n * TILE_WIDTH)
-            leaves: list[Leaf] = []
-            stop: tuple[str, VerificationError] | None = None
-            try:
-                raws = read_bundle(root, n, width)
-            except VerificationError as e:
-                raws, stop = [], ("entries", e)
-            for raw in raws:
-                try:
-                    leaves.append(replay.parse(raw))
-                except VerificationError as e:
-                    stop = (_step_of(e), e)
-                    break
-            ahead.append((leaves, stop, checker.submit(leaves)))
-            if stop is not None:
-                break
-            while len(ahead) > 2 * max(1, jobs):
-                replay_one()
-        while ahead:
-            replay_one()
+        run.entries()
     except VerificationError as e:
-        report.fail(step, e)
+        report.fail(run.step, e)
         return report, None, cp
     finally:
-        checker.close()
+        run.checker.close()
+    tiles = run.tiles
     agents = {a for a, _ in replay.heads}
     report.ok("entries", f"{cp.size} entries in {-(-cp.size // TILE_WIDTH)} bundles")
     report.ok("leaves", "canonical, indices dense, server timestamps strictly increasing")

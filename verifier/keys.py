@@ -102,25 +102,52 @@ def authorize(view: KeyView, envelope: Envelope, index: int) -> KeyDecision:
             state does not allow this key event.
         SignatureError: a new key's proof of possession fails.
     """
-    kind = envelope.kind
-    if kind == "key.registered":
-        nk = verify_pop(envelope)
-        if envelope.key_id != nk.key_id:
+    # 1. a registration is signed by the key it registers (no key to look up yet)
+    if envelope.kind == "key.registered":
+        return _registered(view, envelope, index)
+    # 2. every other entry names a registered key that is not retired
+    signer = _live_signer(view, envelope)
+    # 3. a revocation: the agent's active key, or the ledger's policy key by force
+    if envelope.kind == "key.revoked":
+        return _revoked(view, envelope, signer)
+    # 4. a policy decision about an agent's memory: the ledger's active policy key only
+    policy_signed = signer.agent == POLICY_AGENT and envelope.agent != POLICY_AGENT
+    if envelope.kind in POLICY_KINDS or (envelope.kind in AGENT_OR_POLICY_KINDS and policy_signed):
+        if signer.agent != POLICY_AGENT or view.active_key(POLICY_AGENT) != signer.key_id:
             raise KeyStateError(
-                "key.registered must be signed by the key it registers", check="key.registered"
+                f"{envelope.kind} is signed by the ledger's active policy key only", check="key.authority"
             )
-        if view.key(nk.key_id) is not None:
-            raise KeyStateError(f"key {nk.key_id} is already registered", check="key.registered")
-        if view.active_key(envelope.agent) is not None:
-            raise KeyStateError(
-                f"agent {envelope.agent} already has an active key; rotate it instead",
-                check="key.registered",
-            )
-        record = KeyRecord(key_id=nk.key_id, agent=envelope.agent, public_key=nk.public_key, added_at=index)
-        return KeyDecision(
-            signer_public_key=nk.public_key, change=KeyChange(add=record, agent=envelope.agent)
+        return KeyDecision(signer_public_key=signer.public_key, change=None)
+    # 5. anything else: the agent's own active key (a rotation also proves the new key)
+    if signer.agent != envelope.agent:
+        raise KeyStateError(
+            f"key {signer.key_id} belongs to {signer.agent}, not {envelope.agent}", check="key.owner"
         )
+    if view.active_key(envelope.agent) != signer.key_id:
+        raise KeyStateError(f"key {signer.key_id} is not the agent's active key", check="key.state")
+    if envelope.kind == "key.rotated":
+        return _rotated(view, envelope, signer, index)
+    if envelope.new_key is not None:  # pragma: no cover - Envelope.from_obj forbids this
+        raise MalformedError("only key events carry new_key", check="envelope.new_key")
+    return KeyDecision(signer_public_key=signer.public_key, change=None)
 
+
+def _registered(view: KeyView, envelope: Envelope, index: int) -> KeyDecision:
+    nk = verify_pop(envelope)
+    if envelope.key_id != nk.key_id:
+        raise KeyStateError("key.registered must be signed by the key it registers", check="key.registered")
+    if view.key(nk.key_id) is not None:
+        raise KeyStateError(f"key {nk.key_id} is already registered", check="key.registered")
+    if view.active_key(envelope.agent) is not None:
+        raise KeyStateError(
+            f"agent {envelope.agent} already has an active key; rotate it instead",
+            check="key.registered",
+        )
+    record = KeyRecord(key_id=nk.key_id, agent=envelope.agent, public_key=nk.public_key, added_at=index)
+    return KeyDecision(signer_public_key=nk.public_key, change=KeyChange(add=record, agent=envelope.agent))
+
+
+def _live_signer(view: KeyView, envelope: Envelope) -> KeyRecord:
     signer = view.key(envelope.key_id)
     if signer is None:
         raise UnknownKeyError(f"key {envelope.key_id} is not registered in this log", check="key.unknown")
@@ -129,52 +156,35 @@ def authorize(view: KeyView, envelope: Envelope, index: int) -> KeyDecision:
             f"key {signer.key_id} was {signer.retired_how} at index {signer.retired_at}",
             check=f"key.{signer.retired_how}",
         )
+    return signer
 
-    if kind == "key.revoked":
-        target = view.active_key(envelope.agent)
-        if target is None:
-            raise KeyStateError(f"agent {envelope.agent} has no active key to revoke", check="key.revoked")
-        own = signer.agent == envelope.agent and signer.key_id == target
-        forced = signer.agent == POLICY_AGENT and view.active_key(POLICY_AGENT) == signer.key_id
-        if not (own or forced):
-            raise KeyStateError(
-                "key.revoked must be signed by the agent's active key or the ledger policy key",
-                check="key.revoked",
-            )
-        return KeyDecision(
-            signer_public_key=signer.public_key,
-            change=KeyChange(retire_key_id=target, retire_how="revoked", agent=envelope.agent),
-        )
 
-    policy_signed = signer.agent == POLICY_AGENT and envelope.agent != POLICY_AGENT
-    if kind in POLICY_KINDS or (kind in AGENT_OR_POLICY_KINDS and policy_signed):
-        # Decisions of the ledger's policy about an agent's memory, in the agent's streams.
-        if signer.agent != POLICY_AGENT or view.active_key(POLICY_AGENT) != signer.key_id:
-            raise KeyStateError(
-                f"{kind} is signed by the ledger's active policy key only", check="key.authority"
-            )
-        return KeyDecision(signer_public_key=signer.public_key, change=None)
-    if signer.agent != envelope.agent:
+def _revoked(view: KeyView, envelope: Envelope, signer: KeyRecord) -> KeyDecision:
+    target = view.active_key(envelope.agent)
+    if target is None:
+        raise KeyStateError(f"agent {envelope.agent} has no active key to revoke", check="key.revoked")
+    own = signer.agent == envelope.agent and signer.key_id == target
+    forced = signer.agent == POLICY_AGENT and view.active_key(POLICY_AGENT) == signer.key_id
+    if not (own or forced):
         raise KeyStateError(
-            f"key {signer.key_id} belongs to {signer.agent}, not {envelope.agent}", check="key.owner"
+            "key.revoked must be signed by the agent's active key or the ledger policy key",
+            check="key.revoked",
         )
-    if view.active_key(envelope.agent) != signer.key_id:
-        raise KeyStateError(f"key {signer.key_id} is not the agent's active key", check="key.state")
+    return KeyDecision(
+        signer_public_key=signer.public_key,
+        change=KeyChange(retire_key_id=target, retire_how="revoked", agent=envelope.agent),
+    )
 
-    if kind == "key.rotated":
-        nk = verify_pop(envelope)
-        if view.key(nk.key_id) is not None:
-            raise KeyStateError(f"key {nk.key_id} is already registered", check="key.rotated")
-        record = KeyRecord(key_id=nk.key_id, agent=envelope.agent, public_key=nk.public_key, added_at=index)
-        return KeyDecision(
-            signer_public_key=signer.public_key,
-            change=KeyChange(
-                add=record, retire_key_id=signer.key_id, retire_how="rotated", agent=envelope.agent
-            ),
-        )
-    if envelope.new_key is not None:  # pragma: no cover - Envelope.from_obj forbids this
-        raise MalformedError("only key events carry new_key", check="envelope.new_key")
-    return KeyDecision(signer_public_key=signer.public_key, change=None)
+
+def _rotated(view: KeyView, envelope: Envelope, signer: KeyRecord, index: int) -> KeyDecision:
+    nk = verify_pop(envelope)
+    if view.key(nk.key_id) is not None:
+        raise KeyStateError(f"key {nk.key_id} is already registered", check="key.rotated")
+    record = KeyRecord(key_id=nk.key_id, agent=envelope.agent, public_key=nk.public_key, added_at=index)
+    return KeyDecision(
+        signer_public_key=signer.public_key,
+        change=KeyChange(add=record, retire_key_id=signer.key_id, retire_how="rotated", agent=envelope.agent),
+    )
 
 
 @dataclass(slots=True)

@@ -283,6 +283,28 @@ def verify_consistency(
         raise ProofError(
             f"old size {old_size} is not within [0, new size {new_size}]", check="consistency.range"
         )
+    trivial = _trivial_consistency(old_size, new_size, old_root, new_root, proof)
+    if trivial is not None:
+        return trivial
+    expected = len(consistency_ranges(old_size, new_size))
+    if len(proof) != expected:
+        raise ProofError(
+            f"proof has {len(proof)} hashes; sizes {old_size}->{new_size} need {expected}",
+            check="consistency.length",
+        )
+    fr, sr = _consistency_roots(old_size, new_size, old_root, proof)
+    if not hmac.compare_digest(fr, old_root):
+        raise ProofError("recomputed old root does not match", check="consistency.old_root")
+    if not hmac.compare_digest(sr, new_root):
+        raise ProofError("recomputed new root does not match", check="consistency.new_root")
+    return VerifiedConsistency(old_size=old_size, old_root=old_root, new_size=new_size, new_root=new_root)
+
+
+def _trivial_consistency(
+    old_size: int, new_size: int, old_root: bytes, new_root: bytes, proof: Sequence[bytes]
+) -> VerifiedConsistency | None:
+    """Step 2: from the empty tree, or between equal sizes, the proof is empty and the roots
+    are known; None when the sizes need a real proof."""
     if new_size == 0 and not hmac.compare_digest(new_root, EMPTY_ROOT):
         raise ProofError('the empty tree\'s root must be SHA-256("")', check="consistency.new_root")
     if old_size == 0:
@@ -297,12 +319,13 @@ def verify_consistency(
         if not hmac.compare_digest(old_root, new_root):
             raise ProofError("equal sizes with different roots", check="consistency.new_root")
         return VerifiedConsistency(old_size=old_size, old_root=old_root, new_size=new_size, new_root=new_root)
-    expected = len(consistency_ranges(old_size, new_size))
-    if len(proof) != expected:
-        raise ProofError(
-            f"proof has {len(proof)} hashes; sizes {old_size}->{new_size} need {expected}",
-            check="consistency.length",
-        )
+    return None
+
+
+def _consistency_roots(
+    old_size: int, new_size: int, old_root: bytes, proof: Sequence[bytes]
+) -> tuple[bytes, bytes]:
+    """Steps 3-4 (RFC 9162 §2.1.4.2): the old and new roots recomputed from the proof."""
     path = list(proof)
     if old_size & (old_size - 1) == 0:  # exact power of two: the old root is the first node
         path.insert(0, old_root)
@@ -327,11 +350,7 @@ def verify_consistency(
         sn >>= 1
     if sn != 0:
         raise ProofError("proof is shorter than the tree requires", check="consistency.length")
-    if not hmac.compare_digest(fr, old_root):
-        raise ProofError("recomputed old root does not match", check="consistency.old_root")
-    if not hmac.compare_digest(sr, new_root):
-        raise ProofError("recomputed new root does not match", check="consistency.new_root")
-    return VerifiedConsistency(old_size=old_size, old_root=old_root, new_size=new_size, new_root=new_root)
+    return fr, sr
 
 
 class CompactRange:

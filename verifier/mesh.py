@@ -1,4 +1,4 @@
-"""Memory Mesh rules (issue 30): the fold of a mesh's events, and the ``mesh_read`` claim.
+"""Memory Mesh rules: the fold of a mesh's events, and the ``mesh_read`` claim.
 
 The one definition of what a mesh is, shared by the ledger (ledger.mesh folds meshes from
 the log; its append preconditions refuse what the rules would ignore) and the offline
@@ -15,7 +15,7 @@ it carries). specs/mesh.md has the rules; in short, applied in log order:
 An event that breaks a rule has no effect (:class:`MeshRuleError` names the rule).
 
 A body-less entry (its body erased, or withheld from a bundle) is never read as absent
-(issue 40: erasing one's own ``mesh.left`` made sharing flow again). The fold of a mesh
+(erasing one's own ``mesh.left`` made sharing flow again). The fold of a mesh
 takes it as concerning that mesh, with its most restrictive reading (specs/mesh.md,
 "Entries without a body"): a ``mesh.left``, ``mesh.removed`` or ``mesh.dissolved`` keeps its
 effect (removing everyone it could have removed), a ``mesh.granted`` becomes a grant that
@@ -28,7 +28,7 @@ flow than its body did.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,10 +206,7 @@ def apply_event(
     _check_shape(kind, body)
     mesh = str(body["mesh"])
     if kind == "mesh.created":
-        if agent != creator_of(mesh):
-            raise _refuse(f"mesh {mesh} can only be created by {creator_of(mesh)}", "mesh.policy")
-        if state is not None:
-            raise _refuse(f"mesh {mesh} already exists", "mesh.exists")
+        _may_create(state, agent, mesh)
         title = body.get("title")
         return Mesh(
             mesh=mesh,
@@ -218,46 +215,90 @@ def apply_event(
             title=title if isinstance(title, str) else None,
             members={agent: Member(agent=agent, joined_index=index)},
         )
+    state = _live(state, agent, kind, mesh)
+    apply = _WITH_BODY.get(kind)
+    if apply is not None:
+        apply(state, index, agent, mesh, body)
+    return state
+
+
+def _may_create(state: Mesh | None, agent: str, mesh: str) -> None:
+    if agent != creator_of(mesh):
+        raise _refuse(f"mesh {mesh} can only be created by {creator_of(mesh)}", "mesh.policy")
+    if state is not None:
+        raise _refuse(f"mesh {mesh} already exists", "mesh.exists")
+
+
+def _live(state: Mesh | None, agent: str, kind: str, mesh: str) -> Mesh:
+    """The mesh an event after its creation acts on: it exists, is not dissolved, and only its
+    creator invites, removes or dissolves."""
     if state is None:
         raise _refuse(f"there is no mesh {mesh}", "mesh.missing")
     if state.dissolved:
         raise _refuse(f"mesh {mesh} is dissolved", "mesh.dissolved")
-    member = state.members.get(agent)
     if kind in ("mesh.invited", "mesh.removed", "mesh.dissolved") and agent != state.creator:
         raise _refuse(f"only {state.creator}, who created mesh {mesh}, may do that", "mesh.policy")
-    if kind == "mesh.invited":
-        target = state.members.get(str(body["agent"]))
-        if target is not None and target.active:
-            raise _refuse(f"{body['agent']} is already a member of {mesh}", "mesh.member")
-        state.invited[str(body["agent"])] = index
-    elif kind == "mesh.joined":
-        if member is not None and member.active:
-            raise _refuse(f"{agent} is already a member of {mesh}", "mesh.member")
-        if agent not in state.invited:
-            raise _refuse(f"{agent} is not invited to {mesh}", "mesh.not_invited")
-        del state.invited[agent]
-        state.members[agent] = Member(agent=agent, joined_index=index)
-    elif kind == "mesh.granted":
-        if member is None or not member.active:
-            raise _refuse(f"{agent} is not a member of {mesh}", "mesh.not_member")
-        member.grants.append(
-            (index, frozenset(body["share"]), frozenset(body["read"]), bool(body.get("backfill", False)))
-        )
-    elif kind == "mesh.left":
-        if member is None or not member.active:
-            raise _refuse(f"{agent} is not a member of {mesh}", "mesh.not_member")
-        if agent == state.creator:
-            raise _refuse(f"the creator of {mesh} dissolves it instead of leaving", "mesh.policy")
-        member.left_index = index
-    elif kind == "mesh.removed":
-        target = state.members.get(str(body["agent"]))
-        if target is None or not target.active or target.agent == state.creator:
-            raise _refuse(f"{body['agent']} is not a removable member of {mesh}", "mesh.not_member")
-        target.left_index = index
-        state.invited.pop(target.agent, None)
-    elif kind == "mesh.dissolved":
-        state.dissolved_index = index
     return state
+
+
+def _active_member(state: Mesh, agent: str, mesh: str) -> Member:
+    member = state.members.get(agent)
+    if member is None or not member.active:
+        raise _refuse(f"{agent} is not a member of {mesh}", "mesh.not_member")
+    return member
+
+
+def _invited(state: Mesh, index: int, agent: str, mesh: str, body: Mapping[str, Any]) -> None:
+    target = state.members.get(str(body["agent"]))
+    if target is not None and target.active:
+        raise _refuse(f"{body['agent']} is already a member of {mesh}", "mesh.member")
+    state.invited[str(body["agent"])] = index
+
+
+def _joined(state: Mesh, index: int, agent: str, mesh: str, body: Mapping[str, Any]) -> None:
+    member = state.members.get(agent)
+    if member is not None and member.active:
+        raise _refuse(f"{agent} is already a member of {mesh}", "mesh.member")
+    if agent not in state.invited:
+        raise _refuse(f"{agent} is not invited to {mesh}", "mesh.not_invited")
+    del state.invited[agent]
+    state.members[agent] = Member(agent=agent, joined_index=index)
+
+
+def _granted(state: Mesh, index: int, agent: str, mesh: str, body: Mapping[str, Any]) -> None:
+    _active_member(state, agent, mesh).grants.append(
+        (index, frozenset(body["share"]), frozenset(body["read"]), bool(body.get("backfill", False)))
+    )
+
+
+def _left(state: Mesh, index: int, agent: str, mesh: str, body: Mapping[str, Any] | None = None) -> None:
+    member = _active_member(state, agent, mesh)
+    if agent == state.creator:
+        raise _refuse(f"the creator of {mesh} dissolves it instead of leaving", "mesh.policy")
+    member.left_index = index
+
+
+def _removed(state: Mesh, index: int, agent: str, mesh: str, body: Mapping[str, Any]) -> None:
+    target = state.members.get(str(body["agent"]))
+    if target is None or not target.active or target.agent == state.creator:
+        raise _refuse(f"{body['agent']} is not a removable member of {mesh}", "mesh.not_member")
+    target.left_index = index
+    state.invited.pop(target.agent, None)
+
+
+def _dissolved(state: Mesh, index: int, agent: str, mesh: str, body: Mapping[str, Any] | None = None) -> None:
+    state.dissolved_index = index
+
+
+#: What each kind does to a live mesh (after :func:`_live`), read from its body.
+_WITH_BODY: dict[str, Callable[[Mesh, int, str, str, Mapping[str, Any]], None]] = {
+    "mesh.invited": _invited,
+    "mesh.joined": _joined,
+    "mesh.granted": _granted,
+    "mesh.left": _left,
+    "mesh.removed": _removed,
+    "mesh.dissolved": _dissolved,
+}
 
 
 def _apply_bodyless(state: Mesh | None, index: int, agent: str, kind: str, mesh: str) -> Mesh:
@@ -266,47 +307,49 @@ def _apply_bodyless(state: Mesh | None, index: int, agent: str, kind: str, mesh:
     reading that lets the least flow (specs/mesh.md, "Entries without a body"). Readings
     that would widen what flows (an invitation, a membership, a grant's categories) are
     never assumed."""
-    creator = creator_of(mesh)
     if kind == "mesh.created":
-        if agent != creator:
-            raise _refuse(f"mesh {mesh} can only be created by {creator}", "mesh.policy")
-        if state is not None:
-            raise _refuse(f"mesh {mesh} already exists", "mesh.exists")
+        _may_create(state, agent, mesh)
         # It may have been this mesh's creation: the mesh exists from here, dissolved, so
         # no later creation, invitation or grant can revive it.
         return Mesh(mesh=mesh, creator=agent, created_index=index, dissolved_index=index)
-    if state is None:
-        raise _refuse(f"there is no mesh {mesh}", "mesh.missing")
-    if state.dissolved:
-        raise _refuse(f"mesh {mesh} is dissolved", "mesh.dissolved")
-    member = state.members.get(agent)
-    if kind in ("mesh.invited", "mesh.removed", "mesh.dissolved") and agent != state.creator:
-        raise _refuse(f"only {state.creator}, who created mesh {mesh}, may do that", "mesh.policy")
-    if kind == "mesh.invited":
-        raise _refuse(f"an invitation without a body invites no one to {mesh}", "mesh.erased")
-    if kind == "mesh.joined":
-        # It may have consumed the invitation; it never makes a member.
-        if state.invited.pop(agent, None) is None:
-            raise _refuse(f"{agent} is not invited to {mesh}", "mesh.not_invited")
-    elif kind == "mesh.granted":
-        if member is None or not member.active:
-            raise _refuse(f"{agent} is not a member of {mesh}", "mesh.not_member")
-        member.grants.append((index, frozenset(), frozenset(), False))
-    elif kind == "mesh.left":
-        if member is None or not member.active:
-            raise _refuse(f"{agent} is not a member of {mesh}", "mesh.not_member")
-        if agent == state.creator:
-            raise _refuse(f"the creator of {mesh} dissolves it instead of leaving", "mesh.policy")
-        member.left_index = index
-    elif kind == "mesh.removed":
-        # It may have removed any member but the creator: all of them leave.
-        for m in state.members.values():
-            if m.active and m.agent != state.creator:
-                m.left_index = index
-                state.invited.pop(m.agent, None)
-    elif kind == "mesh.dissolved":
-        state.dissolved_index = index
+    state = _live(state, agent, kind, mesh)
+    apply = _BODYLESS.get(kind)
+    if apply is not None:
+        apply(state, index, agent, mesh)
     return state
+
+
+def _invited_bodyless(state: Mesh, index: int, agent: str, mesh: str) -> None:
+    raise _refuse(f"an invitation without a body invites no one to {mesh}", "mesh.erased")
+
+
+def _joined_bodyless(state: Mesh, index: int, agent: str, mesh: str) -> None:
+    # It may have consumed the invitation; it never makes a member.
+    if state.invited.pop(agent, None) is None:
+        raise _refuse(f"{agent} is not invited to {mesh}", "mesh.not_invited")
+
+
+def _granted_bodyless(state: Mesh, index: int, agent: str, mesh: str) -> None:
+    _active_member(state, agent, mesh).grants.append((index, frozenset(), frozenset(), False))
+
+
+def _removed_bodyless(state: Mesh, index: int, agent: str, mesh: str) -> None:
+    # It may have removed any member but the creator: all of them leave.
+    for m in state.members.values():
+        if m.active and m.agent != state.creator:
+            m.left_index = index
+            state.invited.pop(m.agent, None)
+
+
+#: What each kind does to a live mesh when its body is gone: the reading that lets least flow.
+_BODYLESS: dict[str, Callable[[Mesh, int, str, str], None]] = {
+    "mesh.invited": _invited_bodyless,
+    "mesh.joined": _joined_bodyless,
+    "mesh.granted": _granted_bodyless,
+    "mesh.left": _left,
+    "mesh.removed": _removed_bodyless,
+    "mesh.dissolved": _dissolved,
+}
 
 
 def fold(

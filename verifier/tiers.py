@@ -1,5 +1,5 @@
 """The tier and status of one memory at a checkpoint, folded from the entries that name it
-(specs/mesh.md, "Proof"; issue 40: a ``mesh_read`` proved the author's HOT memories and
+(specs/mesh.md, "Proof"; a ``mesh_read`` once proved the author's HOT memories and
 replaced values, because nothing checked the memory's tier or status at the checkpoint).
 
 Trust role: the offline verifier recomputes, from entries the log proved and listed as the
@@ -28,7 +28,7 @@ The fold, in log order from the memory's entry (the rules of specs/memory-events
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,36 +205,53 @@ def _apply(st: _State, index: int, timestamp_us: int, kind: str, body: Mapping[s
     if body is None:  # a disclosed kind without its body: nothing can be said (the caller refuses it)
         st.status, st.why = "unknown", f"entry {index} names the memory but its body is not disclosed"
         return
-    if kind == "memory.erased":
-        st.status, st.why = "erased", f"erased by entry {index}"
-    elif kind in ("memory.superseded", "memory.replaced"):
-        if st.status == "active":
-            st.status, st.why = (
-                "superseded",
-                f"{'corrected' if kind == 'memory.superseded' else 'replaced'} by entry {index}",
-            )
-    elif kind == "memory.tier_changed":
-        src, dst = body.get("from"), body.get("to")
-        if not isinstance(src, str) or not isinstance(dst, str):
-            st.status, st.why = "unknown", f"entry {index} is a tier change without from and to"
-        elif (
-            st.status == "active"
-            and st.tier == src
-            and st.tier != "COLD"
-            and _time_basis_holds(st, timestamp_us, body)
-        ):
-            if "confirms" in body:
-                st.status, st.why = "superseded", f"confirmed into another memory by entry {index}"
-            else:
-                st.tier, st.why = dst, f"moved {src} to {dst} by entry {index}"
-    elif kind == "memory.archived" and (
-        st.status == "active"
-        and st.tier == "WARM"
-        and not st.exempt
-        and not st.linked
-        and _time_basis_holds(st, timestamp_us, body)
+    step = _WITH_BODY.get(kind)
+    if step is not None:
+        step(st, index, timestamp_us, kind, body)
+
+
+def _erased(st: _State, index: int, timestamp_us: int, kind: str, body: Mapping[str, Any]) -> None:
+    st.status, st.why = "erased", f"erased by entry {index}"
+
+
+def _superseded(st: _State, index: int, timestamp_us: int, kind: str, body: Mapping[str, Any]) -> None:
+    if st.status == "active":
+        how = "corrected" if kind == "memory.superseded" else "replaced"
+        st.status, st.why = "superseded", f"{how} by entry {index}"
+
+
+def _tier_changed(st: _State, index: int, timestamp_us: int, kind: str, body: Mapping[str, Any]) -> None:
+    src, dst = body.get("from"), body.get("to")
+    if not isinstance(src, str) or not isinstance(dst, str):
+        st.status, st.why = "unknown", f"entry {index} is a tier change without from and to"
+        return
+    if (
+        st.status != "active"
+        or st.tier != src
+        or st.tier == "COLD"
+        or not _time_basis_holds(st, timestamp_us, body)
     ):
+        return
+    if "confirms" in body:
+        st.status, st.why = "superseded", f"confirmed into another memory by entry {index}"
+    else:
+        st.tier, st.why = dst, f"moved {src} to {dst} by entry {index}"
+
+
+def _archived(st: _State, index: int, timestamp_us: int, kind: str, body: Mapping[str, Any]) -> None:
+    held = st.status == "active" and st.tier == "WARM" and not st.exempt and not st.linked
+    if held and _time_basis_holds(st, timestamp_us, body):
         st.status, st.why = "archived", f"archived by entry {index}"
+
+
+#: What each disclosed kind that names a memory does to its status (one function per kind).
+_WITH_BODY: dict[str, Callable[[_State, int, int, str, Mapping[str, Any]], None]] = {
+    "memory.erased": _erased,
+    "memory.superseded": _superseded,
+    "memory.replaced": _superseded,
+    "memory.tier_changed": _tier_changed,
+    "memory.archived": _archived,
+}
 
 
 def fold_status(

@@ -266,6 +266,112 @@ class PolicyWitness:
     url: str | None = None
 
 
+def _fail(lineno: int, msg: str) -> WitnessError:
+    return WitnessError(f"policy line {lineno}: {msg}", check="witness.policy")
+
+
+class _PolicyReader:
+    """A policy read line by line: one method per keyword, each checking its line against
+    what the earlier lines defined (c2sp.org/tlog-policy)."""
+
+    def __init__(self) -> None:
+        self.logs: list[VerifierKey] = []
+        self.log_urls: dict[str, str] = {}
+        self.witnesses: list[PolicyWitness] = []
+        self.groups: dict[str, _Group] = {}
+        self.names: set[str] = set()
+        self.public_keys: set[bytes] = set()
+        self.quorum: str | None = None
+        self.seen_quorum = False
+        self.entries = 0
+
+    def line(self, lineno: int, fields: list[str]) -> None:
+        self.entries += 1
+        if self.entries > MAX_POLICY_ENTRIES:
+            raise LimitExceededError(
+                f"policy has more than {MAX_POLICY_ENTRIES} entries", check="witness.policy"
+            )
+        keyword = {"log": self.log, "witness": self.witness, "group": self.group, "quorum": self.quorum_line}
+        read = keyword.get(fields[0])
+        if read is None:
+            raise _fail(lineno, f"unknown keyword {fields[0]!r}")
+        read(lineno, fields)
+
+    def _new_key(self, lineno: int, public_key: bytes) -> None:
+        if public_key in self.public_keys:
+            raise _fail(lineno, "duplicate public key")
+        self.public_keys.add(public_key)
+
+    def _new_name(self, lineno: int, name: str) -> None:
+        if name in self.names or name == "none":
+            raise _fail(lineno, f"name {name!r} is already defined")
+
+    def log(self, lineno: int, fields: list[str]) -> None:
+        if len(fields) not in (2, 3):
+            raise _fail(lineno, "expected 'log <vkey> [<url>]'")
+        try:
+            key = VerifierKey.parse(fields[1])
+        except MalformedError as e:
+            raise _fail(lineno, f"log key: {e}") from e
+        self._new_key(lineno, key.public_key)
+        self.logs.append(key)
+        if len(fields) == 3:
+            self.log_urls[key.name] = fields[2]
+
+    def witness(self, lineno: int, fields: list[str]) -> None:
+        if len(fields) not in (3, 4):
+            raise _fail(lineno, "expected 'witness <name> <vkey> [<url>]'")
+        name = fields[1]
+        self._new_name(lineno, name)
+        try:
+            wkey = WitnessKey.parse(fields[2])
+        except WitnessError as e:
+            raise _fail(lineno, str(e)) from e
+        self._new_key(lineno, wkey.public_key)
+        self.names.add(name)
+        self.witnesses.append(PolicyWitness(name=name, key=wkey, url=fields[3] if len(fields) == 4 else None))
+
+    def group(self, lineno: int, fields: list[str]) -> None:
+        if len(fields) < 4:
+            raise _fail(lineno, "expected 'group <name> <k|all|any> <member>...'")
+        name, k_text, members = fields[1], fields[2], tuple(fields[3:])
+        self._new_name(lineno, name)
+        if len(set(members)) != len(members):
+            raise _fail(lineno, "a member is listed twice")
+        for m in members:
+            if m not in self.names:
+                raise _fail(lineno, f"member {m!r} is not defined on an earlier line")
+        self.names.add(name)
+        self.groups[name] = _Group(
+            name=name, threshold=_threshold(lineno, k_text, len(members)), members=members
+        )
+
+    def quorum_line(self, lineno: int, fields: list[str]) -> None:
+        if len(fields) != 2:
+            raise _fail(lineno, "expected 'quorum <name>'")
+        if self.seen_quorum:
+            raise _fail(lineno, "a policy has exactly one quorum line")
+        self.seen_quorum = True
+        if fields[1] != "none" and fields[1] not in self.names:
+            raise _fail(lineno, f"quorum {fields[1]!r} is not defined on an earlier line")
+        self.quorum = None if fields[1] == "none" else fields[1]
+
+
+def _threshold(lineno: int, k_text: str, n: int) -> int:
+    """A group's threshold: ``all``, ``any`` or a decimal in [1, n]."""
+    if k_text == "all":
+        return n
+    if k_text == "any":
+        return 1
+    try:
+        k = parse_decimal(k_text, check="witness.policy", maximum=n)
+    except MalformedError as e:
+        raise _fail(lineno, f"threshold {k_text!r} is not a decimal in [1, {n}]") from e
+    if k < 1:
+        raise _fail(lineno, f"threshold {k_text!r} is not a decimal in [1, {n}]")
+    return k
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WitnessPolicy:
     """A c2sp.org/tlog-policy: accepted logs, known witnesses and the quorum rule.
@@ -292,102 +398,19 @@ class WitnessPolicy:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             raise WitnessError("policy is not UTF-8", check="witness.policy") from e
-        logs: list[VerifierKey] = []
-        log_urls: dict[str, str] = {}
-        witnesses: list[PolicyWitness] = []
-        groups: dict[str, _Group] = {}
-        names: set[str] = set()
-        public_keys: set[bytes] = set()
-        quorum: str | None = None
-        seen_quorum = False
-        entries = 0
-
-        def fail(lineno: int, msg: str) -> WitnessError:
-            return WitnessError(f"policy line {lineno}: {msg}", check="witness.policy")
-
+        reader = _PolicyReader()
         for lineno, line in enumerate(text.split("\n"), 1):
             fields = line.replace("\t", " ").split()
-            if not fields or fields[0].startswith("#"):
-                continue
-            entries += 1
-            if entries > MAX_POLICY_ENTRIES:
-                raise LimitExceededError(
-                    f"policy has more than {MAX_POLICY_ENTRIES} entries", check="witness.policy"
-                )
-            word = fields[0]
-            if word == "log":
-                if len(fields) not in (2, 3):
-                    raise fail(lineno, "expected 'log <vkey> [<url>]'")
-                try:
-                    key = VerifierKey.parse(fields[1])
-                except MalformedError as e:
-                    raise fail(lineno, f"log key: {e}") from e
-                if key.public_key in public_keys:
-                    raise fail(lineno, "duplicate public key")
-                public_keys.add(key.public_key)
-                logs.append(key)
-                if len(fields) == 3:
-                    log_urls[key.name] = fields[2]
-            elif word == "witness":
-                if len(fields) not in (3, 4):
-                    raise fail(lineno, "expected 'witness <name> <vkey> [<url>]'")
-                name = fields[1]
-                if name in names or name == "none":
-                    raise fail(lineno, f"name {name!r} is already defined")
-                try:
-                    wkey = WitnessKey.parse(fields[2])
-                except WitnessError as e:
-                    raise fail(lineno, str(e)) from e
-                if wkey.public_key in public_keys:
-                    raise fail(lineno, "duplicate public key")
-                public_keys.add(wkey.public_key)
-                names.add(name)
-                witnesses.append(
-                    PolicyWitness(name=name, key=wkey, url=fields[3] if len(fields) == 4 else None)
-                )
-            elif word == "group":
-                if len(fields) < 4:
-                    raise fail(lineno, "expected 'group <name> <k|all|any> <member>...'")
-                name, k_text, members = fields[1], fields[2], tuple(fields[3:])
-                if name in names or name == "none":
-                    raise fail(lineno, f"name {name!r} is already defined")
-                if len(set(members)) != len(members):
-                    raise fail(lineno, "a member is listed twice")
-                for m in members:
-                    if m not in names:
-                        raise fail(lineno, f"member {m!r} is not defined on an earlier line")
-                n = len(members)
-                if k_text == "all":
-                    k = n
-                elif k_text == "any":
-                    k = 1
-                else:
-                    try:
-                        k = parse_decimal(k_text, check="witness.policy", maximum=n)
-                    except MalformedError as e:
-                        raise fail(lineno, f"threshold {k_text!r} is not a decimal in [1, {n}]") from e
-                    if k < 1:
-                        raise fail(lineno, f"threshold {k_text!r} is not a decimal in [1, {n}]")
-                names.add(name)
-                groups[name] = _Group(name=name, threshold=k, members=members)
-            elif word == "quorum":
-                if len(fields) != 2:
-                    raise fail(lineno, "expected 'quorum <name>'")
-                if seen_quorum:
-                    raise fail(lineno, "a policy has exactly one quorum line")
-                seen_quorum = True
-                if fields[1] == "none":
-                    quorum = None
-                elif fields[1] in names:
-                    quorum = fields[1]
-                else:
-                    raise fail(lineno, f"quorum {fields[1]!r} is not defined on an earlier line")
-            else:
-                raise fail(lineno, f"unknown keyword {word!r}")
-        if not seen_quorum:
+            if fields and not fields[0].startswith("#"):
+                reader.line(lineno, fields)
+        if not reader.seen_quorum:
             raise WitnessError("policy has no quorum line", check="witness.policy")
         return cls(
-            logs=tuple(logs), log_urls=log_urls, witnesses=tuple(witnesses), groups=groups, quorum=quorum
+            logs=tuple(reader.logs),
+            log_urls=reader.log_urls,
+            witnesses=tuple(reader.witnesses),
+            groups=reader.groups,
+            quorum=reader.quorum,
         )
 
     @classmethod

@@ -66,7 +66,7 @@ class Entry:
     file_sha256: str
     extra: Mapping[str, str] = field(default_factory=dict)
     #: Secrets redacted from the text as the source was read (a long text is redacted before
-    #: it is cut into entries, so that no secret is cut in two: issue 40).
+    #: it is cut into entries, so that no secret is cut in two).
     redacted: int = 0
 
     @property
@@ -129,7 +129,7 @@ def _rel(path: Path, root: Path) -> str:
 def _split(text: str, limit: int = MAX_ENTRY_CHARS) -> list[tuple[str, int]]:
     """Text longer than one memory, cut at paragraph (else line, else word) boundaries, each
     part with the secrets redacted from it. A long text is redacted whole before it is cut:
-    a secret cut in two would reach the log as halves that no rule recognises (issue 40)."""
+    a secret cut in two would reach the log as halves that no rule recognises."""
     text = text.strip()
     if len(text) <= limit:
         return [(text, 0)] if text else []
@@ -220,8 +220,8 @@ _INDEX_LINK = re.compile(r"^\s*[-*]\s+\[([^\]]+)\]\(([^)]+)\)(?:\s*(?:—|-|:)\s
 def read_claude_code(root: Path) -> list[Entry]:
     """A project's ``memory/`` directory; the projects root (``~/.claude/projects``: every
     project's ``memory/``, each entry tagged with its project's scope); or a plain
-    ``CLAUDE.md`` (or any Markdown file: its bullets and paragraphs). Issue 26, finding 7: the
-    projects root and ``CLAUDE.md`` were refused."""
+    ``CLAUDE.md`` (or any Markdown file: its bullets and paragraphs). The
+    projects root and ``CLAUDE.md`` were once refused."""
     if root.is_file():
         if root.suffix.lower() != ".md":
             raise FormatError(
@@ -473,8 +473,8 @@ def _codex_section(it: Mapping[str, Any]) -> str:
 
 def write_codex(items: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:
     """``memory_summary.md`` (``v1``; the user profile, preferences and tips Codex always
-    injects), ``MEMORY.md`` in the block shape Codex's consolidation keeps (issue 26, finding
-    7: ``# Task Group``, ``scope:``, ``applies_to:``, a ``## Task`` with its
+    injects), ``MEMORY.md`` in the block shape Codex's consolidation keeps
+    (``# Task Group``, ``scope:``, ``applies_to:``, a ``## Task`` with its
     ``### rollout_summary_files`` and ``### keywords``, then the consolidated sections), one
     block per scope (a project's memories apply to that project), and a rollout summary per
     block holding its context memories."""
@@ -623,30 +623,33 @@ def read_mem0(path: Path) -> list[Entry]:
         raise FormatError(
             f'{path}: expected {{"results": [...]}} or a list of memories', check="import.format"
         )
+    return [entry for i, it in enumerate(items) for entry in _mem0_entries(path, i, it, sha)]
+
+
+_MEM0_CATEGORIES = ("COMMITMENT", "PERFORMANCE", "LEARNING", "FAILURE", "PREFERENCE", "ANOMALY", "CONTEXT")
+
+
+def _mem0_entries(path: Path, i: int, it: object, sha: str) -> list[Entry]:
+    """The entries of Mem0 memory ``i`` (one per part of a long memory)."""
+    if (
+        not isinstance(it, dict)
+        or not isinstance(it.get("memory"), str)
+        or not isinstance(it.get("id"), (str, int))
+    ):
+        raise FormatError(f"{path}: item {i} has no string 'memory' and 'id'", check="import.format")
+    meta = it.get("metadata") if isinstance(it.get("metadata"), dict) else {}
+    cat = str(meta.get("category", "")).upper() if meta else ""
+    category = cat if cat in _MEM0_CATEGORIES else _guess_category(it["memory"])
+    tags = [t for t in (meta.get("tags") or []) if isinstance(t, str)] if meta else []
+    who = [
+        f"user-{it['user_id']}" if it.get("user_id") else None,
+        f"agent-{it['agent_id']}" if it.get("agent_id") else None,
+    ]
     out: list[Entry] = []
-    for i, it in enumerate(items):
-        if (
-            not isinstance(it, dict)
-            or not isinstance(it.get("memory"), str)
-            or not isinstance(it.get("id"), (str, int))
-        ):
-            raise FormatError(f"{path}: item {i} has no string 'memory' and 'id'", check="import.format")
-        meta = it.get("metadata") if isinstance(it.get("metadata"), dict) else {}
-        cat = str(meta.get("category", "")).upper() if meta else ""
-        category = (
-            cat
-            if cat in ("COMMITMENT", "PERFORMANCE", "LEARNING", "FAILURE", "PREFERENCE", "ANOMALY", "CONTEXT")
-            else _guess_category(it["memory"])
-        )
-        tags = [t for t in (meta.get("tags") or []) if isinstance(t, str)] if meta else []
-        who = [
-            f"user-{it['user_id']}" if it.get("user_id") else None,
-            f"agent-{it['agent_id']}" if it.get("agent_id") else None,
-        ]
-        for part, (chunk, red) in enumerate(_split(it["memory"])):
-            loc = f"mem0:{str(it['id'])[:128]}" + (f":{part}" if part else "")
-            extra = {"created_at": str(it.get("created_at") or "")}
-            out.append(Entry(chunk, category, _tags("mem0", *who, *tags), loc, sha, extra, red))
+    for part, (chunk, red) in enumerate(_split(it["memory"])):
+        loc = f"mem0:{str(it['id'])[:128]}" + (f":{part}" if part else "")
+        extra = {"created_at": str(it.get("created_at") or "")}
+        out.append(Entry(chunk, category, _tags("mem0", *who, *tags), loc, sha, extra, red))
     return out
 
 

@@ -20,14 +20,14 @@ cited turns are not followed (erasing a memory does not erase what was said; era
 erases both).
 
 A session's ``session.opened`` (its title) and ``session.closed`` (its closing summary) are
-erasable too (issue 25, finding 3): the plan names the session and no item, and the session
+erasable too: the plan names the session and no item, and the session
 keeps its turns and its state (ledger.memory.state.stand_ins).
 
 A **version 1 replacement decision** (a ``memory.replaced`` written before issue 40) copied
 the values of the two memories it names. Each memory lists those entries (``copies``): the
 plan takes them with the memory (in ``also``, followed no further: the other memory stays)
 and names each one's decision, ``{index, item, by}`` (``replaced``), which replays fold in
-place of the erased body: the values go, the decision stays (issue 40, finding 4). Such an
+place of the erased body: the values go, the decision stays. Such an
 entry can also be erased alone (its memories stay, or an erasure before issue 40 left it):
 the plan names it and no item. Every other policy decision is a control entry an erasure
 never takes.
@@ -107,55 +107,16 @@ def plan_erasure(
             return ErasurePlan(index=index, also=(), refs=(), sessions=(), session=s.session)
     items = list(items)
     copies = _copies(items)
-    made: dict[int, list[ErasableItem]] = {}
-    fed: dict[int, list[ErasableItem]] = {}  # entry -> items it confirmed (log marks)
-    from_turn: dict[int, list[ErasableItem]] = {}  # turn entry -> items citing it
-    for it in items:
-        if it.status == "erased":
-            continue
-        made.setdefault(it.index, []).append(it)
-        for p in it.provenance:
-            if not p.get("source_ref", "").isdigit():
-                continue
-            if p.get("source_type") == "log":
-                fed.setdefault(int(p["source_ref"]), []).append(it)
-            elif p.get("source_type") == "turn":
-                from_turn.setdefault(int(p["source_ref"]), []).append(it)
-    entries: set[int] = set()
-    todo = [index]
-    while todo:
-        e = todo.pop()
-        if e in entries:
-            continue
-        entries.add(e)
-        touched = [*made.get(e, ()), *fed.get(e, ())]
-        if any(it.source_kind == "session.turn" for it in made.get(e, ())):
-            touched += from_turn.get(e, [])
-        for it in touched:
-            todo.append(it.index)
-            todo += [
-                int(p["source_ref"])
-                for p in it.provenance
-                if p.get("source_type") == "log" and p.get("source_ref", "").isdigit()
-            ]
-            todo += [i for i in (_entry_of(it.superseded_by), _entry_of(it.supersedes)) if i is not None]
-        if len(entries) > MAX_ERASED_ALSO + 1:
-            raise RejectedEventError(
-                f"erasing entry {index} would take more than {MAX_ERASED_ALSO + 1} entries with it",
-                check="memory.erase_too_large",
-            )
-    live = [it for e in sorted(entries) for it in made.get(e, ())]
+    links = _Links(items)
+    entries = links.closure(index)
+    live = [it for e in sorted(entries) for it in links.made.get(e, ())]
     if not live:
         if index in copies:  # a version 1 replacement decision alone: its values go
             return ErasurePlan(index=index, also=(), refs=(), sessions=(), replaced=(copies[index],))
         raise RejectedEventError(f"entry {index} holds no memory to erase", check="memory.missing_item")
     taken = {c["index"]: copies[c["index"]] for it in live for c in it.copies if c.get("index") in copies}
     entries |= set(taken)
-    if len(entries) > MAX_ERASED_ALSO + 1:
-        raise RejectedEventError(
-            f"erasing entry {index} would take more than {MAX_ERASED_ALSO + 1} entries with it",
-            check="memory.erase_too_large",
-        )
+    _bounded(index, entries)
     if len(live) > MAX_ERASED_REFS:
         raise RejectedEventError(
             f"erasing entry {index} would name more than {MAX_ERASED_REFS} items",
@@ -169,6 +130,71 @@ def plan_erasure(
         sessions=tuple(sorted(sessions)),
         replaced=tuple(taken[i] for i in sorted(taken)),
     )
+
+
+def _bounded(index: int, entries: set[int]) -> None:
+    if len(entries) > MAX_ERASED_ALSO + 1:
+        raise RejectedEventError(
+            f"erasing entry {index} would take more than {MAX_ERASED_ALSO + 1} entries with it",
+            check="memory.erase_too_large",
+        )
+
+
+def _log_sources(it: ErasableItem) -> list[int]:
+    """The entries an item cites as its log sources (the entries it confirmed)."""
+    return [
+        int(p["source_ref"])
+        for p in it.provenance
+        if p.get("source_type") == "log" and p.get("source_ref", "").isdigit()
+    ]
+
+
+class _Links:
+    """The live items of one agent, by the entry that made them, the entries they confirmed
+    (log marks) and the session turns they cite."""
+
+    def __init__(self, items: Iterable[ErasableItem]) -> None:
+        self.made: dict[int, list[ErasableItem]] = {}
+        self.fed: dict[int, list[ErasableItem]] = {}  # entry -> items it confirmed (log marks)
+        self.from_turn: dict[int, list[ErasableItem]] = {}  # turn entry -> items citing it
+        for it in items:
+            if it.status != "erased":
+                self._add(it)
+
+    def _add(self, it: ErasableItem) -> None:
+        self.made.setdefault(it.index, []).append(it)
+        for p in it.provenance:
+            if not p.get("source_ref", "").isdigit():
+                continue
+            if p.get("source_type") == "log":
+                self.fed.setdefault(int(p["source_ref"]), []).append(it)
+            elif p.get("source_type") == "turn":
+                self.from_turn.setdefault(int(p["source_ref"]), []).append(it)
+
+    def touched(self, entry: int) -> list[ErasableItem]:
+        """The items erasing ``entry`` takes: those it made or confirmed, and, for a session
+        turn, the items citing it."""
+        made = self.made.get(entry, [])
+        out = [*made, *self.fed.get(entry, ())]
+        if any(it.source_kind == "session.turn" for it in made):
+            out += self.from_turn.get(entry, [])
+        return out
+
+    def closure(self, index: int) -> set[int]:
+        """Every entry erasing ``index`` takes with it (bounded: a typed error past the limit)."""
+        entries: set[int] = set()
+        todo = [index]
+        while todo:
+            e = todo.pop()
+            if e in entries:
+                continue
+            entries.add(e)
+            for it in self.touched(e):
+                todo.append(it.index)
+                todo += _log_sources(it)
+                todo += [i for i in (_entry_of(it.superseded_by), _entry_of(it.supersedes)) if i is not None]
+            _bounded(index, entries)
+        return entries
 
 
 def _copies(items: Sequence[ErasableItem]) -> dict[int, tuple[int, str, str]]:

@@ -230,52 +230,76 @@ def normal_form(text: str) -> str:
     found = _SPECIAL.search(text)
     if found is None:
         return text
-    rtl: bool | None = None  # read once, at the first direction mark
-    out = list(text[: found.start()])
-    pos, n = found.start(), len(text)
-    while pos < n:
-        found = _SPECIAL.search(text, pos)
-        if found is None:
-            out.extend(text[pos:])
-            break
-        out.extend(text[pos : found.start()])
-        pos = found.start()
-        ch = text[pos]
-        cp = ord(ch)
+    return _Normalizer(text).run(found.start())
+
+
+class _Normalizer:
+    """One pass of :func:`normal_form` over ``text``: what is kept so far, and whether the
+    text is right-to-left (read once, at the first direction mark)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.out: list[str] = []
+        self._rtl: bool | None = None
+
+    def run(self, start: int) -> str:
+        text, out = self.text, self.out
+        out.extend(text[:start])
+        pos, n = start, len(text)
+        while pos < n:
+            found = _SPECIAL.search(text, pos)
+            if found is None:
+                out.extend(text[pos:])
+                break
+            out.extend(text[pos : found.start()])
+            pos = self._special(found.start())
+        return "".join(out)
+
+    def _special(self, pos: int) -> int:
+        """Read the special character at ``pos`` (keep it, drop it or refuse the text); return
+        the position after what was read."""
+        cp = ord(self.text[pos])
         why = _REFUSED.get(cp)
         if why is None and (_in(cp, _RESERVED) or _RESERVED_TAIL[0] <= cp <= _RESERVED_TAIL[1]):
             why = "a reserved invisible code point"
         if why is not None:
             raise HiddenText(pos, cp, why)
         if cp in _TAGS:
-            seq = _flag_tags(text, pos)
-            if seq is None:
-                raise HiddenText(pos, cp, "a tag character: invisible text")
-            if out and ord(out[-1]) == _BLACK_FLAG:
-                out.extend(seq)  # a flag of the emoji list: kept
-            pos += len(seq)  # else its flag was lost: the letters read as nothing
-            continue
+            return self._tags(pos, cp)
+        if self._keep(pos, cp):
+            self.out.append(self.text[pos])
+        return pos + 1
+
+    def _tags(self, pos: int, cp: int) -> int:
+        seq = _flag_tags(self.text, pos)
+        if seq is None:
+            raise HiddenText(pos, cp, "a tag character: invisible text")
+        if self.out and ord(self.out[-1]) == _BLACK_FLAG:
+            self.out.extend(seq)  # a flag of the emoji list: kept
+        return pos + len(seq)  # else its flag was lost: the letters read as nothing
+
+    def _keep(self, pos: int, cp: int) -> bool:
+        text, out = self.text, self.out
         if cp in _VARIATION_SELECTORS:
             if pos and ord(text[pos - 1]) in _VARIATION_SELECTORS:
                 raise HiddenText(pos, cp, "a second variation selector: a base takes one, a run hides bytes")
-            keep = _keep_selector(cp, out)
-        elif cp in (_ZWJ, _ZWNJ):
-            keep = _keep_joiner(cp, text, pos, out)
-        elif cp == _MVS:
-            keep = _keep_vowel_separator(text, pos, out)
-        elif cp in _DIRECTION_MARKS:
-            if rtl is None:
-                rtl = any(
-                    unicodedata.bidirectional(c) in ("R", "AL") and ord(c) not in _DIRECTION_MARKS
-                    for c in text
-                )
-            keep = rtl
-        else:
-            keep = False  # read as nothing (_REMOVED)
-        if keep:
-            out.append(ch)
-        pos += 1
-    return "".join(out)
+            return _keep_selector(cp, out)
+        if cp in (_ZWJ, _ZWNJ):
+            return _keep_joiner(cp, text, pos, out)
+        if cp == _MVS:
+            return _keep_vowel_separator(text, pos, out)
+        if cp in _DIRECTION_MARKS:
+            return self.rtl
+        return False  # read as nothing (_REMOVED)
+
+    @property
+    def rtl(self) -> bool:
+        if self._rtl is None:
+            self._rtl = any(
+                unicodedata.bidirectional(c) in ("R", "AL") and ord(c) not in _DIRECTION_MARKS
+                for c in self.text
+            )
+        return self._rtl
 
 
 def strip_for_scan(text: str) -> str:

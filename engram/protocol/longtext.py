@@ -3,7 +3,7 @@
 A harness hands Engram whatever the user typed or pasted: a traceback, a diff, a whole file.
 Two limits meet it (specs/memory-events.md §1, specs/http-api.md): a recall query is at most
 :data:`MAX_QUERY_CHARS` characters and a turn's text at most ``MAX_TURN_CHARS``. Neither may
-make a prompt be refused (issue 40, finding 7: any prompt over 1,000 characters made the
+make a prompt be refused (any prompt over 1,000 characters made the
 prompt hook fail before the turn was logged). Both functions here are pure and bounded, so
 the hooks, the MCP server, the Hermes provider and the SDK derive the same thing.
 
@@ -116,54 +116,64 @@ def recall_query(text: str, limit: int = MAX_QUERY_CHARS) -> str:
     text = redact_secrets(text)[0]
     if len(text) <= limit:
         return text
-    segments = list(dict.fromkeys(_segments(text)))  # a repeated line adds nothing: once
-    terms = [_terms(s) for s in segments]
-    df: dict[str, int] = {}
-    for ts in terms:
-        for t in ts:
-            df[t] = df.get(t, 0) + 1
-    chosen: set[int] = set()
-    covered: set[str] = set()
-    used = -1  # the separator before the first segment is not written
+    return _Selection(list(dict.fromkeys(_segments(text))), limit).choose()  # a repeated line: once
 
-    def take(i: int) -> None:
-        nonlocal used
-        chosen.add(i)
-        covered.update(terms[i])
-        used += len(segments[i]) + 1
 
-    def fits(i: int) -> bool:
-        return used + len(segments[i]) + 1 <= limit
+class _Selection:
+    """Segments chosen for a query within ``limit`` characters: both ends first, then by
+    the rarest terms they add per character, else the first segments."""
 
-    with_terms = [i for i, ts in enumerate(terms) if ts]
-    for i in with_terms[:1] + with_terms[-1:]:  # 1: both ends
-        if i not in chosen and fits(i):
-            take(i)
+    def __init__(self, segments: list[str], limit: int) -> None:
+        self.segments, self.limit = segments, limit
+        self.terms = [_terms(s) for s in segments]
+        self.df: dict[str, int] = {}
+        for ts in self.terms:
+            for t in ts:
+                self.df[t] = self.df.get(t, 0) + 1
+        self.chosen: set[int] = set()
+        self.covered: set[str] = set()
+        self.used = -1  # the separator before the first segment is not written
 
-    def gain(i: int) -> float:
-        return sum(1.0 / df[t] for t in terms[i] - covered) / (len(segments[i]) + 1)
+    def take(self, i: int) -> None:
+        self.chosen.add(i)
+        self.covered.update(self.terms[i])
+        self.used += len(self.segments[i]) + 1
 
-    # 2: lazy greedy (a segment's gain only falls as terms are covered, so a popped entry
-    # whose recomputed gain still beats the next one's stale gain is the best one)
-    heap = [(-gain(i), i) for i in with_terms if i not in chosen]
-    heapq.heapify(heap)
-    while heap and heap[0][0] < 0:  # a stale gain only overstates: at 0 nothing adds a term
-        _, i = heapq.heappop(heap)
-        if not fits(i):
-            continue  # the room only shrinks: it never will
-        now = gain(i)
-        if now <= 0:
-            continue
-        if heap and (-now, i) > heap[0]:  # stale: the next one may be better now
-            heapq.heappush(heap, (-now, i))
-            continue
-        take(i)
-    if not chosen:  # no term anywhere: the text's first segments
-        for i in range(len(segments)):
-            if not fits(i):
-                break
-            take(i)
-    return "\n".join(segments[i] for i in sorted(chosen))
+    def fits(self, i: int) -> bool:
+        return self.used + len(self.segments[i]) + 1 <= self.limit
+
+    def gain(self, i: int) -> float:
+        return sum(1.0 / self.df[t] for t in self.terms[i] - self.covered) / (len(self.segments[i]) + 1)
+
+    def choose(self) -> str:
+        with_terms = [i for i, ts in enumerate(self.terms) if ts]
+        for i in with_terms[:1] + with_terms[-1:]:  # 1: both ends
+            if i not in self.chosen and self.fits(i):
+                self.take(i)
+        self._greedy(with_terms)
+        if not self.chosen:  # no term anywhere: the text's first segments
+            for i in range(len(self.segments)):
+                if not self.fits(i):
+                    break
+                self.take(i)
+        return "\n".join(self.segments[i] for i in sorted(self.chosen))
+
+    def _greedy(self, with_terms: list[int]) -> None:
+        """2: lazy greedy (a segment's gain only falls as terms are covered, so a popped entry
+        whose recomputed gain still beats the next one's stale gain is the best one)."""
+        heap = [(-self.gain(i), i) for i in with_terms if i not in self.chosen]
+        heapq.heapify(heap)
+        while heap and heap[0][0] < 0:  # a stale gain only overstates: at 0 nothing adds a term
+            _, i = heapq.heappop(heap)
+            if not self.fits(i):
+                continue  # the room only shrinks: it never will
+            now = self.gain(i)
+            if now <= 0:
+                continue
+            if heap and (-now, i) > heap[0]:  # stale: the next one may be better now
+                heapq.heappush(heap, (-now, i))
+                continue
+            self.take(i)
 
 
 def _marker_head(part: int, total: int) -> str:

@@ -267,7 +267,7 @@ def memory_distilled(b: BodyReader) -> None:
     ):
         raise b._fail("distiller", "must be {name, version}")
     _distill_stats(b)
-    # The per-entry form (issue 40, verifier.event.commitment_of): each entry carries its own
+    # The per-entry form (verifier.event.commitment_of): each entry carries its own
     # random nonce, and the body's commitment is over the entries' digests, so one memory
     # can be disclosed without the session's others.
     per_entry = b.choice("disclosure", (PER_ENTRY,), required=False) is not None
@@ -338,7 +338,7 @@ def memory_superseded(b: BodyReader) -> None:
 
 
 #: The first policy version whose ``memory.replaced`` names memories by reference and leaf
-#: hash only (issue 40, finding 4); version 1 bodies copied both values.
+#: hash only; version 1 bodies copied both values.
 REPLACED_BY_DIGEST = 2
 
 
@@ -407,10 +407,10 @@ def memory_erased(b: BodyReader) -> None:
     sessions whose distillation is among them (they stay distilled).
 
     With ``session``, the entry ``index`` is that session's ``session.opened`` or
-    ``session.closed``: its title or closing summary goes (issue 25, finding 3), the session
+    ``session.closed``: its title or closing summary goes, the session
     keeps its turns, and no item is named (``refs``, ``also`` and ``sessions`` absent).
 
-    ``replaced`` (issue 40, finding 4): the erased entries that are version 1
+    ``replaced``: the erased entries that are version 1
     ``memory.replaced`` decisions (they copied the values of the memories they name), each
     as ``{index, item, by}``: the decision without the values, which replays fold in place
     of the body. An erasure of such an entry alone (its memories stay, or are gone already)
@@ -418,23 +418,37 @@ def memory_erased(b: BodyReader) -> None:
     and ``sessions`` are absent."""
     index = b.integer("index", 0, 2**53 - 1)
     if b.get("session", False) is not None:
-        b.text("session", max_len=64, pattern=_SESSION)
-        for name in ("refs", "also", "sessions", "replaced"):
-            if b.get(name, False) is not None:
-                raise b._fail(name, "must be absent when the erasure names a session entry")
-        b.text("reason", max_len=MAX_CONTENT_CHARS)
-        return
-    replaced = _replaced_stand_ins(b)
-    if b.get("refs", False) is None:
-        if [r["index"] for r in replaced] != [index]:
-            raise b._fail(
-                "refs", "is required unless the erasure takes one replacement decision's copy alone"
-            )
-        for name in ("also", "sessions"):
-            if b.get(name, False) is not None:
-                raise b._fail(name, "must be absent when the erasure names no item")
-        b.text("reason", max_len=MAX_CONTENT_CHARS)
-        return
+        _session_entry_erased(b)
+    elif b.get("refs", False) is None:
+        _copy_alone_erased(b, index, _replaced_stand_ins(b))
+    else:
+        replaced = _replaced_stand_ins(b)
+        entries = {index, *_erased_also(b, index)}
+        if not {r["index"] for r in replaced} <= entries:
+            raise b._fail("replaced", "must name entries the erasure takes (index and also)")
+        _erased_refs(b, entries)
+        _erased_sessions(b)
+    b.text("reason", max_len=MAX_CONTENT_CHARS)
+
+
+def _session_entry_erased(b: BodyReader) -> None:
+    """A session's opening or closing entry: the session, and no item."""
+    b.text("session", max_len=64, pattern=_SESSION)
+    for name in ("refs", "also", "sessions", "replaced"):
+        if b.get(name, False) is not None:
+            raise b._fail(name, "must be absent when the erasure names a session entry")
+
+
+def _copy_alone_erased(b: BodyReader, index: int, replaced: list[Mapping[str, Any]]) -> None:
+    """One replacement decision's copy alone: ``replaced`` names exactly ``index``."""
+    if [r["index"] for r in replaced] != [index]:
+        raise b._fail("refs", "is required unless the erasure takes one replacement decision's copy alone")
+    for name in ("also", "sessions"):
+        if b.get(name, False) is not None:
+            raise b._fail(name, "must be absent when the erasure names no item")
+
+
+def _erased_also(b: BodyReader, index: int) -> list[int]:
     also = b.get("also", False)
     if also is not None and (
         not isinstance(also, list)
@@ -444,15 +458,19 @@ def memory_erased(b: BodyReader) -> None:
         or index in also
     ):
         raise b._fail("also", f"must be 1-{MAX_ERASED_ALSO} distinct log indices other than index")
-    entries = {index, *(also or ())}
-    if not {r["index"] for r in replaced} <= entries:
-        raise b._fail("replaced", "must name entries the erasure takes (index and also)")
+    return list(also or ())
+
+
+def _erased_refs(b: BodyReader, entries: set[int]) -> None:
     refs = b.get("refs", True)
     if not isinstance(refs, list) or not 0 < len(refs) <= MAX_ERASED_REFS or len(set(refs)) != len(refs):
         raise b._fail("refs", f"must be 1-{MAX_ERASED_REFS} distinct item references")
     for r in refs:
         if parse_ref(r)[0] not in entries:
             raise b._fail("refs", "must all be items of the erased entries (index and also)")
+
+
+def _erased_sessions(b: BodyReader) -> None:
     sessions = b.get("sessions", False)
     if sessions is not None and (
         not isinstance(sessions, list)
@@ -461,7 +479,6 @@ def memory_erased(b: BodyReader) -> None:
         or len(set(sessions)) != len(sessions)
     ):
         raise b._fail("sessions", "must be distinct session ids")
-    b.text("reason", max_len=MAX_CONTENT_CHARS)
 
 
 def _replaced_stand_ins(b: BodyReader) -> list[Mapping[str, Any]]:

@@ -17,13 +17,28 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from engram.protocol.errors import EngramError, MalformedError
 from engram.protocol.files import loads_bounded
 from engram.protocol.schemas import CATEGORIES, MAX_CONTENT_CHARS, MAX_DISTILLED_ENTRIES
 from ledger.memory.facts import dates_in, fact_of
+from ledger.memory.sentences import (
+    FIRST_PERSON,
+    RELATIVE_DATE,
+    ROLE_SUBJECTS,
+    SECOND_PERSON,
+    STATEMENT_RULES,
+    content_words,
+    is_filler,
+    resolve_dates,
+    speaker_of,
+    strip_captions,
+    subject_tag,
+    third_person,
+    tidy,
+)
 from ledger.memory.terms import STOP_WORDS
 from ledger.outbound import OutboundError, post_json
 
@@ -114,367 +129,9 @@ def distill_stats(
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 
 
-@dataclass(frozen=True, slots=True)
-class _Rule:
-    category: str
-    pattern: re.Pattern[str]
-    tags: tuple[str, ...]
-    label: str
-    confidence: int
-    roles: tuple[str, ...] = ("user", "assistant", "tool")
-
-
-_RULES = (
-    _Rule(
-        "COMMITMENT",
-        re.compile(r"\b(we decided|decision:|decided to|agreed to)\b", re.I),
-        ("decision",),
-        "Decision",
-        85,
-    ),
-    _Rule(
-        "COMMITMENT",
-        re.compile(
-            r"\b(i will|i'll|we will|i promise|i commit to|by (monday|tuesday|wednesday|thursday|friday|tomorrow|end of day))\b",
-            re.I,
-        ),
-        ("task",),
-        "Commitment",
-        80,
-        ("assistant",),
-    ),
-    _Rule(
-        "PREFERENCE",
-        re.compile(
-            r"\b(i prefer|please always|please never|i like|i don't like|i want you to|always use|never use)\b",
-            re.I,
-        ),
-        ("preference",),
-        "Preference",
-        80,
-        ("user",),
-    ),
-    _Rule(
-        "CONTEXT",
-        re.compile(r"\b(blocked (on|by)|blocker|cannot proceed|can't proceed|waiting on)\b", re.I),
-        ("blocker",),
-        "Blocker",
-        75,
-    ),
-    _Rule(
-        "FAILURE",
-        re.compile(r"\b(error|failed|failure|exception|traceback|timed out)\b", re.I),
-        ("failure",),
-        "Failure observed",
-        70,
-        ("tool", "assistant"),
-    ),
-    _Rule(
-        "ANOMALY",
-        re.compile(r"\b(unexpected|anomal\w*|suspicious|inconsistent)\b", re.I),
-        ("anomaly",),
-        "Anomaly",
-        65,
-    ),
-    _Rule(
-        "LEARNING",
-        re.compile(r"\b(learned|turns out|it appears|root cause|the fix (is|was)|note that)\b", re.I),
-        ("learning",),
-        "Learned",
-        70,
-    ),
-)
-
-
-def _wordset(words: str) -> frozenset[str]:
-    return frozenset(words.split())
-
-
-# -- who said it ------------------------------------------------------------------------
-
-#: "Name: text" at the start of a user or assistant turn names the speaker (harnesses that
-#: log a conversation between people put the name there).
-_SPEAKER = re.compile(r"\s*([A-Z][\w'\u2019-]*(?: [A-Z][\w'\u2019-]*){0,2}):[ \t]+(?=\S)")
-#: Line labels that look like a name before a colon but are not a speaker.
-_LABELS = _wordset(
-    "error warning note notes decision update todo info q a ps summary re fyi edit tl;dr "
-    "question answer result output input step status reminder tip important update fix "
-    "user assistant system tool"
-)
-#: Who a turn without a named speaker is, by its role.
-ROLE_SUBJECTS = {"user": "the user", "assistant": "the assistant", "tool": "a tool", "system": "the system"}
-_ROLE_SUBJECT = ROLE_SUBJECTS
-
-
-def speaker_of(role: str, content: str) -> tuple[str, str]:
-    """(who said a turn of ``role``, its text without the speaker prefix): the name a user
-    or assistant turn opens with ("Caroline: ..."), else the role's subject."""
-    m = _SPEAKER.match(content) if role in ("user", "assistant") else None
-    if m and m.group(1).casefold() not in _LABELS and m.group(1).casefold() not in STOP_WORDS:
-        return m.group(1), content[m.end() :]
-    return _ROLE_SUBJECT.get(role, role), content
-
-
 def _speaker(turn: Turn) -> tuple[str, str]:
     """(subject, text without the speaker prefix)."""
     return speaker_of(turn.role, turn.content)
-
-
-def subject_tag(subject: str) -> str | None:
-    """A speaker's name as a tag ("Caroline" -> "caroline"); None for role subjects."""
-    if subject in _ROLE_SUBJECT.values():
-        return None
-    tag = re.sub(r"[^a-z0-9_-]+", "-", subject.casefold()).strip("-")[:32]
-    return tag if re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,31}", tag) else None
-
-
-# -- filler ---------------------------------------------------------------------------------
-
-#: Words that carry no fact on their own (reactions, greetings, intensifiers).
-_PHATIC_WORDS = _wordset(
-    "hey hi hello bye goodbye thanks thank thx ty wow oh ah aww yeah yes yep nope ok okay sure "
-    "great awesome amazing cool nice lovely wonderful fantastic incredible glad happy sorry "
-    "congrats congratulations haha lol omg totally really super absolutely definitely "
-    "exactly indeed agree true right sounds good fun love cute hope hear see soon later "
-    "keep posted talk take care luck guess know think mean gosh dear well"
-)
-_PHATIC = re.compile(
-    r"^(thanks|thank you|sounds (great|good|fun|amazing)|that'?s (great|awesome|amazing|so|really|cool|nice)|"
-    r"i'?ll keep you posted|talk (soon|later)|see you|take care|good luck|how are you|how have you been|"
-    r"nice to|glad to hear|me too|i agree|i know,? right|i hope so|that makes sense|can'?t wait|"
-    r"no worries|you too|same here|of course)\b",
-    re.I,
-)
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\u2019-]*")
-_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'll|i'd|my|me|mine|myself)\b", re.I)
-
-
-def _content_words(sentence: str) -> list[str]:
-    return [
-        w
-        for w in (x.casefold().replace("\u2019", "'") for x in _WORD.findall(sentence))
-        if w.split("'")[0] not in STOP_WORDS and w not in _PHATIC_WORDS and len(w) > 1
-    ]
-
-
-#: A bare media caption a harness inlines ("[shares a photo of a sunset]", "[image: ...]"):
-#: a description of an attachment, not something anyone said.
-_CAPTION = re.compile(
-    r"\[(?:[^\[\]]{0,40}\b(?:shares?|shared|sends?|sent|posts?|posted|attach(?:es|ed)?)\b[^\[\]]{0,300}|"
-    r"(?:image|photo|picture|video|gif|sticker|attachment|audio)(?::[^\[\]]{0,300})?)\]",
-    re.I,
-)
-_SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself|you're|you've|you'll|you'd)\b", re.I)
-#: A proper noun inside a sentence (not its first word): a name, a place, a brand.
-_PROPER = re.compile(r"(?<=\s)[A-Z][a-z]{2,}")
-
-
-def strip_captions(text: str) -> str:
-    return " ".join(_CAPTION.sub(" ", text).split())
-
-
-#: Words of a reaction ("that sign looks serious", "the colors blend nicely").
-_EVALUATIVE = re.compile(
-    r"\b(looks?|sounds?|seems?|nice(?:ly)?|cool|great|beautiful|gorgeous|amazing|awesome|lovely|"
-    r"sweet|cute|fun|serious|incredible|wonderful|fantastic|impressive|inspiring|special|perfect|"
-    r"stunning|adorable|brave|proud|blend\w*)\b",
-    re.I,
-)
-_WE = re.compile(r"\b(we|we're|we've|we'll|our|us)\b", re.I)
-
-
-def is_filler(sentence: str, *, chat: bool = False) -> bool:
-    """A question, a reaction or small talk: nothing to remember (facts are statements).
-
-    A statement counts when it says something about its speaker (the first person) with
-    substance, or carries a number or a name; an exclamation or a remark about the listener
-    ("that sign looks serious!", "you're so brave") without one is a reaction, unless it is a
-    decision, a commitment, a blocker, ... (the rules). In a conversation between named
-    people (``chat``), an evaluation that is neither about the speakers nor anchored by a
-    number or a name ("the colors really blend nicely") is a reaction too."""
-    s = sentence.strip()
-    if s.endswith("?") or _PHATIC.match(s.lstrip("\"'(").strip()):
-        return True
-    words = _content_words(s)
-    anchored = bool(any(c.isdigit() for c in s) or _PROPER.search(s))
-    first = bool(_FIRST_PERSON.search(s))
-    remark = s.endswith("!") or bool(_SECOND_PERSON.search(s))
-    remark = remark or (chat and not _WE.search(s) and bool(_EVALUATIVE.search(s)))
-    reaction = not anchored and remark and (not first or _SECOND_PERSON.search(s))
-    if reaction and not any(r.pattern.search(s) for r in _RULES):
-        return True
-    return len(words) < (2 if first or anchored else 3)
-
-
-#: Interjections that open a sentence ("Yeah, I painted that" -> "I painted that").
-_INTERJECTION = re.compile(
-    r"^(?:(?:yeah|yes|yep|wow|whoa|oh|ooh|well|haha|hah|lol|hey|ok|okay|omg|aww|ah|um|hmm|so|"
-    r"honestly|actually|anyway|btw|by the way)\b[,!.]*\s+)+",
-    re.I,
-)
-#: A closing aside after a comma ("..., so cute.", "..., it took forever.", "..., lots of
-#: meetings."): a reaction to what the sentence said, without a name, number or "I".
-_ASIDE = re.compile(
-    r",\s+(?:so|it|it's|that's|which|such|lots of|too|really|haha|lol|ugh|yay)\b(?![^,]*\b(?:i|my|me|we|our)\b)"
-    r"[a-z' ]{0,40}[.!]*$"
-)
-_GONNA = re.compile(r"^(?:gonna|going to|gotta|wanna)\b", re.I)
-#: A closing evaluation that adds no fact (", which is pretty exciting!", "and it was so powerful").
-_EVALUATION = re.compile(
-    r",?\s+(?:and|which|it|that)\s+(?:(?:it|that|this)\s+)?(?:was|is|'s|were|felt|feels|looks?|looked)\s+"
-    r"(?:(?:so|really|pretty|very|super|just|totally|quite|such)\s+)*(?:an?\s+)?[a-z]+(?:\s+(?:experience|time|day))?\s*[.!]*$",
-    re.I,
-)
-
-
-def tidy(sentence: str, subject: str) -> str:
-    """The sentence without opening interjections, with a subject where speech dropped it
-    ("Gonna check out programs" -> "<subject> is going to check out programs")."""
-    s = _INTERJECTION.sub("", sentence).strip()
-    s = _EVALUATION.sub(".", s) if len(s) > 40 else s
-    s = _ASIDE.sub(".", s)
-    m = _GONNA.match(s)
-    if m is not None:
-        verb = {"gonna": "is going to", "going to": "is going to", "gotta": "has to", "wanna": "wants to"}
-        s = f"{subject} {verb[m.group(0).casefold()]}{s[m.end() :]}"
-    return s[:1].upper() + s[1:] if s else s
-
-
-# -- first person -> the subject, relative dates -> dates -----------------------------------
-
-_ADVERBS = _wordset(
-    "really also just still never always usually often sometimes actually totally absolutely "
-    "definitely finally even only already recently truly kinda mostly honestly literally "
-    "seriously probably certainly rarely"
-)
-_MODALS = _wordset("can could will would should might must may shall wanna gotta")
-_IRREGULAR_PRESENT = {"have": "has", "do": "does", "go": "goes", "am": "is", "be": "is"}
-_IRREGULAR_PAST = _wordset(
-    "was went got saw made took had bought found gave came did felt knew left met ran said sent told "
-    "thought won wrote began brought built caught chose drove fell flew forgot grew heard held kept "
-    "lost paid put rode sang sat slept sold spent spoke stood swam taught tore understood woke wore "
-    "became hit let set cut shut quit upset broke ate drank threw hung lit led fed fought dug"
-)
-
-
-def _third_person(verb: str) -> str:
-    low = verb.casefold()
-    if low in _IRREGULAR_PRESENT:
-        return _IRREGULAR_PRESENT[low]
-    if low in _MODALS or low in _IRREGULAR_PAST or low.endswith(("ed", "n't")) or not low.isalpha():
-        return verb
-    if low.endswith(("s", "sh", "ch", "x", "z", "o")):
-        return verb + "es"
-    if len(low) > 2 and low.endswith("y") and low[-2] not in "aeiou":
-        return verb[:-1] + "ies"
-    return verb + "s"
-
-
-_CONTRACTIONS = (
-    (re.compile(r"\bI(?:'|\u2019)m\b|\bI am\b"), "{s} is"),
-    (re.compile(r"\bI(?:'|\u2019)ve\b|\bI have(?= (?:been|had|got|gotten|\w+ed)\b)"), "{s} has"),
-    (re.compile(r"\bI(?:'|\u2019)ll\b"), "{s} will"),
-    (re.compile(r"\bI(?:'|\u2019)d\b"), "{s} would"),
-    (re.compile(r"\bI don(?:'|\u2019)t\b|\bI do not\b"), "{s} doesn't"),
-)
-_I_VERB = re.compile(r"\bI((?: (?:" + "|".join(sorted(_ADVERBS)) + r"))*) ([A-Za-z']+)")
-_POSSESSIVE = re.compile(r"\b(?:my|mine)\b", re.I)
-_OBJECT = re.compile(r"\b(?:me|myself)\b", re.I)
-
-
-def third_person(sentence: str, subject: str) -> str:
-    """The sentence with its speaker's first person replaced by the subject, so that the
-    memory says who ("I adopted a dog" -> "Caroline adopted a dog")."""
-    out = sentence
-    for pattern, repl in _CONTRACTIONS:
-        out = pattern.sub(repl.format(s=subject), out)
-    out = _I_VERB.sub(lambda m: f"{subject}{m.group(1)} {_third_person(m.group(2))}", out)
-    out = re.sub(r"\bI\b", subject, out)
-    out = _POSSESSIVE.sub(f"{subject}'s", out)
-    out = _OBJECT.sub(subject, out)
-    return out[:1].upper() + out[1:]
-
-
-_NUMBERS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a few": 3,
-    "couple of": 2, "few": 3,
-}  # fmt: skip
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_RELATIVE = re.compile(
-    r"\b(yesterday|today|tonight|tomorrow|this (?:morning|afternoon|evening)|last night|"
-    r"(?:last|next|this) (?:week|weekend|month|year)|"
-    r"(?:last|next) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
-    r"(?:(?:a couple of|a few|couple of|few|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2}) "
-    r"(?:day|week|month|year)s? ago))\b",
-    re.I,
-)
-
-
-def _fmt(d: date) -> str:
-    return f"{d.day} {d.strftime('%B')} {d.year}"
-
-
-def _month(d: date, delta: int) -> date:
-    m = d.month - 1 + delta
-    return date(d.year + m // 12, m % 12 + 1, 1)
-
-
-def _resolve(expr: str, today: date) -> str | None:
-    e = expr.casefold()
-    if e in ("today", "tonight") or (
-        e.startswith("this ") and e.split()[1] in ("morning", "afternoon", "evening")
-    ):
-        return _fmt(today)
-    if e in ("yesterday", "last night"):
-        return _fmt(today - timedelta(days=1))
-    if e == "tomorrow":
-        return _fmt(today + timedelta(days=1))
-    when, _, unit = e.partition(" ")
-    if unit in ("week", "weekend"):
-        monday = today - timedelta(days=today.weekday())
-        start = monday + timedelta(weeks={"last": -1, "this": 0, "next": 1}[when])
-        if unit == "weekend":
-            return f"{_fmt(start + timedelta(days=5))} to {_fmt(start + timedelta(days=6))}"
-        return f"the week of {_fmt(start)}"
-    if unit == "month":
-        first = _month(today, {"last": -1, "this": 0, "next": 1}[when])
-        return f"{first.strftime('%B')} {first.year}"
-    if unit == "year":
-        return str(today.year + {"last": -1, "this": 0, "next": 1}[when])
-    if unit in _WEEKDAYS:
-        target = _WEEKDAYS.index(unit)
-        if when == "last":
-            back = (today.weekday() - target) % 7 or 7
-            return _fmt(today - timedelta(days=back))
-        ahead = (target - today.weekday()) % 7 or 7
-        return _fmt(today + timedelta(days=ahead))
-    m = re.fullmatch(r"(.+) (day|week|month|year)s? ago", e)
-    if m is None:
-        return None
-    n = int(m.group(1)) if m.group(1).isdigit() else _NUMBERS.get(m.group(1), 0)
-    if m.group(2) == "day":
-        return _fmt(today - timedelta(days=n))
-    if m.group(2) == "week":
-        return f"around {_fmt(today - timedelta(weeks=n))}"
-    if m.group(2) == "month":
-        earlier = _month(today, -n)
-        return f"around {earlier.strftime('%B')} {earlier.year}"
-    return f"around {today.year - n}"
-
-
-def resolve_dates(sentence: str, timestamp_us: int) -> str:
-    """Relative dates ("yesterday", "last month", "two weeks ago") followed by the date they
-    mean as of the turn's server time, in brackets; unchanged without a time."""
-    if timestamp_us <= 0:
-        return sentence
-    today = datetime.fromtimestamp(timestamp_us / 1e6, tz=UTC).date()
-
-    def sub(m: re.Match[str]) -> str:
-        when = _resolve(m.group(0), today)
-        return m.group(0) if when is None else f"{m.group(0)} ({when})"
-
-    return _RELATIVE.sub(sub, sentence)
 
 
 # -- the distiller --------------------------------------------------------------------------
@@ -484,10 +141,10 @@ def _said(subject: str, sentence: str, listener: str | None = None) -> str:
     """The sentence as the subject's statement, in the third person where it speaks of itself.
     A sentence that speaks to the listener ("you") is quoted, with the listener named when the
     session has one other speaker: a rewrite would garble whose is what."""
-    if _SECOND_PERSON.search(sentence):
+    if SECOND_PERSON.search(sentence):
         to = f" to {listener}" if listener else ""
         return f"{subject} said{to}: \u201c{sentence}\u201d"
-    if _FIRST_PERSON.search(sentence):
+    if FIRST_PERSON.search(sentence):
         return third_person(sentence, subject)
     if sentence.startswith(subject + " "):
         return sentence  # already says who
@@ -529,96 +186,124 @@ class RuleBasedDistiller:
     max_entries: int = MAX_DISTILLED_ENTRIES
 
     def distill(self, session: str, turns: Sequence[Turn]) -> list[dict[str, Any]]:
-        found: list[tuple[int, int, dict[str, Any]]] = []  # (priority, order, entry)
-        seen: set[str] = set()
-        speakers = {_speaker(t)[0] for t in turns if t.role in ("user", "assistant")}
-        run: list[tuple[Turn, str]] = []  # a speaker's consecutive facts: one memory
-        run_subject: str | None = None
-
-        def close_run() -> None:
-            if run:
-                first = run[0][0]
-                content = " ".join(f for _, f in run)
-                entry = self._entry(
-                    session, first, content, "CONTEXT", ("fact",), subject_tag(run_subject or ""), 60,
-                    sources=[t for t, _ in run],
-                )  # fmt: skip
-                found.append((len(_content_words(content)), len(found), entry))
-                run.clear()
-
-        last_other: dict[str, str] = {}  # speaker -> who spoke before them (whom they answer)
-        previous: str | None = None
+        pass_ = _RulePass(session, turns)
         for t in turns:
-            subject, text = _speaker(t)
-            others = speakers - {subject}
-            if previous is not None and previous != subject:
-                last_other[subject] = previous
-            previous = subject
-            listener = next(iter(others)) if len(others) == 1 else last_other.get(subject)
-            tag = subject_tag(subject)
-            if subject != run_subject:
-                close_run()
-                run_subject = subject
-            chat = subject not in _ROLE_SUBJECT.values()
-            for sentence in _SENTENCE.findall(strip_captions(text)):
-                s = tidy(" ".join(sentence.split()), subject)
-                if len(s) < 8 or s.casefold() in seen or is_filler(s, chat=chat):
-                    continue
-                seen.add(s.casefold())
-                s = resolve_dates(s, t.timestamp_us)
-                rule = next((r for r in _RULES if t.role in r.roles and r.pattern.search(s)), None)
-                said = _said(subject, s, listener)
-                if rule is None and fact_of(said) is None:
-                    if (
-                        len(run) >= MERGE_MAX_SENTENCES
-                        or sum(len(f) for _, f in run) + len(said) > MERGE_MAX_CHARS
-                    ):
-                        close_run()
-                    run.append((t, said))
-                    continue
-                # A decision, a preference, ... or a fact that may change later (a job, a
-                # home): a memory of its own, so that a newer value replaces only it.
-                label = f"{rule.label}: " if rule else ""
-                entry = self._entry(
-                    session, t, f"{label}{said}", rule.category if rule else "CONTEXT",
-                    rule.tags if rule else ("fact",), tag, rule.confidence if rule else 70,
-                )  # fmt: skip
-                found.append((1 << 20, len(found), entry))
-        close_run()
-        kept = sorted(sorted(found, key=lambda x: (-x[0], x[1]))[: self.max_entries], key=lambda x: x[1])
-        return [e for _, _, e in kept]
+            pass_.turn(t)
+        pass_.close_run()
+        return pass_.kept(self.max_entries)
 
-    @staticmethod
-    def _entry(
-        session: str,
-        t: Turn,
-        content: str,
-        category: str,
-        tags: tuple[str, ...],
-        subject: str | None,
-        confidence: int,
-        *,
-        sources: Sequence[Turn] = (),
-    ) -> dict[str, Any]:
-        turns = list(dict.fromkeys([t, *sources]))[:14]
-        entry: dict[str, Any] = {
-            "category": category,
-            "content": content[:MAX_CONTENT_CHARS],
-            "tags": sorted({*tags, *([subject] if subject else [])}),
-            "confidence": confidence,
-            # The turn is in the provenance, not the text: the same observation in two
-            # sessions is then a duplicate that confirms the first.
-            "provenance": [
-                *({"source_type": "turn", "source_ref": str(x.index)} for x in turns),
-                {"source_type": "session", "source_ref": session},
-            ],
-        }
-        # When the fact became true: the date a relative date resolved to, else the turn's time.
-        dates = dates_in(content) if _RELATIVE.search(content) else []
-        when = dates[0] if dates else None
-        if when is not None or t.timestamp_us > 0:
-            entry["valid_from_us"] = when if when is not None else t.timestamp_us
-        return entry
+
+def _rule_entry(
+    session: str,
+    t: Turn,
+    content: str,
+    category: str,
+    tags: tuple[str, ...],
+    subject: str | None,
+    confidence: int,
+    *,
+    sources: Sequence[Turn] = (),
+) -> dict[str, Any]:
+    turns = list(dict.fromkeys([t, *sources]))[:14]
+    entry: dict[str, Any] = {
+        "category": category,
+        "content": content[:MAX_CONTENT_CHARS],
+        "tags": sorted({*tags, *([subject] if subject else [])}),
+        "confidence": confidence,
+        # The turn is in the provenance, not the text: the same observation in two
+        # sessions is then a duplicate that confirms the first.
+        "provenance": [
+            *({"source_type": "turn", "source_ref": str(x.index)} for x in turns),
+            {"source_type": "session", "source_ref": session},
+        ],
+    }
+    # When the fact became true: the date a relative date resolved to, else the turn's time.
+    dates = dates_in(content) if RELATIVE_DATE.search(content) else []
+    when = dates[0] if dates else None
+    if when is not None or t.timestamp_us > 0:
+        entry["valid_from_us"] = when if when is not None else t.timestamp_us
+    return entry
+
+
+class _RulePass:
+    """One pass of :class:`RuleBasedDistiller` over a session's turns: the entries found so
+    far (priority, order, entry), the sentences seen, and the current speaker's run of
+    consecutive facts (one memory)."""
+
+    def __init__(self, session: str, turns: Sequence[Turn]) -> None:
+        self.session = session
+        self.found: list[tuple[int, int, dict[str, Any]]] = []
+        self.seen: set[str] = set()
+        self.speakers = {_speaker(t)[0] for t in turns if t.role in ("user", "assistant")}
+        self.run: list[tuple[Turn, str]] = []
+        self.run_subject: str | None = None
+        self.last_other: dict[str, str] = {}  # speaker -> who spoke before them (whom they answer)
+        self.previous: str | None = None
+
+    def turn(self, t: Turn) -> None:
+        """Each kept sentence of one turn, said by its speaker to its listener."""
+        subject, text = _speaker(t)
+        listener = self._listener(subject)
+        tag = subject_tag(subject)
+        if subject != self.run_subject:
+            self.close_run()
+            self.run_subject = subject
+        chat = subject not in ROLE_SUBJECTS.values()
+        for sentence in _SENTENCE.findall(strip_captions(text)):
+            s = tidy(" ".join(sentence.split()), subject)
+            if len(s) < 8 or s.casefold() in self.seen or is_filler(s, chat=chat):
+                continue
+            self.seen.add(s.casefold())
+            self._sentence(t, subject, tag, listener, resolve_dates(s, t.timestamp_us))
+
+    def _listener(self, subject: str) -> str | None:
+        """Whom ``subject`` speaks to: the one other speaker, else whoever spoke last before."""
+        others = self.speakers - {subject}
+        if self.previous is not None and self.previous != subject:
+            self.last_other[subject] = self.previous
+        self.previous = subject
+        return next(iter(others)) if len(others) == 1 else self.last_other.get(subject)
+
+    def _sentence(self, t: Turn, subject: str, tag: str | None, listener: str | None, s: str) -> None:
+        rule = next((r for r in STATEMENT_RULES if t.role in r.roles and r.pattern.search(s)), None)
+        said = _said(subject, s, listener)
+        if rule is None and fact_of(said) is None:
+            self._extend_run(t, said)
+            return
+        # A decision, a preference, ... or a fact that may change later (a job, a
+        # home): a memory of its own, so that a newer value replaces only it.
+        label = f"{rule.label}: " if rule else ""
+        entry = _rule_entry(
+            self.session, t, f"{label}{said}", rule.category if rule else "CONTEXT",
+            rule.tags if rule else ("fact",), tag, rule.confidence if rule else 70,
+        )  # fmt: skip
+        self.found.append((1 << 20, len(self.found), entry))
+
+    def _extend_run(self, t: Turn, said: str) -> None:
+        if (
+            len(self.run) >= MERGE_MAX_SENTENCES
+            or sum(len(f) for _, f in self.run) + len(said) > MERGE_MAX_CHARS
+        ):
+            self.close_run()
+        self.run.append((t, said))
+
+    def close_run(self) -> None:
+        """The current run of facts as one entry citing every turn it came from."""
+        if self.run:
+            first = self.run[0][0]
+            content = " ".join(f for _, f in self.run)
+            entry = _rule_entry(
+                self.session, first, content, "CONTEXT", ("fact",), subject_tag(self.run_subject or ""), 60,
+                sources=[t for t, _ in self.run],
+            )  # fmt: skip
+            self.found.append((len(content_words(content)), len(self.found), entry))
+            self.run.clear()
+
+    def kept(self, max_entries: int) -> list[dict[str, Any]]:
+        """At most ``max_entries``: rule entries first, then the facts with the most content
+        words, in the order they were found."""
+        kept = sorted(sorted(self.found, key=lambda x: (-x[0], x[1]))[:max_entries], key=lambda x: x[1])
+        return [e for _, _, e in kept]
 
 
 _SYSTEM_PROMPT = (
@@ -696,7 +381,7 @@ class ChatCompletionsDistiller:
         }
         if not self.url.startswith(("http://", "https://")):
             raise DistillerError(f"distiller URL must be http(s): {self.url}")
-        try:  # timeout_s bounds the whole call, not each read (issue 25, finding 7)
+        try:  # timeout_s bounds the whole call, not each read
             data = post_json(
                 self.url.rstrip("/") + "/chat/completions",
                 payload,
@@ -745,31 +430,8 @@ class ChatCompletionsDistiller:
     def _entry(
         i: int, e: object, session: str, by_turn: dict[int, Turn], known: frozenset[str] = frozenset()
     ) -> dict[str, Any]:
-        if not isinstance(e, dict) or not _ENTRY_MEMBERS <= set(e) <= _ENTRY_MEMBERS | _OPTIONAL_MEMBERS:
-            raise DistillerError(
-                f"entry {i} must have exactly {', '.join(sorted(_ENTRY_MEMBERS))} "
-                f"(and optionally {', '.join(sorted(_OPTIONAL_MEMBERS))})"
-            )
-        if e["category"] not in CATEGORIES:
-            raise DistillerError(f"entry {i} has unknown category {e['category']!r}")
-        subject = e["subject"]
-        if not isinstance(subject, str) or not 0 < len(subject.strip()) <= 64 or "\n" in subject:
-            raise DistillerError(f"entry {i} subject must be 1-64 characters on one line")
-        if not isinstance(e["content"], str) or not 0 < len(e["content"].strip()) <= MAX_CONTENT_CHARS:
-            raise DistillerError(f"entry {i} content must be 1-{MAX_CONTENT_CHARS} characters")
-        if type(e["confidence"]) is not int or not 0 <= e["confidence"] <= 100:
-            raise DistillerError(f"entry {i} confidence must be an integer 0-100")
-        tags = e["tags"]
-        if (
-            not isinstance(tags, list)
-            or len(tags) > 15
-            or not all(isinstance(t, str) and re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,31}", t) for t in tags)
-        ):
-            raise DistillerError(f"entry {i} tags must be up to 15 lowercase tags")
-        src = e["source_turns"]
-        if not isinstance(src, list) or not src or not all(type(n) is int and n in by_turn for n in src):
-            raise DistillerError(f"entry {i} source_turns must name turns of this session")
-        subject = " ".join(subject.split())
+        e = _checked_entry(i, e, by_turn)
+        subject = " ".join(e["subject"].split())
         content = e["content"].strip()
         if subject.casefold() not in content.casefold():
             content = f"{subject}: {content}"[:MAX_CONTENT_CHARS]  # every memory names its subject
@@ -777,10 +439,11 @@ class ChatCompletionsDistiller:
         out: dict[str, Any] = {
             "category": e["category"],
             "content": content,
-            "tags": sorted({*tags, *([tag] if tag else [])}),
+            "tags": sorted({*e["tags"], *([tag] if tag else [])}),
             "confidence": e["confidence"],
             "provenance": [
-                {"source_type": "turn", "source_ref": str(by_turn[n].index)} for n in sorted(set(src))[:15]
+                {"source_type": "turn", "source_ref": str(by_turn[n].index)}
+                for n in sorted(set(e["source_turns"]))[:15]
             ]
             + [{"source_type": "session", "source_ref": session}],
         }
@@ -791,6 +454,43 @@ class ChatCompletionsDistiller:
                 raise DistillerError(f"entry {i} updates {e['updates']!r}, which is not a known fact")
             out["updates"] = e["updates"]
         return out
+
+
+def _checked_entry(i: int, e: object, by_turn: dict[int, Turn]) -> dict[str, Any]:
+    """Entry ``i`` of a reply, checked member by member (a :class:`DistillerError` names the
+    first member out of bounds)."""
+    if not isinstance(e, dict) or not _ENTRY_MEMBERS <= set(e) <= _ENTRY_MEMBERS | _OPTIONAL_MEMBERS:
+        raise DistillerError(
+            f"entry {i} must have exactly {', '.join(sorted(_ENTRY_MEMBERS))} "
+            f"(and optionally {', '.join(sorted(_OPTIONAL_MEMBERS))})"
+        )
+    if e["category"] not in CATEGORIES:
+        raise DistillerError(f"entry {i} has unknown category {e['category']!r}")
+    _check_text(i, e)
+    if type(e["confidence"]) is not int or not 0 <= e["confidence"] <= 100:
+        raise DistillerError(f"entry {i} confidence must be an integer 0-100")
+    _check_tags(i, e["tags"])
+    src = e["source_turns"]
+    if not isinstance(src, list) or not src or not all(type(n) is int and n in by_turn for n in src):
+        raise DistillerError(f"entry {i} source_turns must name turns of this session")
+    return e
+
+
+def _check_text(i: int, e: dict[str, Any]) -> None:
+    subject = e["subject"]
+    if not isinstance(subject, str) or not 0 < len(subject.strip()) <= 64 or "\n" in subject:
+        raise DistillerError(f"entry {i} subject must be 1-64 characters on one line")
+    if not isinstance(e["content"], str) or not 0 < len(e["content"].strip()) <= MAX_CONTENT_CHARS:
+        raise DistillerError(f"entry {i} content must be 1-{MAX_CONTENT_CHARS} characters")
+
+
+def _check_tags(i: int, tags: object) -> None:
+    if (
+        not isinstance(tags, list)
+        or len(tags) > 15
+        or not all(isinstance(t, str) and re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,31}", t) for t in tags)
+    ):
+        raise DistillerError(f"entry {i} tags must be up to 15 lowercase tags")
 
 
 def _valid_from(i: int, v: object) -> int:

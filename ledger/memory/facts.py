@@ -1,4 +1,4 @@
-"""Facts that change, and what a query asks about time (issue 29).
+"""Facts that change, and what a query asks about time.
 
 A memory that states a value of an attribute of a subject ("Caroline works as a pilot":
 subject Caroline, attribute job, value pilot) is a **fact**. When a newer memory states a
@@ -239,6 +239,26 @@ def _sentence_facts(sentence: str) -> list[Fact]:
     s = sentence.strip()
     if not s or s.endswith("?"):
         return []
+    return [
+        *_attribute_facts(s),
+        *_named_attribute_facts(s),
+        *_optional(_preference_fact(s)),
+        *_optional(_uses_for_fact(s)),
+    ]
+
+
+def _optional(fact: Fact | None) -> list[Fact]:
+    return [] if fact is None else [fact]
+
+
+def _asserted(rx: re.Pattern[str], s: str) -> re.Match[str] | None:
+    """``rx``'s match in ``s``, unless a hedge ("maybe", "I think") comes before its end."""
+    m = rx.search(s)
+    return None if m is None or _HEDGE.search(s[: m.end()]) else m
+
+
+def _attribute_facts(s: str) -> list[Fact]:
+    """One fact per attribute (a job, a home ...): its first pattern that matches decides."""
     out: list[Fact] = []
     for attr, patterns in ATTRIBUTES.items():
         for p in patterns:
@@ -249,29 +269,43 @@ def _sentence_facts(sentence: str) -> list[Fact]:
                 if subject is not None and value:
                     out.append(Fact(subject, attr, value))
                 break
+    return out
+
+
+def _named_attribute_facts(s: str) -> list[Fact]:
+    """ "my <attribute> is <value>", "my favourite <thing> is <value>"."""
+    out: list[Fact] = []
     for rx, prefix in ((_POSSESSIVE_ATTRIBUTE, ""), (_FAVOURITE, "favourite ")):
-        m = rx.search(s)
-        if m is not None and not _HEDGE.search(s[: m.end()]):
+        m = _asserted(rx, s)
+        if m is not None:
             attr = prefix + " ".join(m.group("attr").casefold().split())
             subject = _subject(m)
             if subject is not None:
                 out.append(Fact(subject, attr, _norm_value(m.group("value"))))
-    m = _PREFERS.search(s)
-    if m is not None and not _HEDGE.search(s[: m.end()]):
-        a, b = _norm_value(m.group("value")), _norm_value(m.group("other"))
-        subject = _subject(m)
-        if a != b and subject is not None:
-            out.append(Fact(subject, "prefers " + " or ".join(sorted((a, b))), a))
-    m = _USES_FOR.search(s)
-    if m is not None and not _HEDGE.search(s[: m.end()]):
-        subject = _subject(m) if m.group("subject") else None
-        if subject is None and re.search(r"\bwe\b", s[: m.start() + 40], re.I):
-            subject = "the team"
-        if subject is not None:
-            out.append(
-                Fact(subject, "uses for " + " ".join(m.group("attr").split()), _norm_value(m.group("value")))
-            )
     return out
+
+
+def _preference_fact(s: str) -> Fact | None:
+    m = _asserted(_PREFERS, s)
+    if m is None:
+        return None
+    a, b = _norm_value(m.group("value")), _norm_value(m.group("other"))
+    subject = _subject(m)
+    return (
+        Fact(subject, "prefers " + " or ".join(sorted((a, b))), a) if a != b and subject is not None else None
+    )
+
+
+def _uses_for_fact(s: str) -> Fact | None:
+    m = _asserted(_USES_FOR, s)
+    if m is None:
+        return None
+    subject = _subject(m) if m.group("subject") else None
+    if subject is None and re.search(r"\bwe\b", s[: m.start() + 40], re.I):
+        subject = "the team"
+    if subject is None:
+        return None
+    return Fact(subject, "uses for " + " ".join(m.group("attr").split()), _norm_value(m.group("value")))
 
 
 @lru_cache(maxsize=8192)

@@ -10,478 +10,40 @@ SQLite). ``rebuild`` empties the tables and replays from index 0.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
-from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, delete, func, or_, select, text, update
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from engram.protocol.erasure import ErasurePlan, plan_erasure
-from engram.protocol.errors import LogIntegrityError, StorageError
-from engram.protocol.gate import normalize_text
-from ledger.memory.facts import fact_of
+from engram.protocol.errors import StorageError
+from ledger.memory.projection_events import event_rows, read_events
+from ledger.memory.projection_rows import (
+    ITEM_COLS,
+    SESSION_COLS,
+    item_from_row,
+    quoted_cols,
+    session_from_row,
+)
+from ledger.memory.projection_state import BatchState, SqlState
 from ledger.memory.state import (
     RECORD,
-    STANDS_IN_KINDS,
     Item,
-    LoggedEvent,
     Session,
     digest_sorted,
     evolve,
-    ref_key,
-    stand_in,
-    stand_ins,
 )
 from ledger.memory.terms import content_terms
-from ledger.memory.vectors import BUMP_GENERATION, DELETE_VECTOR
+from ledger.memory.vectors import BUMP_GENERATION
 from ledger.storage.db import WRITE_OPTION, checkpoint_wal
-from ledger.storage.schema import bodies, leaves, mem_cursor, mem_items, mem_sessions, mem_vectors
-from ledger.storage.store import SqlStore, blob
-from verifier.errors import MalformedError, VerificationError
-from verifier.event import Leaf, commitment_of
-from verifier.jcs import parse_strict
+from ledger.storage.schema import leaves, mem_cursor, mem_items, mem_sessions, mem_vectors
+from ledger.storage.store import SqlStore
 
 __all__ = ["BatchState", "Projection", "SqlState"]
 
 _CHUNK = 500
-
-
-def _norm_hash(content: str) -> str:
-    return hashlib.sha256(normalize_text(content).encode()).hexdigest()
-
-
-def _item_row(it: Item) -> dict[str, Any]:
-    return {
-        "agent": it.agent,
-        "ref": it.ref,
-        "idx": it.index,
-        "pos": int(it.ref.split(".")[1]),
-        "source_kind": it.source_kind,
-        "tier": it.tier,
-        "status": it.status,
-        "category": it.category,
-        "content": it.content,
-        "norm_hash": _norm_hash(it.content),
-        "tags": json.dumps(it.tags),
-        "confidence": it.confidence,
-        "confirmations": it.confirmations,
-        "access_count": it.access_count,
-        "last_access_us": it.last_access_us,
-        "created_us": it.created_us,
-        "decay_exempt": it.decay_exempt,
-        "linked_action": it.linked_action,
-        "provenance": json.dumps(it.provenance),
-        "tier_history": json.dumps(it.tier_history),
-        "session": it.session,
-        "superseded_by": it.superseded_by,
-        "supersedes": it.supersedes,
-        "valid_from_us": it.valid_from_us or None,
-        "valid_until_us": it.valid_until_us,
-        "replaced_by": it.replaced_by,
-        "replaces": it.replaces,
-        "fact_key": _fact_key(it),
-        "copies": json.dumps(it.copies),
-    }
-
-
-def _fact_key(it: Item) -> str | None:
-    if it.tier in (RECORD, "NONE") or it.status == "erased":
-        return None
-    fact = fact_of(it.content)
-    return None if fact is None else fact.key
-
-
-def item_from_row(r: Any) -> Item:
-    return Item(
-        agent=r.agent,
-        ref=r.ref,
-        index=r.idx,
-        source_kind=r.source_kind,
-        tier=r.tier,
-        status=r.status,
-        category=r.category,
-        content=r.content,
-        tags=json.loads(r.tags),
-        confidence=r.confidence,
-        confirmations=r.confirmations,
-        access_count=r.access_count,
-        last_access_us=r.last_access_us,
-        created_us=r.created_us,
-        decay_exempt=bool(r.decay_exempt),
-        linked_action=bool(r.linked_action),
-        provenance=json.loads(r.provenance),
-        tier_history=json.loads(r.tier_history),
-        session=r.session,
-        superseded_by=r.superseded_by,
-        supersedes=r.supersedes,
-        valid_from_us=r.valid_from_us or 0,
-        valid_until_us=r.valid_until_us,
-        replaced_by=r.replaced_by,
-        replaces=r.replaces,
-        copies=json.loads(r.copies),
-    )
-
-
-def _session_from_row(r: Any) -> Session:
-    return Session(
-        agent=r.agent,
-        session=r.session,
-        opened_index=r.opened_index,
-        opened_us=r.opened_us,
-        status=r.status,
-        title=r.title,
-        closed_index=r.closed_index,
-        turns=r.turns,
-        last_index=r.last_index,
-        distilled=bool(r.distilled),
-        hot_snapshot=json.loads(r.hot_snapshot),
-    )
-
-
-_ITEM_COLS = tuple(c.name for c in mem_items.columns)
-_SESSION_COLS = tuple(c.name for c in mem_sessions.columns)
-
-
-def _cols(names: Sequence[str]) -> str:
-    return ", ".join(f'"{n}"' for n in names)
-
-
-@lru_cache(maxsize=4)
-def _state_sql(ph: str) -> dict[str, str]:
-    """The projector's statements, written once per paramstyle (issue 14: SQLAlchemy
-    expression building was most of the projection's time). Identifiers are the schema's
-    column names, quoted; values are always parameters."""
-
-    def upsert(table: str, cols: Sequence[str], key: Sequence[str]) -> str:
-        updates = ", ".join(f'"{c}" = excluded."{c}"' for c in cols if c not in key)
-        return (
-            f"INSERT INTO {table} ({_cols(cols)}) VALUES ({', '.join([ph] * len(cols))}) "  # noqa: S608
-            f"ON CONFLICT ({_cols(key)}) DO UPDATE SET {updates}"
-        )
-
-    items, sessions = _cols(_ITEM_COLS), _cols(_SESSION_COLS)
-    return {
-        "put_item": upsert("mem_items", _ITEM_COLS, ("agent", "ref")),
-        "put_session": upsert("mem_sessions", _SESSION_COLS, ("agent", "session")),
-        "item": f"SELECT {items} FROM mem_items WHERE agent = {ph} AND ref = {ph}",  # noqa: S608
-        "session": f'SELECT {sessions} FROM mem_sessions WHERE agent = {ph} AND "session" = {ph}',  # noqa: S608
-        "duplicates": f"SELECT {items} FROM mem_items WHERE agent = {ph} AND tier = {ph} "  # noqa: S608
-        f"AND status = 'active' AND norm_hash = {ph} ORDER BY idx, pos",
-        "duplicates_any": f"SELECT {items} FROM mem_items WHERE agent = {ph} AND tier = {ph} "  # noqa: S608
-        f"AND norm_hash = {ph}",
-        "sessions": f'SELECT {sessions} FROM mem_sessions WHERE agent = {ph} ORDER BY "session"',  # noqa: S608
-        "hot": f"SELECT {items} FROM mem_items WHERE agent = {ph} AND tier = 'HOT' "  # noqa: S608
-        "AND status = 'active' ORDER BY idx, pos",
-    }
-
-
-class SqlState:
-    """The :class:`~ledger.memory.state.MemoryState` port over the projection tables."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self._sql = _state_sql("?" if conn.dialect.paramstyle == "qmark" else "%s")
-
-    def item(self, agent: str, ref: str) -> Item | None:
-        r = self.conn.exec_driver_sql(self._sql["item"], (agent, ref)).one_or_none()
-        return None if r is None else item_from_row(r)
-
-    def put_item(self, item: Item) -> None:
-        # Derived data forgets erased text too: the vector goes, and readers' caches reload.
-        if (
-            item.status == "erased"
-            and self.conn.execute(DELETE_VECTOR, {"agent": item.agent, "refs": [item.ref]}).rowcount
-        ):
-            self.conn.execute(BUMP_GENERATION)
-        row = _item_row(item)
-        self.conn.exec_driver_sql(self._sql["put_item"], tuple(row[c] for c in _ITEM_COLS))
-
-    def record_uses(self, agent: str, refs: Iterable[str], at_us: int) -> None:
-        # One statement for the whole entry: access logging is the projection's most frequent
-        # update, and an item-by-item read and upsert of 100 uses held the writer for long.
-        distinct = list(dict.fromkeys(refs))
-        if distinct:
-            self.conn.execute(_RECORD_USES, {"a": agent, "refs": distinct, "at": at_us})
-
-    def session(self, agent: str, session: str) -> Session | None:
-        r = self.conn.exec_driver_sql(self._sql["session"], (agent, session)).one_or_none()
-        return None if r is None else _session_from_row(r)
-
-    def put_session(self, session: Session) -> None:
-        row = {**session.to_json(), "hot_snapshot": json.dumps(session.hot_snapshot)}
-        self.conn.exec_driver_sql(self._sql["put_session"], tuple(row[c] for c in _SESSION_COLS))
-
-    def find_duplicate(self, agent: str, tier: str, norm: str) -> Item | None:
-        rows = self.conn.exec_driver_sql(
-            self._sql["duplicates"], (agent, tier, hashlib.sha256(norm.encode()).hexdigest())
-        )
-        for r in rows:
-            it = item_from_row(r)
-            if it.norm == norm:  # the hash narrows; the text decides
-                return it
-        return None
-
-    def agent_sessions(self, agent: str) -> list[Session]:
-        return [_session_from_row(r) for r in self.conn.exec_driver_sql(self._sql["sessions"], (agent,))]
-
-    def fileable_warm(self, agent: str) -> list[Item]:
-        rows = self.conn.execute(_FILEABLE_WARM, {"a": agent})
-        return [item_from_row(r) for r in rows]
-
-    def hot_items(self, agent: str) -> list[Item]:
-        return [item_from_row(r) for r in self.conn.exec_driver_sql(self._sql["hot"], (agent,))]
-
-    def changed_facts(self, agent: str) -> list[Item]:
-        """The agent's active memories that state a fact another active memory also states
-        (the same ``fact_key``): where a newer value may replace an older one."""
-        return [item_from_row(r) for r in self.conn.execute(_CHANGED_FACTS, {"a": agent})]
-
-
-def _clone_item(it: Item) -> Item:
-    return replace(
-        it,
-        tags=list(it.tags),
-        provenance=[dict(p) for p in it.provenance],
-        tier_history=[dict(h) for h in it.tier_history],
-    )
-
-
-def _clone_session(s: Session) -> Session:
-    return replace(s, hot_snapshot=[{**h, "tags": list(h.get("tags") or [])} for h in s.hot_snapshot])
-
-
-#: Parameters per IN list of a prefetch (well under SQLite's 32,766 and PostgreSQL's limits).
-_IN_LIMIT = 500
-#: The tiers a duplicate is looked for in (records and tombstones never take part in dedup).
-_DEDUP_TIERS = ("HOT", "WARM", "COLD")
-
-
-class BatchState:
-    """The state port over the projection tables with a write-back overlay for one chunk of
-    entries (issue 14, Deliver 6): evolve reads and writes items and sessions in memory, and
-    :meth:`flush` writes what changed with one executemany per table.
-
-    The overlay is authoritative for every row it holds (loaded from the table or written by
-    evolve), the table for every other row, so each read is the union of the two with the
-    overlay winning: the same answers :class:`SqlState` gives after each entry, which the
-    projection contract test (incremental = rebuilt = in memory) checks. :meth:`prefetch`
-    loads what a chunk's bodies name (items, sessions, duplicate candidates by normalized
-    hash) in a few IN queries instead of one query per event; anything else is read through.
-    Duplicates are found through a hash map of the overlay, once the table's candidates for
-    that (agent, tier, hash) are in it. Memory holds one chunk's rows, never the log's."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self.db = SqlState(conn)
-        self._sql = self.db._sql
-        self._ph = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-        self._items: dict[tuple[str, str], Item] = {}
-        self._absent: set[tuple[str, str]] = set()
-        self._dirty_items: dict[tuple[str, str], None] = {}
-        self._by_agent: dict[str, set[str]] = {}
-        self._by_norm: dict[tuple[str, str], set[str]] = {}  # (agent, norm hash) -> refs
-        self._norm_loaded: set[tuple[str, str, str]] = set()  # (agent, tier, norm hash)
-        self._sessions: dict[tuple[str, str], Session | None] = {}
-        self._dirty_sessions: dict[tuple[str, str], None] = {}
-        self._erased: dict[str, list[str]] = {}
-
-    # -- the overlay ----------------------------------------------------------------------
-
-    def _hold(self, it: Item) -> None:
-        key = (it.agent, it.ref)
-        self._items[key] = it
-        self._absent.discard(key)
-        self._by_agent.setdefault(it.agent, set()).add(it.ref)
-        self._by_norm.setdefault((it.agent, _norm_hash(it.content)), set()).add(it.ref)
-
-    def _load_rows(self, rows: Iterable[Any]) -> None:
-        for r in rows:
-            if (r.agent, r.ref) not in self._items:  # what the overlay holds is newer
-                self._hold(item_from_row(r))
-
-    def _select_keys(
-        self, table: str, cols: str, keys: Sequence[str], wanted: Sequence[tuple[str, ...]]
-    ) -> Iterator[Any]:
-        """Rows of ``table`` whose ``keys`` equal one of the ``wanted`` tuples: a join with a
-        VALUES list, which both backends answer with one index lookup per tuple (a row-value
-        IN list scans the table on SQLite)."""
-        on = " AND ".join(f't."{k}" = v.column{n + 1}' for n, k in enumerate(keys))
-        one = "(" + ", ".join([self._ph] * len(keys)) + ")"
-        step = max(1, _IN_LIMIT // len(keys))
-        for start in range(0, len(wanted), step):
-            part = wanted[start : start + step]
-            sql = f"SELECT {cols} FROM (VALUES {', '.join([one] * len(part))}) AS v JOIN {table} t ON {on}"  # noqa: S608
-            yield from self.conn.exec_driver_sql(sql, tuple(x for key in part for x in key))
-
-    def prefetch(self, events: Sequence[LoggedEvent]) -> None:
-        """Load, in a few queries, the rows the bodies of ``events`` name."""
-        refs: dict[tuple[str, str], None] = {}
-        sessions: dict[tuple[str, str], None] = {}
-        norms: dict[tuple[str, str, str], None] = {}
-        for ev in events:
-            b = ev.body
-            if b is None:
-                continue
-            kind, agent = ev.kind, ev.agent
-            if kind in _NAMES_ITEM:
-                refs[(agent, b["item"])] = None
-                for other in ("confirms", "by"):
-                    if b.get(other):
-                        refs[(agent, b[other])] = None
-            elif kind == "memory.accessed":
-                refs.update(dict.fromkeys((agent, r) for r in b["items"]))
-            if kind in _NAMES_SESSION:
-                sessions[(agent, b["session"])] = None
-            if kind == "memory.written":
-                h = _norm_hash(b["content"])
-                norms.update(dict.fromkeys((agent, t, h) for t in _DEDUP_TIERS))
-            elif kind == "memory.distilled":
-                for entry in b["entries"]:
-                    h = _norm_hash(entry["content"])
-                    norms.update(dict.fromkeys((agent, t, h) for t in _DEDUP_TIERS))
-        items = ", ".join(f't."{c}"' for c in _ITEM_COLS)
-        todo = [k for k in refs if k not in self._items and k not in self._absent]
-        self._load_rows(self._select_keys("mem_items", items, ("agent", "ref"), todo))
-        self._absent.update(k for k in todo if k not in self._items)
-        todo = [k for k in sessions if k not in self._sessions]
-        sess = ", ".join(f't."{c}"' for c in _SESSION_COLS)
-        for r in self._select_keys("mem_sessions", sess, ("agent", "session"), todo):
-            self._sessions[(r.agent, r.session)] = _session_from_row(r)
-        for k in todo:
-            self._sessions.setdefault(k, None)
-        todo3 = [k for k in norms if k not in self._norm_loaded]
-        self._load_rows(self._select_keys("mem_items", items, ("agent", "tier", "norm_hash"), todo3))
-        self._norm_loaded.update(todo3)
-
-    def flush(self) -> None:
-        """Write every changed item and session (one executemany per table)."""
-        if self._erased:
-            bumped = False
-            for agent, refs in self._erased.items():
-                bumped |= bool(self.conn.execute(DELETE_VECTOR, {"agent": agent, "refs": refs}).rowcount)
-            if bumped:
-                self.conn.execute(BUMP_GENERATION)
-        if self._dirty_items:
-            rows = [_item_row(self._items[k]) for k in self._dirty_items]
-            self.conn.exec_driver_sql(self._sql["put_item"], [tuple(r[c] for c in _ITEM_COLS) for r in rows])
-        if self._dirty_sessions:
-            srows = []
-            for k in self._dirty_sessions:
-                s = self._sessions[k]
-                assert s is not None
-                row = {**s.to_json(), "hot_snapshot": json.dumps(s.hot_snapshot)}
-                srows.append(tuple(row[c] for c in _SESSION_COLS))
-            self.conn.exec_driver_sql(self._sql["put_session"], srows)
-        self._erased, self._dirty_items, self._dirty_sessions = {}, {}, {}
-
-    # -- the MemoryState port -------------------------------------------------------------
-
-    def item(self, agent: str, ref: str) -> Item | None:
-        key = (agent, ref)
-        it = self._items.get(key)
-        if it is None:
-            if key in self._absent:
-                return None
-            it = self.db.item(agent, ref)
-            if it is None:
-                self._absent.add(key)
-                return None
-            self._hold(it)
-        return _clone_item(it)
-
-    def put_item(self, item: Item) -> None:
-        if item.status == "erased":
-            self._erased.setdefault(item.agent, []).append(item.ref)
-        self._hold(_clone_item(item))
-        self._dirty_items[(item.agent, item.ref)] = None
-
-    def record_uses(self, agent: str, refs: Iterable[str], at_us: int) -> None:
-        for ref in dict.fromkeys(refs):
-            if self.item(agent, ref) is not None:  # only items that exist, as the UPDATE does
-                it = self._items[(agent, ref)]
-                it.access_count += 1
-                it.last_access_us = at_us
-                self._dirty_items[(agent, ref)] = None
-
-    def session(self, agent: str, session: str) -> Session | None:
-        key = (agent, session)
-        if key not in self._sessions:
-            self._sessions[key] = self.db.session(agent, session)
-        s = self._sessions[key]
-        return None if s is None else _clone_session(s)
-
-    def put_session(self, session: Session) -> None:
-        key = (session.agent, session.session)
-        self._sessions[key] = _clone_session(session)
-        self._dirty_sessions[key] = None
-
-    def find_duplicate(self, agent: str, tier: str, norm: str) -> Item | None:
-        h = hashlib.sha256(norm.encode()).hexdigest()
-        if (agent, tier, h) not in self._norm_loaded:
-            rows = self.conn.exec_driver_sql(self._sql["duplicates_any"], (agent, tier, h))
-            self._load_rows(rows)
-            self._norm_loaded.add((agent, tier, h))
-        best: Item | None = None
-        for ref in self._by_norm.get((agent, h), ()):
-            it = self._items[(agent, ref)]
-            same = it.status == "active" and it.tier == tier and it.norm == norm  # the text decides
-            if same and (best is None or ref_key(it.ref) < ref_key(best.ref)):
-                best = it
-        return None if best is None else _clone_item(best)
-
-    def _merged(self, agent: str, from_table: list[Item], keep: Callable[[Item], bool]) -> list[Item]:
-        out = {it.ref: it for it in from_table if (agent, it.ref) not in self._items}
-        for ref in self._by_agent.get(agent, ()):
-            it = self._items[(agent, ref)]
-            if keep(it):
-                out[ref] = _clone_item(it)
-        return [out[r] for r in sorted(out, key=ref_key)]
-
-    def hot_items(self, agent: str) -> list[Item]:
-        return self._merged(
-            agent, self.db.hot_items(agent), lambda i: i.status == "active" and i.tier == "HOT"
-        )
-
-    def fileable_warm(self, agent: str) -> list[Item]:
-        return self._merged(agent, self.db.fileable_warm(agent), _fileable)
-
-    def agent_sessions(self, agent: str) -> list[Session]:
-        out = {s.session: s for s in self.db.agent_sessions(agent)}
-        for (a, name), s in self._sessions.items():
-            if a == agent:
-                if s is None:
-                    out.pop(name, None)
-                else:
-                    out[name] = _clone_session(s)
-        return [out[n] for n in sorted(out)]
-
-
-def _fileable(it: Item) -> bool:
-    return (
-        it.status == "active"
-        and it.tier == "WARM"
-        and (it.category == "COMMITMENT" or bool({"task", "decision", "blocker"} & set(it.tags)))
-    )
-
-
-#: Kinds whose body names an item (``item``; ``confirms`` for a tier change).
-_NAMES_ITEM = frozenset(
-    (
-        "memory.superseded",
-        "memory.decay_exempted",
-        "memory.archived",
-        "memory.tier_changed",
-        "memory.replaced",
-    )
-)
-#: Kinds whose body names a session.
-_NAMES_SESSION = frozenset(("session.turn", "session.closed", "memory.distilled"))
 
 
 #: Documents a full-text query may match before its most common terms are left out (SQLite):
@@ -567,7 +129,7 @@ class Projection:
 
     def scrub(self) -> None:
         """After an erasure was applied: leave no byte of the erased text in the SQLite file
-        or its WAL (issue 25, finding 3). Every connection deletes securely (zeroed cells and
+        or its WAL. Every connection deletes securely (zeroed cells and
         pages, ledger.storage.db); here the full-text index is merged into one segment, so
         the segments that held the erased words are freed (and zeroed), and the WAL is
         checkpointed into the main file and truncated, so no earlier version of a page is
@@ -594,7 +156,7 @@ class Projection:
                         self._rebuild_fulltext(conn)
                     return applied
                 end = min(target, applied + _CHUNK)
-                events = self._events(conn, applied, end)
+                events = read_events(conn, applied, end)
                 state = BatchState(conn)
                 state.prefetch(events)
                 for ev in events:
@@ -632,7 +194,7 @@ class Projection:
         conn.execute(delete(mem_items).where(mem_items.c.agent == agent))
         conn.execute(delete(mem_sessions).where(mem_sessions.c.agent == agent))
         state = SqlState(conn)
-        for ev in self._event_rows(conn, and_(leaves.c.agent == agent, leaves.c.idx < end)):
+        for ev in event_rows(conn, and_(leaves.c.agent == agent, leaves.c.idx < end)):
             evolve(state, ev)
         # Derived vectors follow: those of items gone or changed go, and the embed step goes
         # back to the first item left without one.
@@ -642,77 +204,6 @@ class Projection:
         if first is not None:
             conn.execute(_REWIND_EMBEDDED, {"at": int(first)})
 
-    @classmethod
-    def _events(cls, conn: Connection, start: int, end: int) -> list[LoggedEvent]:
-        out = cls._event_rows(conn, and_(leaves.c.idx >= start, leaves.c.idx < end))
-        if [ev.index for ev in out] != list(range(start, end)):
-            raise StorageError(f"leaves {start}..{end} are not all present")
-        return out
-
-    @staticmethod
-    def _event_rows(conn: Connection, where: Any) -> list[LoggedEvent]:
-        rows = conn.execute(
-            select(leaves.c.idx, leaves.c.leaf, bodies.c.salt, bodies.c.body)
-            .select_from(leaves.outerjoin(bodies, bodies.c.idx == leaves.c.idx))
-            .where(where)
-            .order_by(leaves.c.idx)
-        ).all()
-        out = []
-        for r in rows:
-            try:
-                leaf = Leaf.from_bytes(blob(r.leaf, "leaves", r.idx, "leaf"))
-            except MalformedError as e:
-                raise LogIntegrityError(
-                    f"leaves row {r.idx}: the stored leaf does not parse ({e}); run `engram audit`",
-                    check="state.leaves",
-                ) from e
-            body = None
-            if r.body is not None:
-                # The projection folds in only what the entry signed (issue 15): a body
-                # changed in the table is named, not projected into recall.
-                raw = blob(r.body, "bodies", r.idx, "body")
-                try:
-                    opened = hmac.compare_digest(
-                        commitment_of(leaf.envelope.kind, blob(r.salt, "bodies", r.idx, "salt"), raw),
-                        leaf.envelope.body_commitment,
-                    )
-                except VerificationError:
-                    opened = False  # a per-entry distilled body that does not parse or has no form
-                if not opened:
-                    raise LogIntegrityError(
-                        f"bodies row {r.idx}: the stored body is not the one entry {r.idx} committed to; "
-                        "not projected (run `engram audit`)",
-                        check="state.bodies",
-                    )
-                try:
-                    body = parse_strict(raw, max_bytes=1 << 24)
-                except MalformedError as e:  # committed to, so signed that way: still named
-                    raise LogIntegrityError(
-                        f"bodies row {r.idx}: the stored body does not parse ({e}); run `engram audit`",
-                        check="state.bodies",
-                    ) from e
-            out.append(
-                LoggedEvent(
-                    index=leaf.index,
-                    timestamp_us=leaf.timestamp_us,
-                    agent=leaf.envelope.agent,
-                    kind=leaf.envelope.kind,
-                    body=body,
-                )
-            )
-        erased = {ev.agent for ev in out if ev.body is None and ev.kind in STANDS_IN_KINDS}
-        if not erased:
-            return out
-        replays = stand_ins(
-            parse_strict(blob(r.body, "bodies", r.idx, "body"), max_bytes=1 << 24)
-            for r in conn.execute(
-                select(bodies.c.idx, bodies.c.body)
-                .select_from(leaves.join(bodies, bodies.c.idx == leaves.c.idx))
-                .where(and_(leaves.c.agent.in_(sorted(erased)), leaves.c.kind == "memory.erased"))
-            )
-        )
-        return [stand_in(ev, replays) for ev in out]
-
     def check_replayable(
         self, end: int | None = None, progress: Callable[[int, int], None] | None = None
     ) -> int:
@@ -720,14 +211,14 @@ class Projection:
         replay does, in read transactions of :data:`_CHUNK` entries, writing nothing; return
         the size checked. A row a replay would stop on (a leaf or body that is not bytes, a
         body its leaf did not commit to, a body that does not parse, a missing leaf) raises
-        its typed error naming the row (issue 25, finding 10)."""
+        its typed error naming the row."""
         target = self.store.latest_checkpoint().size if end is None else end
         start = 0
         while start < target:
             stop = min(target, start + _CHUNK)
             try:
                 with self.engine.connect() as conn:
-                    self._events(conn, start, stop)
+                    read_events(conn, start, stop)
             except DBAPIError as e:
                 raise StorageError(f"database error: {e.orig!r}") from e
             start = stop
@@ -739,7 +230,7 @@ class Projection:
         """Replay the log from index 0 into an emptied projection, once every entry up to the
         latest checkpoint has been read and decoded (:meth:`check_replayable`): a bad row
         stops the rebuild before anything is dropped, the projection in place keeps serving,
-        and the error names the row (issue 25, finding 10: one bad body took memory down for
+        and the error names the row (one bad body took memory down for
         every agent). ``progress(done, total)``: entries read, then entries replayed."""
         target = self.check_replayable(progress=progress)
 
@@ -774,8 +265,10 @@ class Projection:
         """(applied size, projection digest) read in one transaction, streaming the rows in
         the digest's order (memory holds one row at a time, not the projection)."""
         order = ' COLLATE "C"' if self.engine.dialect.name == "postgresql" else ""  # code-point order
-        items = f"SELECT {_cols(_ITEM_COLS)} FROM mem_items ORDER BY agent{order}, ref{order}"  # noqa: S608
-        sessions = f'SELECT {_cols(_SESSION_COLS)} FROM mem_sessions ORDER BY agent{order}, "session"{order}'  # noqa: S608
+        items = f"SELECT {quoted_cols(ITEM_COLS)} FROM mem_items ORDER BY agent{order}, ref{order}"  # noqa: S608
+        sessions = (
+            f'SELECT {quoted_cols(SESSION_COLS)} FROM mem_sessions ORDER BY agent{order}, "session"{order}'  # noqa: S608
+        )
 
         def rows(conn: Connection, sql: str, build: Callable[[Any], Any]) -> Iterator[Any]:
             # Lazily: one cursor open at a time, each fetched a thousand rows at a time.
@@ -791,7 +284,7 @@ class Projection:
                         conn.exec_driver_sql("SELECT applied_size FROM mem_cursor WHERE id = 1").scalar_one()
                     )
                     return applied, digest_sorted(
-                        rows(conn, items, item_from_row), rows(conn, sessions, _session_from_row), applied
+                        rows(conn, items, item_from_row), rows(conn, sessions, session_from_row), applied
                     )
         except DBAPIError as e:
             raise StorageError(f"database error: {e.orig!r}") from e
@@ -1051,20 +544,6 @@ _FIRST_UNEMBEDDED = text(
     "AND v.norm_hash = i.norm_hash)"
 )
 _REWIND_EMBEDDED = text("UPDATE mem_cursor SET embedded_size = :at WHERE id = 1 AND embedded_size > :at")
-_FILEABLE_WARM = text(
-    "SELECT * FROM mem_items WHERE agent = :a AND tier = 'WARM' AND status = 'active' AND "
-    "(category = 'COMMITMENT' OR tags LIKE '%\"task\"%' OR tags LIKE '%\"decision\"%' "
-    "OR tags LIKE '%\"blocker\"%') ORDER BY idx, pos"
-)
-_CHANGED_FACTS = text(
-    "SELECT * FROM mem_items WHERE agent = :a AND status = 'active' AND fact_key IN ("
-    "SELECT fact_key FROM mem_items WHERE agent = :a AND status = 'active' AND fact_key IS NOT NULL "
-    "GROUP BY fact_key HAVING COUNT(*) > 1) ORDER BY idx, pos"
-)
-_RECORD_USES = text(
-    "UPDATE mem_items SET access_count = access_count + 1, last_access_us = :at "
-    "WHERE agent = :a AND ref IN :refs"
-).bindparams(bindparam("refs", expanding=True))
 _BY_REFS = text("SELECT * FROM mem_items WHERE agent = :a AND ref IN :refs").bindparams(
     bindparam("refs", expanding=True)
 )

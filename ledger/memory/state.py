@@ -88,12 +88,12 @@ def stand_ins(erasures: Iterable[Mapping[str, Any] | None]) -> dict[int, dict[st
     bodies of ``memory.erased`` events:
 
     * a session's title (``session.opened``) and closing summary (``session.closed``) are
-      erasable (issue 25, finding 3); the erasure names the session of the entry it erases
+      erasable; the erasure names the session of the entry it erases
       (checked against the body before it went, ledger.memory.preconditions), and the entry
       replays as one that held only its session id: the session keeps its turns and its
       closed state, and its title and summary are gone;
     * a version 1 ``memory.replaced`` copied the values of the memories it names; an erasure
-      takes it with either memory (issue 40, finding 4) and names its decision,
+      takes it with either memory and names its decision,
       ``{item, by}``, which replays in its place: the decision stays, the values go."""
     out: dict[int, dict[str, Any]] = {}
     for b in erasures:
@@ -153,7 +153,7 @@ class Item:
     replaced_by: str | None = None
     replaces: str | None = None
     #: The version 1 ``memory.replaced`` entries whose bodies still copy this memory's value
-    #: (``{index, item, by}``): an erasure of the memory takes them with it (issue 40).
+    #: (``{index, item, by}``): an erasure of the memory takes them with it.
     copies: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -432,7 +432,7 @@ def _memory_replaced(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) 
     be an active memory, e.g. not corrected meanwhile).
 
     A memory whose body an erasure later in the log took keeps its place in the chain as a
-    stand-in (:func:`_named`): erasure removes text, never the decision (issue 40, finding 5),
+    stand-in (:func:`_named`): erasure removes text, never the decision,
     and that erasure closes the chain over it (:func:`_splice`)."""
     old, new = _named(state, ev, b["item"]), _named(state, ev, b["by"])
     if old.ref == new.ref or RECORD in (old.tier, new.tier):
@@ -518,35 +518,50 @@ def _memory_erased(state: MemoryState, ev: LoggedEvent, b: Mapping[str, Any]) ->
     # replacement entries that still copy its value (an erasure made before issue 40 left
     # them): erasing one of those entries alone finds it there (engram.protocol.erasure).
     taken = {r["index"] for r in b.get("replaced") or ()}
-    for r in b.get("replaced") or ():
+    _drop_copies(state, ev.agent, b.get("replaced") or (), taken)
+    for ref in b.get("refs") or ():
+        _tombstone(state, ev, ref, taken)
+    _forget_in_sessions(state, ev.agent, set(b.get("refs") or ()), set(b.get("sessions") or ()))
+
+
+def _drop_copies(
+    state: MemoryState, agent: str, replaced: Iterable[Mapping[str, Any]], taken: set[int]
+) -> None:
+    """The memories a version 1 replacement decision named no longer list its copy."""
+    for r in replaced:
         for ref in (r["item"], r["by"]):
-            it = state.item(ev.agent, ref)
+            it = state.item(agent, ref)
             if it is not None and any(c["index"] in taken for c in it.copies):
                 it.copies = [c for c in it.copies if c["index"] not in taken]
                 state.put_item(it)
-    erased = set(b.get("refs") or ())
-    for ref in b.get("refs") or ():
-        it = state.item(ev.agent, ref)
-        if it is not None and it.tier != RECORD:
-            _splice(state, ev.agent, it)
-        state.put_item(
-            Item(
-                agent=ev.agent,
-                ref=ref,
-                index=ref_key(ref)[0],
-                source_kind="memory.erased",
-                tier="NONE",
-                status="erased",
-                category="CONTEXT",
-                content="",
-                created_us=ev.timestamp_us,
-                copies=[] if it is None else [c for c in it.copies if c["index"] not in taken],
-            )
+
+
+def _tombstone(state: MemoryState, ev: LoggedEvent, ref: str, taken: set[int]) -> None:
+    """Item ``ref`` becomes a canonical tombstone (spliced out of its chains first)."""
+    it = state.item(ev.agent, ref)
+    if it is not None and it.tier != RECORD:
+        _splice(state, ev.agent, it)
+    state.put_item(
+        Item(
+            agent=ev.agent,
+            ref=ref,
+            index=ref_key(ref)[0],
+            source_kind="memory.erased",
+            tier="NONE",
+            status="erased",
+            category="CONTEXT",
+            content="",
+            created_us=ev.timestamp_us,
+            copies=[] if it is None else [c for c in it.copies if c["index"] not in taken],
         )
-    distilled = set(b.get("sessions") or ())
-    for s in state.agent_sessions(ev.agent):  # frozen HOT blocks forget it too
+    )
+
+
+def _forget_in_sessions(state: MemoryState, agent: str, erased: set[str], distilled: set[str]) -> None:
+    """Frozen HOT blocks forget the erased items; an erased distillation stays done (the
+    session is never distilled again)."""
+    for s in state.agent_sessions(agent):
         kept = [h for h in s.hot_snapshot if h["ref"] not in erased]
-        # An erased distillation stays done: the session is never distilled again.
         if len(kept) != len(s.hot_snapshot) or (s.session in distilled and not s.distilled):
             s.hot_snapshot = kept
             s.distilled = s.distilled or s.session in distilled

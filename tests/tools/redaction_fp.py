@@ -51,7 +51,7 @@ CORPUS = ROOT / "tests" / "fixtures" / "secrets" / "corpus.json"
 FIXTURE = ROOT / "tests" / "fixtures" / "secrets" / "ordinary.json.xz"
 DEFAULT_LME = ROOT.parent / "shared" / "data" / "longmemeval-s-dev.json.xz"
 #: Source files that hold sample secrets on purpose (the rules and their tests).
-OWN_SAMPLES = ("tests/", "engram/protocol/secret_rules.py", "engram/protocol/redact.py", "docs/privacy.md")
+OWN_SAMPLES = ("tests/", "engram/protocol/secret_rules/", "engram/protocol/redact.py", "docs/privacy.md")
 
 
 def lme_turns(path: Path, limit: int) -> list[str]:
