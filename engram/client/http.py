@@ -22,15 +22,14 @@ import json
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import quote, urlencode
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from engram.client.sdk import DEFAULT_STATE
-from engram.protocol.answers import EntryProof, ItemProof, ItemRow, Recalled, SessionRow
+from engram.protocol.answers import EntryProof, ItemPage, ItemProof, ItemRow, MeshRow, Recalled, SessionRow
 from engram.protocol.claims import parse_task_claim
-from engram.protocol.entries import parse_entry_lines
 from engram.protocol.errors import (
     AuthError,
     ConflictError,
@@ -46,7 +45,20 @@ from engram.protocol.errors import (
 from engram.protocol.httpsign import audience_for_key, sign_request
 from engram.protocol.kinds import NAMES_ITEM, kinds_where, require_kind
 from engram.protocol.problems import problem_type_named
-from engram.protocol.recall_block import hot_part
+from engram.protocol.queries import (
+    CheckpointQuery,
+    CompactQuery,
+    EntryQuery,
+    HotBlockQuery,
+    ItemQuery,
+    ItemsQuery,
+    MeshesQuery,
+    MeshProofQuery,
+    Query,
+    RecallQuery,
+    SessionQuery,
+    SessionsQuery,
+)
 from engram.protocol.records import RECORD_KINDS, record_content
 from engram.protocol.schemas import parse_ref
 from engram.protocol.signer import AgentSigner
@@ -70,6 +82,8 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = ["ROUTES", "Buyer", "HttpTransport", "item_proof_of", "verify_item_proof", "verify_receipt"]
+
+A = TypeVar("A")
 
 _RECORDS = kinds_where(group="record")
 _TEXT_KINDS = kinds_where(items=("body", "entries"))  # the item's content is the body's
@@ -444,101 +458,47 @@ class HttpTransport:
     def log_key(self) -> str:
         return self.request("GET", "/v1/log/key").text.strip()
 
-    def entry(self, index: int) -> EntryProof:
-        inc = self.request("GET", "/v1/proofs/inclusion", params={"index": index}).json()
-        leaves = parse_entry_lines(
-            self.request("GET", "/v1/log/entries", params={"start": index, "end": index + 1}).content,
-            start=index,
-            max_entries=1,
-        )
-        if not leaves or inc.get("checkpoint") is None:
-            raise NotFoundError(f"the log has no entry {index}", check="proof.index")
-        return EntryProof(
-            index=index,
-            leaf=leaves[0],
-            leaf_hash=bytes.fromhex(inc["leaf_hash"]),
-            size=int(inc["size"]),
-            root=_unb64(inc["root"]),
-            proof=tuple(_unb64(h) for h in inc["proof"]),
-            checkpoint=str(inc["checkpoint"]).encode("utf-8"),
-        )
+    def ask(self, signer: AgentSigner, query: Query[A]) -> A:
+        """One question of the agent's memory, signed by it (``POST /v1/agents/{agent}/ask``);
+        the answer read back into the protocol's frozen value, unverified. An answer of the
+        wrong shape is a :class:`ProofError` (``answer.shape``)."""
+        resp = self.signed(signer, "POST", f"{_base(signer)}/ask", body=query.to_json())
+        if isinstance(query, MeshProofQuery | CheckpointQuery):
+            raw: A = resp.content  # type: ignore[assignment]  # these queries answer bytes
+            return raw
+        try:
+            answer: A = _ANSWERS[type(query)](_answer_to(resp.json(), query.name))
+        except (KeyError, TypeError, ValueError, AttributeError, MalformedError) as e:
+            raise ProofError(f"the {query.name} answer is malformed: {e}", check="answer.shape") from None
+        return answer
 
-    def sessions(self, signer: AgentSigner) -> list[SessionRow]:
-        """Every session of the agent (``GET /v1/agents/{agent}/sessions``)."""
-        return [SessionRow.of(s) for s in self.signed(signer, "GET", f"{_base(signer)}/sessions").json()]
 
-    def session(self, signer: AgentSigner, session: str) -> SessionRow:
-        path = f"{_base(signer)}/sessions/{quote(session, safe='')}"
-        return SessionRow.of(self.signed(signer, "GET", path).json())
+def _answer_to(out: Any, name: str) -> Any:
+    if out.get("ask") != name:
+        raise ValueError(f"the answer is to {out.get('ask')!r}, not {name!r}")
+    return out["answer"]
 
-    def items(self, signer: AgentSigner, *, tier: str | None = None, status: str = "active") -> list[ItemRow]:
-        """Every item of the tier (all pages)."""
-        out: list[ItemRow] = []
-        after: str | None = None
-        while True:
-            params = {"status": status, "limit": 1000} | ({"tier": tier} if tier else {})
-            if after:
-                params["after"] = after
-            page = self.signed(signer, "GET", f"{_base(signer)}/memory", params=params).json()
-            out += [ItemRow.of(it) for it in page["items"]]
-            after = _next_page(page, after)
-            if after is None:
-                return out
 
-    def item(self, signer: AgentSigner, ref: str) -> ItemProof:
-        return item_proof_of(self.signed(signer, "GET", f"{_base(signer)}/memory/{ref}").json())
+def _entry_proof(e: Mapping[str, Any]) -> EntryProof:
+    return EntryProof(
+        index=int(e["index"]),
+        leaf=_unb64(e["leaf"]),
+        leaf_hash=bytes.fromhex(e["leaf_hash"]),
+        size=int(e["size"]),
+        root=_unb64(e["root"]),
+        proof=tuple(_unb64(h) for h in e["proof"]),
+        checkpoint=str(e["checkpoint"]).encode("utf-8"),
+    )
 
-    def recall(
-        self,
-        signer: AgentSigner,
-        query: str,
-        *,
-        include_cold: bool = False,
-        include_archived: bool = False,
-        limit: int = 10,
-        budget_tokens: int | None = None,
-        session: str | None = None,
-        scopes: Sequence[str] | None = None,
-        meshes: Sequence[str] | None = None,
-    ) -> Recalled:
-        body: dict[str, Any] = {"query": query, "include_cold": include_cold, "limit": limit}
-        if scopes is not None:
-            body["scopes"] = list(scopes)
-        if meshes is not None:
-            body["meshes"] = list(meshes)
-        if include_archived:
-            body["include_archived"] = True
-        if budget_tokens is not None:
-            body["budget_tokens"] = budget_tokens
-        if session is not None:
-            body["session"] = session
-        out = self.signed(signer, "POST", f"{_base(signer)}/recall", body=body).json()
-        return Recalled.of(
-            context=str(out["context"]),
-            hot=out.get("hot", []),
-            ranked=out.get("ranked", []),
-            notes=out.get("notes", []),
-            as_of_size=out.get("as_of_size"),
-        )
 
-    def meshes(self, signer: AgentSigner) -> list[dict[str, Any]]:
-        out = self.signed(signer, "GET", f"{_base(signer)}/meshes").json()
-        return list(out["meshes"])
+def _page(p: Mapping[str, Any]) -> ItemPage:
+    return ItemPage(items=[ItemRow.of(i) for i in p["items"]], next=p["next"])
 
-    def mesh_proof(self, signer: AgentSigner, mesh: str, ref: str) -> bytes:
-        params = {"mesh": mesh, "ref": ref}
-        return bytes(self.signed(signer, "GET", f"{_base(signer)}/meshes/proof", params=params).content)
 
-    def hot_block(
-        self, signer: AgentSigner, *, session: str | None = None, scopes: Sequence[str] | None = None
-    ) -> str:
-        # The HOT section alone, as the embedded log gives it (issue 26: the service's block
-        # carried one more memory under a "recalled for this query" heading, with no query).
-        return hot_part(self.recall(signer, "", session=session, limit=1, scopes=scopes).context)
-
-    def compact(self, signer: AgentSigner) -> list[Receipt]:
-        out = self.signed(signer, "POST", f"{_base(signer)}/compact").json()
-        return [_receipt(r) for r in out["decisions"]]
+def _text(a: Any) -> str:
+    if not isinstance(a, str):
+        raise TypeError("the answer is not text")
+    return a
 
 
 def _base(signer: AgentSigner) -> str:
@@ -804,3 +764,23 @@ class Buyer:
                 raise ProofError("the evidence does not prove the signed figures", check="oracle.evidence")
         out["evidence_verified"] = vb
         return out
+
+
+#: How each query's JSON answer is read back (the route writes the protocol's values).
+_ANSWERS: dict[type[Query[Any]], Callable[[Any], Any]] = {
+    RecallQuery: lambda a: Recalled.of(
+        context=_text(a["context"]),
+        hot=a["hot"],
+        ranked=a["ranked"],
+        notes=a["notes"],
+        as_of_size=a["as_of_size"],
+    ),
+    ItemsQuery: _page,
+    ItemQuery: item_proof_of,
+    SessionsQuery: lambda a: [SessionRow.of(s) for s in a],
+    SessionQuery: SessionRow.of,
+    MeshesQuery: lambda a: [MeshRow.of(m) for m in a],
+    HotBlockQuery: _text,
+    CompactQuery: lambda a: [_receipt(r) for r in a],
+    EntryQuery: _entry_proof,
+}

@@ -32,7 +32,7 @@ from engram.protocol.errors import (
     StorageError,
     VerificationError,
 )
-from engram.protocol.kinds import kinds_where, validate_body
+from engram.protocol.kinds import NAMES_ITEM, kinds_where, validate_body
 from engram.protocol.redact import count_redactions
 from engram.protocol.schemas import CATEGORIES, MAX_QUERY_CHARS, parse_ref
 from engram.protocol.scopes import GLOBAL, parse_scopes, scope_of
@@ -93,8 +93,6 @@ CANDIDATES = 100
 FOLDED_KINDS = kinds_where(group="session") | kinds_where(group="memory") | kinds_where(group="record")
 #: Agent-signed changes to HOT: the caps are held after each.
 CAPPED_KINDS = frozenset({"memory.written", "memory.superseded"})
-#: The kinds whose answer names the item the entry made or confirmed (a memory, a record).
-NAMES_ITEM = kinds_where(group="memory", items=("body",)) | kinds_where(group="record")
 #: The kinds whose item is named by the entry alone (``<index>.0``: a record is never a
 #: duplicate of another), so that their answer needs no projection (ledger.memory.state).
 OWN_ITEM = kinds_where(group="record")
