@@ -1,13 +1,14 @@
 """One agent's memory, wherever the log is: :class:`AgentMemory`.
 
 The MCP server, the harness hooks, Hermes, the CLI's agent-side commands and SDK users all
-call this one class (issue 27, finding 2). It holds the agent's key (:class:`Agent` signs
-every event and verifies every receipt), gates what the agent writes, plans erasures and
-verifies every proof it returns against the log key. Where the log is is its
-:class:`MemoryTransport`:
+call this one class. It holds the agent's key (:class:`Agent` signs every event and verifies
+every receipt), gates what the agent writes, plans erasures and verifies every proof it
+returns against the log key. Where the log is is its :class:`MemoryTransport`, a narrow
+port: signed events go in through ``submit``, every read is one ``ask`` of a frozen query
+value (:mod:`engram.protocol.queries`):
 
-* over HTTP, :class:`engram.client.http.HttpTransport` (the memory routes; no database
-  driver loaded);
+* over HTTP, :class:`engram.client.http.HttpTransport` (the memory routes and the one query
+  route; no database driver loaded);
 * in process, ``ledger.memory.transport.InProcessMemory`` (``Services.transport()``), which
   calls what those routes call.
 
@@ -18,7 +19,7 @@ plain JSON the MCP tools and the CLI print):
   ``erase``: :class:`Erased` (an :class:`Appended` that says what became current);
   ``close_session``: :class:`Closed`
 * ``recall``: :class:`Recalled` (rows: :class:`RecallRow`); ``items``: :class:`ItemRow`;
-  ``sessions``/``session``: :class:`SessionRow`
+  ``sessions``/``session``: :class:`SessionRow`; ``meshes``: :class:`MeshRow`
 * ``item``: :class:`Shown`; ``prove``: :class:`Proven`
 """
 
@@ -322,7 +323,7 @@ class AgentMemory:
             index=self.agent.append("memory.decay_exempted", exempt_body(ref, reason=reason)).index
         )
 
-    # -- Memory Mesh (issue 30, ledger.mesh): signed events in this agent's own streams ------
+    # -- Memory Mesh (ledger.mesh): signed events in this agent's own streams ------
 
     def mesh_create(self, name: str, *, title: str | None = None) -> str:
         """Create the mesh ``<this agent>/<name>``; returns its id."""
@@ -413,7 +414,7 @@ class AgentMemory:
         A query longer than the service takes (``MAX_QUERY_CHARS``, e.g. a whole prompt with
         a pasted traceback) is recalled with the query derived from it
         (:func:`engram.protocol.longtext.recall_query`: its most informative segments), never
-        refused; the answer's notes say so (issue 40, finding 7)."""
+        refused; the answer's notes say so."""
         bounded = recall_query(query)
         asked = RecallQuery.of(
             bounded,
@@ -536,7 +537,7 @@ def resolve_log_key(url: str, log_key: str | None, transport: HttpTransport) -> 
     pinned for this URL on first use (in the verifier state directory), else fetched from
     the service and pinned. The service's key is read every time and compared: a service
     whose key differs from the given or pinned one is refused with one message naming both
-    keys, the pin and how to re-pin (issue 26: it read as "the request signature does not
+    keys, the pin and how to re-pin (it once read as "the request signature does not
     verify" on every request)."""
     served = transport.request("GET", "/v1/log/key").text.strip()
     if log_key:

@@ -8,6 +8,7 @@ Issue 41, Deliver 3: a narrow memory port, one query route for a new client.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -134,3 +135,45 @@ def test_the_query_route_admits_only_the_agent_or_a_token_audience_for_items(
     narrow = ada.mint_token(audience=buyer.audience, kinds=["pact.outcome"], expires=int(time.time()) + 600)
     none = buyer._signed("POST", "/v1/agents/ada/ask", narrow, body={"ask": "items"}).json()
     assert none["answer"]["items"] == []
+
+
+def test_every_recall_option_reaches_the_service_through_either_transport(
+    client: TestClient, ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recall option is a field of RecallQuery and the stage that reads it: neither
+    transport, the query route nor the dispatcher names it (the field count keeps this
+    honest when a field is added)."""
+    from engram.protocol.queries import RecallQuery as Q
+    from ledger.compose import Services
+    from ledger.memory.service import MemoryService
+
+    ada, http = _connect(client, ledger, "ada")
+    sid = ada.open_session()
+    seen: list[dict[str, Any]] = []
+    real = MemoryService.recall
+
+    def spy(self: MemoryService, agent: str, query: str, **options: Any) -> Any:
+        seen.append({"text": query, **options})
+        return real(self, agent, query, **options)
+
+    monkeypatch.setattr(MemoryService, "recall", spy)
+    asked = Q.of(
+        "rollout",
+        include_cold=True,
+        include_archived=True,
+        limit=7,
+        budget_tokens=900,
+        session=sid,
+        sources="memories",
+        scopes=["global", "project:engram"],
+        meshes=["ada/team"],
+    )
+    fields = {f.name: getattr(asked, f.name) for f in dataclasses.fields(asked)}
+    assert len(fields) == 9  # the text and eight options; a new option: give it a value above
+    memory = client.app.state.services.memory  # type: ignore[attr-defined]
+    local = Services(ledger=ledger, memory=memory).transport()
+    for transport in (http, local):
+        seen.clear()
+        transport.ask(ada.agent.signer, asked)
+        got = seen[0]
+        assert {f: got[f] for f in fields if f != "text"} | {"text": got["text"]} == fields

@@ -110,3 +110,15 @@ def test_a_malformed_query_is_refused_naming_the_check(data: object, check: str)
     with pytest.raises(RejectedEventError) as e:
         parse_query(data)
     assert e.value.check == check
+
+
+def test_the_memory_port_is_the_sdk_transport_and_one_question() -> None:
+    """The face is wide, the port narrow: a new read is a query value, not a method here."""
+    from engram.client.agent_memory import MemoryTransport
+    from engram.client.sdk import Transport
+
+    def methods(cls: type) -> set[str]:
+        return {n for n in vars(cls) if not n.startswith("_") and callable(getattr(cls, n))}
+
+    assert methods(Transport) == {"submit", "head", "consistency"}
+    assert methods(MemoryTransport) == {"ask"}
