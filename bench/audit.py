@@ -44,7 +44,10 @@ def bundles(cfg: Config, out: list[Figure]) -> None:
             made: dict[int, bytes] = {}
             for m in s.bundle_sizes:
                 agent = Agent.generate(
-                    f"seller-{m}", log_vkey=ledger.vkey, transport=InProcess(ledger), state_dir=None
+                    f"seller-{m}",
+                    log_vkey=ledger.vkey,
+                    transport=InProcess(ledger, log_only=True),
+                    state_dir=None,
                 )
                 agent.register()
                 for i in range(m):

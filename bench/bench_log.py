@@ -89,7 +89,7 @@ def concurrent_ingest(
         ag = Agent.generate(
             f"conc-{clients}-{int(grouped)}-{c}",
             log_vkey=ledger.vkey,
-            transport=InProcess(ledger),
+            transport=InProcess(ledger, log_only=True),
             state_dir=None,
         )
         ag.register()
@@ -141,7 +141,7 @@ def bench_backend(
     per_client: int = 40,
 ) -> dict[str, float]:
     ledger = new_ledger(url)
-    agent = Agent.generate("bench-agent", log_vkey=ledger.vkey, transport=InProcess(ledger))
+    agent = Agent.generate("bench-agent", log_vkey=ledger.vkey, transport=InProcess(ledger, log_only=True))
     agent.register()
     figures: dict[str, float] = {}
 
@@ -162,7 +162,7 @@ def bench_backend(
     # 2. Batches of events on distinct streams (one commit + one checkpoint per batch).
     signers = []
     for a in range(batch):
-        ag = Agent.generate(f"bench-{a}", log_vkey=ledger.vkey, transport=InProcess(ledger))
+        ag = Agent.generate(f"bench-{a}", log_vkey=ledger.vkey, transport=InProcess(ledger, log_only=True))
         ag.register()
         signers.append(ag.signer)
     heads: dict[str, tuple[int, str | None]] = {}

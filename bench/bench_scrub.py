@@ -46,7 +46,7 @@ def main() -> None:
             signed_head=Path(tmp) / "signed-head",
         )
         memory = MemoryService(ledger, access_log="off")
-        ada = Agent.generate("ada", log_vkey=ledger.vkey, transport=InProcess(ledger))
+        ada = Agent.generate("ada", log_vkey=ledger.vkey, transport=InProcess(ledger, log_only=True))
         ada.register()
         t0 = time.monotonic()
         receipts = [

@@ -48,7 +48,7 @@ def _build(url: str, size: int, outcomes: int) -> Ledger:
     t0 = time.perf_counter()
     with LogBuilder(ledger, agents=min(2000, max(2, size // 4))) as b:
         b.grow_to(size - outcomes - 1)
-    star = Agent.generate("star", log_vkey=ledger.vkey, transport=InProcess(ledger))
+    star = Agent.generate("star", log_vkey=ledger.vkey, transport=InProcess(ledger, log_only=True))
     star.register()
     events = []
     for i in range(outcomes):

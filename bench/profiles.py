@@ -278,7 +278,7 @@ def p_bundle(tmp: str) -> str:
     out = []
     for m, runs in ((1, 300), (1000, 5)):
         agent = Agent.generate(
-            f"seller-{m}", log_vkey=ledger.vkey, transport=InProcess(ledger), state_dir=None
+            f"seller-{m}", log_vkey=ledger.vkey, transport=InProcess(ledger, log_only=True), state_dir=None
         )
         agent.register()
         for i in range(m):

@@ -179,7 +179,9 @@ def ledger(
 @pytest.fixture
 def make_agent(ledger: Ledger, clock: StepClock) -> Callable[[str], Agent]:
     def make(name: str, *, register: bool = True) -> Agent:
-        agent = Agent.generate(name, log_vkey=ledger.vkey, transport=InProcess(ledger), clock=clock)
+        agent = Agent.generate(
+            name, log_vkey=ledger.vkey, transport=InProcess(ledger, log_only=True), clock=clock
+        )
         if register:
             agent.register()
         return agent

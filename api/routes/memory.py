@@ -1,14 +1,20 @@
 """Memory over HTTP: sessions, writes and records (agent-signed events); recall, tier views
 and single items (signed requests, or a share token's audience for what the token allows).
 
+A client of the narrow memory port asks every read through one route, ``POST
+/v1/agents/{agent}/ask``, with a query value of :mod:`engram.protocol.queries` as JSON
+(answered by :mod:`ledger.memory.asking`, as in process); the per-read routes stay for the
+clients that use them.
+
 No route returns one agent's memory to another: reads go through :func:`api.deps.reader`,
 which admits the agent itself or the audience of a valid share token, and then only items
 of the kinds the token allows.
 """
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Body, Path, Query, Response
+from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from api import convert
@@ -19,8 +25,12 @@ from api.deps import (
     ReaderDep,
     SelfDep,
     ServicesDep,
+    SignedDep,
+    TokenHeader,
     counted,
+    reader,
     receipt_out,
+    self_only,
     submit_signed,
 )
 from api.problems import problem_responses
@@ -42,10 +52,14 @@ from api.schemas import (
     SignedEvent,
     WriteOut,
 )
+from engram.protocol.answers import EntryProof, ItemProof
 from engram.protocol.errors import NotFoundError
 from engram.protocol.kinds import kinds_where
+from engram.protocol.queries import MeshProofQuery, parse_query
 from engram.protocol.records import RECORD_KINDS
 from engram.protocol.schemas import parse_ref
+from engram.protocol.wire import Receipt
+from ledger.memory.asking import READER_QUERIES, Asker, ask
 from ledger.memory.state import Session
 from verifier.bundle import MEDIA_TYPE as BUNDLE_MEDIA_TYPE
 
@@ -266,3 +280,63 @@ def memory_item(
 def compact(agent: AgentPath, access: SelfDep, svc: ServicesDep) -> Decisions:
     """Apply the time-based rules now (signed by the agent); decisions are policy-signed."""
     return Decisions(decisions=[receipt_out(svc, r, None) for r in svc.memory.compact(access.agent)])
+
+
+_ASK_EXAMPLE = {"ask": "recall", "text": "deploy checklist", "limit": 5}
+
+
+@router.post(
+    "/v1/agents/{agent}/ask",
+    responses={
+        200: {
+            "content": {"application/json": {}, BUNDLE_MEDIA_TYPE: {}, "application/octet-stream": {}},
+            "description": '{"ask": name, "answer": ...}; a mesh proof is the bundle, a checkpoint its note',
+        },
+        **_PROBLEMS,
+    },
+)
+async def ask_memory(
+    agent: AgentPath,
+    vr: SignedDep,
+    svc: ServicesDep,
+    query: Annotated[dict[str, Any], Body(examples=[_ASK_EXAMPLE])],
+    token: TokenHeader = None,
+    min_index: MinIndex = None,
+) -> Response:
+    """One question of the agent's memory (engram.protocol.queries: recall, items, item,
+    sessions, session, meshes, mesh_proof, hot_block, compact, checkpoint, entry), signed by
+    the agent, or for ``items`` and ``item`` by a share token's audience (only the kinds the
+    token allows), as the per-read routes admit them. The query is parsed and bounded first,
+    refused naming the check (``request.ask``, ``request.members``, ``request.<member>``)
+    before the request's nonce is spent or anything is read."""
+    q = parse_query(query)
+    access = await (reader if type(q) in READER_QUERIES else self_only)(agent, vr, svc, token)
+    asker = Asker(agent=access.agent, kinds=access.kinds, min_index=min_index)
+    answer = await run_in_threadpool(ask, svc.memory, asker, q)
+    if isinstance(answer, bytes):
+        media = BUNDLE_MEDIA_TYPE if isinstance(q, MeshProofQuery) else "application/octet-stream"
+        return Response(answer, media_type=media, headers={"Cache-Control": "no-store"})
+    return JSONResponse({"ask": q.name, "answer": _wire(svc, answer)}, headers={"Cache-Control": "no-store"})
+
+
+def _wire(svc: ServicesDep, answer: object) -> Any:
+    """An answer value as JSON (what the client's ``HttpTransport.ask`` reads back)."""
+    if isinstance(answer, list):
+        return [_wire(svc, a) for a in answer]
+    if isinstance(answer, str):
+        return answer
+    if isinstance(answer, Receipt):
+        return receipt_out(svc, answer, None).model_dump(mode="json")
+    if isinstance(answer, ItemProof):
+        return convert.item_proof(answer).model_dump(mode="json")
+    if isinstance(answer, EntryProof):
+        return {
+            "index": answer.index,
+            "leaf": convert.b64(answer.leaf),
+            "leaf_hash": answer.leaf_hash.hex(),
+            "size": answer.size,
+            "root": convert.b64(answer.root),
+            "proof": [convert.b64(h) for h in answer.proof],
+            "checkpoint": answer.checkpoint.decode("utf-8"),
+        }
+    return answer.to_json()  # type: ignore[attr-defined]  # the protocol's frozen answers

@@ -109,21 +109,17 @@ def mesh_show(
     """The meshes this agent is a member of: creator, members, each member's grant."""
     meshes = agent_memory(key_file, server, log_key).meshes()
     if as_json:
-        out.print_json(json.dumps({"meshes": meshes}))
+        out.print_json(json.dumps({"meshes": [m.to_json() for m in meshes]}))
         return
     if not meshes:
         out.print("not a member of any mesh")
     for m in meshes:
-        out.print(f"{m['mesh']}  created by {m['creator']} at index {m['created_index']}")
-        for member in m["members"]:
-            grant = member["grant"]
-            what = (
-                "no grant"
-                if grant is None
-                else f"shares {grant['share'] or '-'}, reads {grant['read'] or '-'}"
-            )
-            left = "" if member["left_index"] is None else f" (left at {member['left_index']})"
-            out.print(f"  {member['agent']}: {what}{left}", markup=False)
+        out.print(f"{m.mesh}  created by {m.creator} at index {m.created_index}")
+        for member in m.members:
+            grant = member.grant
+            what = "no grant" if grant is None else f"shares {grant.share or '-'}, reads {grant.read or '-'}"
+            left = "" if member.left_index is None else f" (left at {member.left_index})"
+            out.print(f"  {member.agent}: {what}{left}", markup=False)
 
 
 @mesh_app.command("prove")

@@ -10,7 +10,7 @@ from engram.client.http import Buyer, HttpTransport, verify_item_proof, verify_r
 from engram.client.sdk import Agent, Transport
 from engram.protocol.signer import AgentSigner
 
-#: The name of :class:`AgentMemory` before issue 27 folded the five faces into one.
+#: The old name of :class:`AgentMemory`, from before the five faces were folded into one.
 RemoteMemory = AgentMemory
 
 __all__ = [

@@ -1,13 +1,14 @@
 """One agent's memory, wherever the log is: :class:`AgentMemory`.
 
 The MCP server, the harness hooks, Hermes, the CLI's agent-side commands and SDK users all
-call this one class (issue 27, finding 2). It holds the agent's key (:class:`Agent` signs
-every event and verifies every receipt), gates what the agent writes, plans erasures and
-verifies every proof it returns against the log key. Where the log is is its
-:class:`MemoryTransport`:
+call this one class. It holds the agent's key (:class:`Agent` signs every event and verifies
+every receipt), gates what the agent writes, plans erasures and verifies every proof it
+returns against the log key. Where the log is is its :class:`MemoryTransport`, a narrow
+port: signed events go in through ``submit``, every read is one ``ask`` of a frozen query
+value (:mod:`engram.protocol.queries`):
 
-* over HTTP, :class:`engram.client.http.HttpTransport` (the memory routes; no database
-  driver loaded);
+* over HTTP, :class:`engram.client.http.HttpTransport` (the memory routes and the one query
+  route; no database driver loaded);
 * in process, ``ledger.memory.transport.InProcessMemory`` (``Services.transport()``), which
   calls what those routes call.
 
@@ -18,7 +19,7 @@ plain JSON the MCP tools and the CLI print):
   ``erase``: :class:`Erased` (an :class:`Appended` that says what became current);
   ``close_session``: :class:`Closed`
 * ``recall``: :class:`Recalled` (rows: :class:`RecallRow`); ``items``: :class:`ItemRow`;
-  ``sessions``/``session``: :class:`SessionRow`
+  ``sessions``/``session``: :class:`SessionRow`; ``meshes``: :class:`MeshRow`
 * ``item``: :class:`Shown`; ``prove``: :class:`Proven`
 """
 
@@ -30,7 +31,7 @@ import os
 import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
 from engram.client.http import HttpTransport, verify_item_proof, verify_receipt
@@ -39,10 +40,9 @@ from engram.protocol.answers import (
     ROW_FIELDS,
     Appended,
     Closed,
-    EntryProof,
     Erased,
-    ItemProof,
     ItemRow,
+    MeshRow,
     NowCurrent,
     Proven,
     Recalled,
@@ -66,8 +66,22 @@ from engram.protocol.errors import ConfigError, EngramError, NotFoundError, Proo
 from engram.protocol.gate import WriteGate
 from engram.protocol.kinds import kinds_where
 from engram.protocol.longtext import recall_query
+from engram.protocol.queries import (
+    CheckpointQuery,
+    CompactQuery,
+    EntryQuery,
+    HotBlockQuery,
+    ItemQuery,
+    ItemsQuery,
+    MeshesQuery,
+    MeshProofQuery,
+    Query,
+    RecallQuery,
+    SessionQuery,
+    SessionsQuery,
+)
 from engram.protocol.redact import count_redactions, redact_body
-from engram.protocol.schemas import MAX_QUERY_CHARS
+from engram.protocol.schemas import MAX_QUERY_CHARS, parse_ref
 from engram.protocol.signer import AgentSigner
 from engram.protocol.wire import Receipt
 from verifier.event import Leaf
@@ -88,59 +102,25 @@ __all__ = [
 _RECORDS = kinds_where(group="record")
 _POLICY = kinds_where(signer="policy")
 
+A = TypeVar("A")
+
 
 @runtime_checkable
 class MemoryTransport(Transport, Protocol):
     """Where one agent's memory is: the SDK's :class:`Transport` (submit signed events,
-    stream heads, consistency proofs) plus the log's key and checkpoint, entry proofs and
-    the agent's reads. ``signer`` names (and over HTTP, signs for) the agent reading.
+    stream heads, consistency proofs) and one question, :meth:`ask`, whose queries are the
+    frozen values of :mod:`engram.protocol.queries` (recall, items, an item's proof,
+    sessions, meshes, the HOT block, compaction, the log's checkpoint and entries). The
+    face is wide (:class:`AgentMemory`), the port narrow: a new query is one value and its
+    handler, not a method on every transport.
 
     A single submitted event's receipt carries the service's :class:`~engram.protocol.wire.Outcome`
     in ``answer``."""
 
-    def log_key(self) -> str: ...
-
-    def checkpoint(self) -> bytes: ...
-
-    def entry(self, index: int) -> EntryProof: ...
-
-    def sessions(self, signer: AgentSigner) -> list[SessionRow]: ...
-
-    def session(self, signer: AgentSigner, session: str) -> SessionRow: ...
-
-    def items(
-        self, signer: AgentSigner, *, tier: str | None = None, status: str = "active"
-    ) -> list[ItemRow]: ...
-
-    def item(self, signer: AgentSigner, ref: str) -> ItemProof: ...
-
-    def recall(
-        self,
-        signer: AgentSigner,
-        query: str,
-        *,
-        include_cold: bool = False,
-        include_archived: bool = False,
-        limit: int = 10,
-        budget_tokens: int | None = None,
-        session: str | None = None,
-        scopes: Sequence[str] | None = None,
-        meshes: Sequence[str] | None = None,
-    ) -> Recalled: ...
-
-    def meshes(self, signer: AgentSigner) -> list[dict[str, Any]]:
-        """The Memory Meshes the agent is an active member of, as folded from the log."""
+    def ask(self, signer: AgentSigner, query: Query[A]) -> A:
+        """The answer to ``query``, asked as (over HTTP: signed by) ``signer``'s agent;
+        unverified (the caller verifies what carries a proof)."""
         ...
-
-    def mesh_proof(self, signer: AgentSigner, mesh: str, ref: str) -> bytes:
-        """A bundle proving a memory was shared with the agent through a mesh."""
-        ...
-
-    def hot_block(
-        self, signer: AgentSigner, *, session: str | None = None, scopes: Sequence[str] | None = None
-    ) -> str: ...
-
-    def compact(self, signer: AgentSigner) -> list[Receipt]: ...
 
 
 def recall_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -223,17 +203,20 @@ class AgentMemory:
         self._turns[sid] = 0
         return sid
 
+    def _ask(self, query: Query[A]) -> A:
+        return self.transport.ask(self._me, query)
+
     def sessions(self) -> list[SessionRow]:
-        return self.transport.sessions(self._me)
+        return self._ask(SessionsQuery.of())
 
     def session(self, session: str) -> SessionRow:
         """The session's state (NotFoundError if the agent has no such session)."""
-        return self.transport.session(self._me, session)
+        return self._ask(SessionQuery.of(session=session))
 
     def session_turns(self, session: str) -> int | None:
         try:
             return self.session(session).turns
-        except NotFoundError:
+        except (NotFoundError, RejectedEventError):  # no such session, or no such id
             return None
 
     def turn(self, session: str, role: str, content: str, tool: Mapping[str, Any] | None = None) -> Appended:
@@ -340,7 +323,7 @@ class AgentMemory:
             index=self.agent.append("memory.decay_exempted", exempt_body(ref, reason=reason)).index
         )
 
-    # -- Memory Mesh (issue 30, ledger.mesh): signed events in this agent's own streams ------
+    # -- Memory Mesh (ledger.mesh): signed events in this agent's own streams ------
 
     def mesh_create(self, name: str, *, title: str | None = None) -> str:
         """Create the mesh ``<this agent>/<name>``; returns its id."""
@@ -407,7 +390,7 @@ class AgentMemory:
 
     def compact(self) -> list[Receipt]:
         """Apply the time-based rules now; the policy-signed decisions, verified."""
-        receipts = self.transport.compact(self._me)
+        receipts = self._ask(CompactQuery.of())
         self._check_policy(receipts)
         return receipts
 
@@ -431,10 +414,9 @@ class AgentMemory:
         A query longer than the service takes (``MAX_QUERY_CHARS``, e.g. a whole prompt with
         a pasted traceback) is recalled with the query derived from it
         (:func:`engram.protocol.longtext.recall_query`: its most informative segments), never
-        refused; the answer's notes say so (issue 40, finding 7)."""
+        refused; the answer's notes say so."""
         bounded = recall_query(query)
-        out = self.transport.recall(
-            self._me,
+        asked = RecallQuery.of(
             bounded,
             include_cold=include_cold,
             include_archived=include_archived,
@@ -444,6 +426,7 @@ class AgentMemory:
             scopes=scopes,
             meshes=meshes,
         )
+        out = self._ask(asked)
         if len(query) <= MAX_QUERY_CHARS:
             return out
         note = (
@@ -452,9 +435,9 @@ class AgentMemory:
         )
         return dataclasses.replace(out, notes=[*out.notes, note])
 
-    def meshes(self) -> list[dict[str, Any]]:
+    def meshes(self) -> list[MeshRow]:
         """The meshes this agent is a member of: creator, members and each one's grant."""
-        return self.transport.meshes(self._me)
+        return self._ask(MeshesQuery.of())
 
     def mesh_proof(self, mesh: str, ref: str) -> bytes:
         """A bundle (specs/bundle.md, ``mesh_read``) that proves offline, with the log key
@@ -462,10 +445,10 @@ class AgentMemory:
         through ``mesh`` under grants valid at the checkpoint: ``engram-verify bundle``.
         The bundle is verified here first, as its buyer will verify it, and must prove exactly
         that claim (``proof.claim``): a service's bundle that fails, or proves another memory,
-        mesh or reader, is never handed on as this one (issue 40, attack on the fix)."""
+        mesh or reader, is never handed on as this one."""
         from verifier.bundle import verify_bundle
 
-        data = self.transport.mesh_proof(self._me, mesh, ref)
+        data = self._ask(MeshProofQuery.of(mesh=mesh, ref=ref))
         verified = verify_bundle(data, self.agent.log_key)
         asked = {"predicate": "mesh_read", "agent": self.agent_id, "mesh": mesh, "ref": ref}
         claims = [r.statement for r in verified.claims]
@@ -479,12 +462,26 @@ class AgentMemory:
         return data
 
     def items(self, *, tier: str | None = None, status: str = "active") -> list[ItemRow]:
-        return self.transport.items(self._me, tier=tier, status=status)
+        """Every item of ``tier`` and ``status`` (all pages)."""
+        out: list[ItemRow] = []
+        after: str | None = None
+        while True:
+            page = self._ask(ItemsQuery.of(tier=tier, status=status, after=after))
+            out += page.items
+            if page.next is None:
+                return out
+            if (
+                not page.items
+                or page.items[-1].ref != page.next
+                or (after is not None and parse_ref(page.next) <= parse_ref(after))
+            ):  # a cursor that does not move forward would page forever
+                raise ProofError("the page cursor does not move forward", check="page.next")
+            after = page.next
 
     def item(self, ref: str) -> Shown:
         """An item with its provenance; its leaf, body and inclusion proof are verified
         against a checkpoint signed by the log key before it is returned."""
-        p = self.transport.item(self._me, ref)
+        p = self._ask(ItemQuery.of(ref=ref))
         _, cp = verify_item_proof(p, self.agent.log_key, agent=self.agent_id, ref=ref)
         self.agent.observe(cp)
         e = p.entry
@@ -494,7 +491,7 @@ class AgentMemory:
         return Shown(item=p.item, proof=proof)
 
     def prove(self, index: int) -> Proven:
-        e = self.transport.entry(index)
+        e = self._ask(EntryQuery.of(index=index))
         out = verify_proof(
             self.agent.log_key, index=index, leaf=e.leaf, checkpoint=e.checkpoint, proof=e.proof
         )
@@ -518,13 +515,13 @@ class AgentMemory:
         return self.agent.append("share.revoked", {"token_id": ids[0]})
 
     def hot_block(self, session: str | None = None, scopes: Sequence[str] | None = None) -> str:
-        return self.transport.hot_block(self._me, session=session, scopes=scopes)
+        return self._ask(HotBlockQuery.of(session=session, scopes=scopes))
 
     def log_key(self) -> str:
         return str(self.agent.log_key)
 
     def checkpoint(self) -> str:
-        note = self.transport.checkpoint()
+        note = self._ask(CheckpointQuery.of())
         self.agent.observe(verify_checkpoint(note, self.agent.log_key))
         return note.decode("utf-8")
 
@@ -556,7 +553,7 @@ def resolve_log_key(url: str, log_key: str | None, transport: HttpTransport) -> 
     pinned for this URL on first use (in the verifier state directory), else fetched from
     the service and pinned. The service's key is read every time and compared: a service
     whose key differs from the given or pinned one is refused with one message naming both
-    keys, the pin and how to re-pin (issue 26: it read as "the request signature does not
+    keys, the pin and how to re-pin (it once read as "the request signature does not
     verify" on every request)."""
     served = transport.request("GET", "/v1/log/key").text.strip()
     if log_key:

@@ -33,8 +33,8 @@ from engram.client.sdk import Agent
 from engram.protocol.entries import parse_entry_lines
 from engram.protocol.errors import EngramError, ForbiddenError, ReplayError
 from engram.protocol.httpsign import sign_request
-from verifier.bundle import mean_quality
-from verifier.note import VerifierKey, verify_checkpoint
+from verifier.bundle import VerifiedBundle, mean_quality
+from verifier.note import VerifiedCheckpoint, VerifierKey, verify_checkpoint
 from verifier.replay import LogReplay
 from verifier.token import TokenError
 
@@ -50,8 +50,28 @@ def run_server_demo(
     sessions: int = 6,
     seed: int = 7,
 ) -> dict[str, Any]:
+    """The journeys, one step each: (1) the service and its log key, (2) agents work in
+    sessions, (3) private memory stays private, (4) a buyer verifies with a share token,
+    (5) a platform asks the trust oracle, (6) an auditor replays the log."""
     rng = random.Random(seed)  # noqa: S311 - scenario content, not secrets
     transport = HttpTransport(url, operator_token=operator_token)
+    log_vkey, key = _service(url, console, transport, log_vkey)
+    support, other, qualities = _work(console, transport, log_vkey, sessions, rng)
+    _private(console, transport, key, support, other)
+    buyer, verified = _buyer(console, transport, log_vkey, support)
+    honest, inflated = _oracle(console, buyer, support, qualities)
+    cp = _replay(console, transport, key)
+    return {
+        "agents": [support.agent_id, other.agent_id],
+        "size": cp.size,
+        "verdicts": (honest["verdict"], inflated["verdict"]),
+        "claims": len(verified.claims),
+    }
+
+
+def _service(
+    url: str, console: Console, transport: HttpTransport, log_vkey: str | None
+) -> tuple[str, VerifierKey]:
     console.rule(f"[bold]1. The service at {escape(url)}")
     served = transport.request("GET", "/v1/log/key").text.strip()
     if log_vkey is None:
@@ -66,6 +86,12 @@ def run_server_demo(
     cp0 = verify_checkpoint(transport.checkpoint(), key)
     console.print(f"log {key.name}, checkpoint size {cp0.size}, signature verified")
 
+    return log_vkey, key
+
+
+def _work(
+    console: Console, transport: HttpTransport, log_vkey: str, sessions: int, rng: random.Random
+) -> tuple[AgentMemory, AgentMemory, list[int]]:
     console.rule("[bold]2. Agents register and work; the service distills each session")
     suffix = secrets.token_hex(3)
     support = AgentMemory(
@@ -123,6 +149,12 @@ def run_server_demo(
             f"{it.proof.size} (proof verified)"
         )
 
+    return support, other, qualities
+
+
+def _private(
+    console: Console, transport: HttpTransport, key: VerifierKey, support: AgentMemory, other: AgentMemory
+) -> None:
     console.rule("[bold]3. Private memory stays private")
     try:
         transport.request(
@@ -149,6 +181,10 @@ def run_server_demo(
     except ReplayError:
         console.print("the same signed request sent twice: the replay is refused (401)")
 
+
+def _buyer(
+    console: Console, transport: HttpTransport, log_vkey: str, support: AgentMemory
+) -> tuple[Buyer, VerifiedBundle]:
     console.rule("[bold]4. A buyer verifies the pact record with a share token")
     buyer = Buyer(transport, log_vkey=log_vkey, audience_key=Ed25519PrivateKey.generate())
     token = support.mint_token(
@@ -167,6 +203,12 @@ def run_server_demo(
     except TokenError as e:
         console.print(f"after revocation the token is refused (403, {e.check})")
 
+    return buyer, verified
+
+
+def _oracle(
+    console: Console, buyer: Buyer, support: AgentMemory, qualities: list[int]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     console.rule("[bold]5. A platform asks the trust oracle")
     statement, _ = buyer.oracle_agent(support.agent_id)
     p = statement.payload
@@ -182,6 +224,10 @@ def run_server_demo(
     inflated = buyer.oracle_claim({**claim, "count": len(qualities) + 100})
     console.print(f"claim {claim}: {honest['verdict']}; inflated by 100 tasks: {inflated['verdict']}")
 
+    return honest, inflated
+
+
+def _replay(console: Console, transport: HttpTransport, key: VerifierKey) -> VerifiedCheckpoint:
     console.rule("[bold]6. An auditor replays the whole log from the export")
     cp = verify_checkpoint(transport.checkpoint(), key)
     replay = LogReplay(key.name)
@@ -195,12 +241,7 @@ def run_server_demo(
         start = replay.size
     replay.check_checkpoint(cp)
     console.print(f"replayed {replay.size} entries: signatures, keys, streams and root match the checkpoint")
-    return {
-        "agents": [support.agent_id, other.agent_id],
-        "size": cp.size,
-        "verdicts": (honest["verdict"], inflated["verdict"]),
-        "claims": len(verified.claims),
-    }
+    return cp
 
 
 def main(argv: list[str] | None = None) -> None:

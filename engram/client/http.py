@@ -6,8 +6,8 @@
   the leaf, the inclusion proof and consistency with every checkpoint it saw before. Each
   single event goes to the route of its kind (so closing a session also distills it).
   It is also the memory transport of :class:`engram.client.agent_memory.AgentMemory` over
-  HTTP: signed reads of one agent's sessions, items (with their proofs), recall and the
-  HOT block, each answered as the protocol's frozen values.
+  HTTP: every read is one signed ``ask`` of a query value (:mod:`engram.protocol.queries`)
+  at ``POST /v1/agents/{agent}/ask``, answered as the protocol's frozen values.
 * :class:`Buyer` fetches bundles with a share token, proving possession of the audience
   key, and verifies them offline; it also verifies the trust oracle's signed answers.
 
@@ -22,15 +22,15 @@ import json
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import quote, urlencode
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from engram.client.item_proof import item_proof_of, verify_item_proof
 from engram.client.sdk import DEFAULT_STATE
-from engram.protocol.answers import EntryProof, ItemProof, ItemRow, Recalled, SessionRow
+from engram.protocol.answers import EntryProof, ItemPage, ItemRow, MeshRow, Recalled, SessionRow
 from engram.protocol.claims import parse_task_claim
-from engram.protocol.entries import parse_entry_lines
 from engram.protocol.errors import (
     AuthError,
     ConflictError,
@@ -44,15 +44,27 @@ from engram.protocol.errors import (
     VersionConflictError,
 )
 from engram.protocol.httpsign import audience_for_key, sign_request
-from engram.protocol.kinds import NAMES_ITEM, kinds_where, require_kind
+from engram.protocol.kinds import NAMES_ITEM, require_kind
 from engram.protocol.problems import problem_type_named
-from engram.protocol.recall_block import hot_part
-from engram.protocol.records import RECORD_KINDS, record_content
+from engram.protocol.queries import (
+    CheckpointQuery,
+    CompactQuery,
+    EntryQuery,
+    HotBlockQuery,
+    ItemQuery,
+    ItemsQuery,
+    MeshesQuery,
+    MeshProofQuery,
+    Query,
+    RecallQuery,
+    SessionQuery,
+    SessionsQuery,
+)
 from engram.protocol.schemas import parse_ref
 from engram.protocol.signer import AgentSigner
 from engram.protocol.wire import InclusionProof, Outcome, Receipt, StreamState, Submission
 from verifier.bundle import VerifiedBundle, verify_bundle
-from verifier.event import Envelope, Leaf, verify_body
+from verifier.event import Envelope, Leaf
 from verifier.merkle import verify_inclusion
 from verifier.note import (
     Checkpoint,
@@ -71,8 +83,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ROUTES", "Buyer", "HttpTransport", "item_proof_of", "verify_item_proof", "verify_receipt"]
 
-_RECORDS = kinds_where(group="record")
-_TEXT_KINDS = kinds_where(items=("body", "entries"))  # the item's content is the body's
+A = TypeVar("A")
+
 
 #: Where a single event is submitted (specs/http-api.md): one small function per registered
 #: kind, given the agent's base path and the exact body bytes; None sends it to the generic
@@ -444,135 +456,51 @@ class HttpTransport:
     def log_key(self) -> str:
         return self.request("GET", "/v1/log/key").text.strip()
 
-    def entry(self, index: int) -> EntryProof:
-        inc = self.request("GET", "/v1/proofs/inclusion", params={"index": index}).json()
-        leaves = parse_entry_lines(
-            self.request("GET", "/v1/log/entries", params={"start": index, "end": index + 1}).content,
-            start=index,
-            max_entries=1,
-        )
-        if not leaves or inc.get("checkpoint") is None:
-            raise NotFoundError(f"the log has no entry {index}", check="proof.index")
-        return EntryProof(
-            index=index,
-            leaf=leaves[0],
-            leaf_hash=bytes.fromhex(inc["leaf_hash"]),
-            size=int(inc["size"]),
-            root=_unb64(inc["root"]),
-            proof=tuple(_unb64(h) for h in inc["proof"]),
-            checkpoint=str(inc["checkpoint"]).encode("utf-8"),
-        )
+    def ask(self, signer: AgentSigner, query: Query[A]) -> A:
+        """One question of the agent's memory, signed by it (``POST /v1/agents/{agent}/ask``);
+        the answer read back into the protocol's frozen value, unverified. An answer of the
+        wrong shape is a :class:`ProofError` (``answer.shape``)."""
+        resp = self.signed(signer, "POST", f"{_base(signer)}/ask", body=query.to_json())
+        if isinstance(query, MeshProofQuery | CheckpointQuery):
+            raw: A = resp.content  # type: ignore[assignment]  # these queries answer bytes
+            return raw
+        try:
+            answer: A = _ANSWERS[type(query)](_answer_to(resp.json(), query.name))
+        except (KeyError, TypeError, ValueError, AttributeError, MalformedError) as e:
+            raise ProofError(f"the {query.name} answer is malformed: {e}", check="answer.shape") from None
+        return answer
 
-    def sessions(self, signer: AgentSigner) -> list[SessionRow]:
-        """Every session of the agent (``GET /v1/agents/{agent}/sessions``)."""
-        return [SessionRow.of(s) for s in self.signed(signer, "GET", f"{_base(signer)}/sessions").json()]
 
-    def session(self, signer: AgentSigner, session: str) -> SessionRow:
-        path = f"{_base(signer)}/sessions/{quote(session, safe='')}"
-        return SessionRow.of(self.signed(signer, "GET", path).json())
+def _answer_to(out: Any, name: str) -> Any:
+    if out.get("ask") != name:
+        raise ValueError(f"the answer is to {out.get('ask')!r}, not {name!r}")
+    return out["answer"]
 
-    def items(self, signer: AgentSigner, *, tier: str | None = None, status: str = "active") -> list[ItemRow]:
-        """Every item of the tier (all pages)."""
-        out: list[ItemRow] = []
-        after: str | None = None
-        while True:
-            params = {"status": status, "limit": 1000} | ({"tier": tier} if tier else {})
-            if after:
-                params["after"] = after
-            page = self.signed(signer, "GET", f"{_base(signer)}/memory", params=params).json()
-            out += [ItemRow.of(it) for it in page["items"]]
-            after = _next_page(page, after)
-            if after is None:
-                return out
 
-    def item(self, signer: AgentSigner, ref: str) -> ItemProof:
-        return item_proof_of(self.signed(signer, "GET", f"{_base(signer)}/memory/{ref}").json())
+def _entry_proof(e: Mapping[str, Any]) -> EntryProof:
+    return EntryProof(
+        index=int(e["index"]),
+        leaf=_unb64(e["leaf"]),
+        leaf_hash=bytes.fromhex(e["leaf_hash"]),
+        size=int(e["size"]),
+        root=_unb64(e["root"]),
+        proof=tuple(_unb64(h) for h in e["proof"]),
+        checkpoint=str(e["checkpoint"]).encode("utf-8"),
+    )
 
-    def recall(
-        self,
-        signer: AgentSigner,
-        query: str,
-        *,
-        include_cold: bool = False,
-        include_archived: bool = False,
-        limit: int = 10,
-        budget_tokens: int | None = None,
-        session: str | None = None,
-        scopes: Sequence[str] | None = None,
-        meshes: Sequence[str] | None = None,
-    ) -> Recalled:
-        body: dict[str, Any] = {"query": query, "include_cold": include_cold, "limit": limit}
-        if scopes is not None:
-            body["scopes"] = list(scopes)
-        if meshes is not None:
-            body["meshes"] = list(meshes)
-        if include_archived:
-            body["include_archived"] = True
-        if budget_tokens is not None:
-            body["budget_tokens"] = budget_tokens
-        if session is not None:
-            body["session"] = session
-        out = self.signed(signer, "POST", f"{_base(signer)}/recall", body=body).json()
-        return Recalled.of(
-            context=str(out["context"]),
-            hot=out.get("hot", []),
-            ranked=out.get("ranked", []),
-            notes=out.get("notes", []),
-            as_of_size=out.get("as_of_size"),
-        )
 
-    def meshes(self, signer: AgentSigner) -> list[dict[str, Any]]:
-        out = self.signed(signer, "GET", f"{_base(signer)}/meshes").json()
-        return list(out["meshes"])
+def _page(p: Mapping[str, Any]) -> ItemPage:
+    return ItemPage(items=[ItemRow.of(i) for i in p["items"]], next=p["next"])
 
-    def mesh_proof(self, signer: AgentSigner, mesh: str, ref: str) -> bytes:
-        params = {"mesh": mesh, "ref": ref}
-        return bytes(self.signed(signer, "GET", f"{_base(signer)}/meshes/proof", params=params).content)
 
-    def hot_block(
-        self, signer: AgentSigner, *, session: str | None = None, scopes: Sequence[str] | None = None
-    ) -> str:
-        # The HOT section alone, as the embedded log gives it (issue 26: the service's block
-        # carried one more memory under a "recalled for this query" heading, with no query).
-        return hot_part(self.recall(signer, "", session=session, limit=1, scopes=scopes).context)
-
-    def compact(self, signer: AgentSigner) -> list[Receipt]:
-        out = self.signed(signer, "POST", f"{_base(signer)}/compact").json()
-        return [_receipt(r) for r in out["decisions"]]
+def _text(a: Any) -> str:
+    if not isinstance(a, str):
+        raise TypeError("the answer is not text")
+    return a
 
 
 def _base(signer: AgentSigner) -> str:
     return f"/v1/agents/{quote(signer.agent, safe='')}"
-
-
-def item_proof_of(out: Mapping[str, Any]) -> ItemProof:
-    """An item answer's JSON (``GET /v1/agents/{agent}/memory/{ref}``) as the protocol's
-    value; nothing in it is verified yet (:func:`verify_item_proof`). An answer of the
-    wrong shape is a :class:`ProofError` (``item.answer``)."""
-    try:
-        return _item_proof_of(out)
-    except (KeyError, TypeError, ValueError, AttributeError, MalformedError) as e:
-        raise ProofError(f"the item answer is malformed: {e}", check="item.answer") from None
-
-
-def _item_proof_of(out: Mapping[str, Any]) -> ItemProof:
-    item, inc = out["item"], out["inclusion"]
-    if inc.get("checkpoint") is None:
-        raise ProofError("the item comes without a signed checkpoint", check="item.ref")
-    return ItemProof(
-        item=ItemRow.of(item),
-        entry=EntryProof(
-            index=int(item["index"]),
-            leaf=_unb64(out["leaf"]),
-            leaf_hash=bytes.fromhex(inc["leaf_hash"]),
-            size=int(inc["size"]),
-            root=_unb64(inc["root"]),
-            proof=tuple(_unb64(h) for h in inc["proof"]),
-            checkpoint=str(inc["checkpoint"]).encode("utf-8"),
-        ),
-        salt=None if out.get("salt") is None else _unb64(out["salt"]),
-        body=None if out.get("body") is None else _unb64(out["body"]),
-    )
 
 
 def _next_page(page: Mapping[str, Any], after: str | None) -> str | None:
@@ -585,62 +513,6 @@ def _next_page(page: Mapping[str, Any], after: str | None) -> str | None:
     if not items or items[-1].get("ref") != nxt or (after is not None and parse_ref(nxt) <= parse_ref(after)):
         raise ProofError("the page cursor does not move forward", check="page.next")
     return str(nxt)
-
-
-def verify_item_proof(
-    out: ItemProof | Mapping[str, Any], log_key: VerifierKey, *, agent: str, ref: str
-) -> tuple[Leaf, VerifiedCheckpoint]:
-    """The item ``ref`` of ``agent`` (an :class:`ItemProof`, or the JSON the service
-    answers): its leaf is ``agent``'s entry of the item's kind at the ref's index, included
-    in a checkpoint the log key signed; when the body is returned, it matches the leaf's
-    commitment and the item's content is the body's."""
-    p = out if isinstance(out, ItemProof) else item_proof_of(out)
-    item, entry = p.item, p.entry
-    if item.ref != ref:
-        raise ProofError("the answer is not the item asked for, with a signed checkpoint", check="item.ref")
-    index, pos = parse_ref(ref)
-    cp = verify_checkpoint(entry.checkpoint, log_key)
-    leaf = Leaf.from_bytes(entry.leaf, origin=cp.origin)
-    env = leaf.envelope
-    if leaf.index != index or item.index != index or entry.index != index or entry.size != cp.size:
-        raise ProofError("the item's leaf or proof names another entry", check="item.index")
-    if env.agent != agent:
-        raise ProofError(f"the item's leaf is {env.agent}'s, not {agent}'s", check="item.leaf")
-    verify_inclusion(
-        leaf_hash=leaf.hash, index=leaf.index, size=cp.size, proof=list(entry.proof), root=cp.root
-    )
-    if item.status == "erased":
-        # a tombstone claims nothing: empty, no body, over an entry that made items
-        if (
-            item.source_kind != "memory.erased"
-            or item.content != ""
-            or p.body is not None
-            or env.kind not in _TEXT_KINDS | _RECORDS
-        ):
-            raise ProofError("an erased item is an empty tombstone without a body", check="item.erased")
-        return leaf, cp
-    if env.kind != item.source_kind:
-        raise ProofError(f"the item's leaf is a {env.kind}, not a {item.source_kind}", check="item.leaf")
-    if p.body is None or p.salt is None:
-        raise ProofError("the item comes without the body that makes it", check="item.body")
-    body = verify_body(env, p.salt, p.body)
-    source: Mapping[str, Any] = body
-    if env.kind == "memory.distilled":
-        entries = body.get("entries")
-        if not isinstance(entries, list) or not 0 <= pos < len(entries) or not isinstance(entries[pos], dict):
-            raise ProofError("the item's position is not an entry of the distillation", check="item.ref")
-        source = entries[pos]
-    elif pos != 0:
-        raise ProofError("a single-item entry has only position 0", check="item.ref")
-    content: Any
-    category: Any
-    if env.kind in _RECORDS:
-        content, category = record_content(env.kind, body), RECORD_KINDS[env.kind]
-    else:
-        content, category = source.get("content"), source.get("category", item.category)
-    if content != item.content or category != item.category:
-        raise ProofError("the item's content is not what the agent signed", check="item.content")
-    return leaf, cp
 
 
 class Buyer:
@@ -757,18 +629,7 @@ class Buyer:
         cp = verify_checkpoint(str(out["checkpoint"]).encode("utf-8"), self.log_key)
         st = verify_oracle_statement(str(out["statement"]).encode("utf-8"), self.log_key, checkpoint=cp)
         self._remember(cp)
-        p = st.payload
-        if (
-            st.header != CLAIM_HEADER
-            or p.get("claim") != asked
-            or p.get("verdict") != out["verdict"]
-            or p.get("actual") != out["actual"]
-            or p.get("reason") != out["reason"]
-            or out["evidence_discloses_bodies"] != (token is not None)
-        ):
-            raise ProofError(
-                "the oracle's signed verdict is not the answer to this claim", check="oracle.payload"
-            )
+        _check_verdict(st, asked, out, disclosed=token is not None)
         evidence = json.dumps(out["evidence"], separators=(",", ":"), sort_keys=True).encode()
         vb = verify_bundle(
             evidence,
@@ -777,30 +638,80 @@ class Buyer:
             audience=self.audience if token else None,
             trusted_checkpoint=cp.note,
         )
-        if not vb.claims or any(
-            c.statement.get("agent") != asked["agent"] or c.statement.get("kind") != "pact.outcome"
-            for c in vb.claims
-        ):
-            raise ProofError("the evidence is about another agent or kind", check="oracle.evidence")
-        if vb.checkpoint.size != cp.size:
-            raise ProofError("the evidence is not built at the verdict's checkpoint", check="oracle.evidence")
-        if token is not None and p["verdict"] == "unknown":
-            # Erased outcomes: no figure over bodies can be proven, so the evidence is the
-            # record count, and it must prove the erasure the verdict rests on.
-            if not vb.erased:
-                raise ProofError(
-                    "an unknown verdict's evidence proves no erased record", check="oracle.evidence"
-                )
-        elif token is not None:
-            figures = {
-                c.statement["predicate"]: c.recomputed
-                for c in vb.claims
-                if c.statement.get("where") == p["where"]
-            }
-            proven = {"count": figures.get("count")} | (
-                {"mean_quality": figures["mean"]} if "mean" in figures else {}
-            )
-            if proven != p["actual"]:
-                raise ProofError("the evidence does not prove the signed figures", check="oracle.evidence")
+        _check_evidence(vb, st.payload, asked, cp, disclosed=token is not None)
         out["evidence_verified"] = vb
         return out
+
+
+def _check_verdict(
+    st: OracleStatement, asked: Mapping[str, Any], out: Mapping[str, Any], *, disclosed: bool
+) -> None:
+    """The oracle's signed verdict answers *this* claim, and the answer repeats it."""
+    p = st.payload
+    if (
+        st.header != CLAIM_HEADER
+        or p.get("claim") != asked
+        or p.get("verdict") != out["verdict"]
+        or p.get("actual") != out["actual"]
+        or p.get("reason") != out["reason"]
+        or out["evidence_discloses_bodies"] != disclosed
+    ):
+        raise ProofError(
+            "the oracle's signed verdict is not the answer to this claim", check="oracle.payload"
+        )
+
+
+def _check_evidence(
+    vb: VerifiedBundle,
+    p: Mapping[str, Any],
+    asked: Mapping[str, Any],
+    cp: VerifiedCheckpoint,
+    *,
+    disclosed: bool,
+) -> None:
+    """The evidence is about the claim's agent and ``pact.outcome``, built at the verdict's
+    checkpoint, and (bodies disclosed) proves the signed figures, or for an unknown verdict
+    the erasure it rests on."""
+    if not vb.claims or any(
+        c.statement.get("agent") != asked["agent"] or c.statement.get("kind") != "pact.outcome"
+        for c in vb.claims
+    ):
+        raise ProofError("the evidence is about another agent or kind", check="oracle.evidence")
+    if vb.checkpoint.size != cp.size:
+        raise ProofError("the evidence is not built at the verdict's checkpoint", check="oracle.evidence")
+    if not disclosed:
+        return
+    if p["verdict"] == "unknown":
+        # Erased outcomes: no figure over bodies can be proven, so the evidence is the
+        # record count, and it must prove the erasure the verdict rests on.
+        if not vb.erased:
+            raise ProofError("an unknown verdict's evidence proves no erased record", check="oracle.evidence")
+        return
+    figures = {
+        c.statement["predicate"]: c.recomputed for c in vb.claims if c.statement.get("where") == p["where"]
+    }
+    proven = {"count": figures.get("count")} | (
+        {"mean_quality": figures["mean"]} if "mean" in figures else {}
+    )
+    if proven != p["actual"]:
+        raise ProofError("the evidence does not prove the signed figures", check="oracle.evidence")
+
+
+#: How each query's JSON answer is read back (the route writes the protocol's values).
+_ANSWERS: dict[type[Query[Any]], Callable[[Any], Any]] = {
+    RecallQuery: lambda a: Recalled.of(
+        context=_text(a["context"]),
+        hot=a["hot"],
+        ranked=a["ranked"],
+        notes=a["notes"],
+        as_of_size=a["as_of_size"],
+    ),
+    ItemsQuery: _page,
+    ItemQuery: item_proof_of,
+    SessionsQuery: lambda a: [SessionRow.of(s) for s in a],
+    SessionQuery: SessionRow.of,
+    MeshesQuery: lambda a: [MeshRow.of(m) for m in a],
+    HotBlockQuery: _text,
+    CompactQuery: lambda a: [_receipt(r) for r in a],
+    EntryQuery: _entry_proof,
+}

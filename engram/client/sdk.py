@@ -13,7 +13,7 @@ are submitted one after another; events of different streams can share a batch. 
 
 Example::
 
-    agent = Agent.generate("support-bot", log_vkey=ledger.vkey, transport=InProcess(ledger))
+    agent = Agent.generate("support-bot", log_vkey=services.ledger.vkey, transport=services.transport())
     agent.register()                       # operator-authorized key registration
     receipt = agent.append("pact.outcome", {"pact": "p-1", "result": "fulfilled", "quality": 94})
 """

@@ -26,8 +26,12 @@ __all__ = [
     "Closed",
     "EntryProof",
     "Erased",
+    "ItemPage",
     "ItemProof",
     "ItemRow",
+    "MeshGrant",
+    "MeshMember",
+    "MeshRow",
     "NowCurrent",
     "Proven",
     "RecallRow",
@@ -244,6 +248,80 @@ class ItemRow(_Json):
 
 _ITEM_FIELDS = tuple(f.name for f in dataclasses.fields(ItemRow))
 _OPTIONAL_ITEM_FIELDS = frozenset(("valid_from_us", "valid_until_us", "replaced_by", "replaces", "copies"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ItemPage(_Json):
+    """A page of items in log order; ``next`` is the ``after`` of the following page (None
+    at the end)."""
+
+    items: list[ItemRow]
+    next: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeshGrant(_Json):
+    """A member's latest grant: the WARM categories it shares and those it reads."""
+
+    index: int
+    share: list[str]
+    read: list[str]
+    backfill: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeshMember(_Json):
+    agent: str
+    joined_index: int
+    left_index: int | None
+    grant: MeshGrant | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeshRow(_Json):
+    """A Memory Mesh as a member reads it, folded from the log: creator, members and each
+    member's grant, pending invitations (agent -> the invitation's index)."""
+
+    mesh: str
+    creator: str
+    created_index: int
+    title: str | None
+    dissolved_index: int | None
+    invited: dict[str, int]
+    members: list[MeshMember]
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> MeshRow:
+        """A mesh's JSON (``verifier.mesh.Mesh.to_json``, the service's answer)."""
+        try:
+            return cls(
+                mesh=str(row["mesh"]),
+                creator=str(row["creator"]),
+                created_index=int(row["created_index"]),
+                title=None if row.get("title") is None else str(row["title"]),
+                dissolved_index=None if row.get("dissolved_index") is None else int(row["dissolved_index"]),
+                invited={str(a): int(i) for a, i in dict(row.get("invited") or {}).items()},
+                members=[_member(m) for m in row["members"]],
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise MalformedError(f"a mesh row is malformed: {e}", check="mesh.row") from None
+
+
+def _member(m: Mapping[str, Any]) -> MeshMember:
+    g = m.get("grant")
+    return MeshMember(
+        agent=str(m["agent"]),
+        joined_index=int(m["joined_index"]),
+        left_index=None if m.get("left_index") is None else int(m["left_index"]),
+        grant=None
+        if g is None
+        else MeshGrant(
+            index=int(g["index"]),
+            share=[str(c) for c in g["share"]],
+            read=[str(c) for c in g["read"]],
+            backfill=bool(g["backfill"]),
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -28,6 +28,7 @@ __all__ = [
     "ERASABLE_KINDS",
     "GATED_KINDS",
     "KINDS",
+    "NAMES_ITEM",
     "REGISTRY_VERSION",
     "KindSpec",
     "gated_texts",

@@ -183,7 +183,9 @@ def test_stale_and_forked_checkpoints_fail_against_a_trusted_one(
     )
     fork = create_ledger(make_engine(url), log_key, clock=clock, policy_key=Ed25519PrivateKey.generate())
     # The forger's own SDK keeps no state: it would refuse the fork it is building.
-    m = Agent.generate("alice", log_vkey=fork.vkey, transport=InProcess(fork), clock=clock, state_dir=None)
+    m = Agent.generate(
+        "alice", log_vkey=fork.vkey, transport=InProcess(fork, log_only=True), clock=clock, state_dir=None
+    )
     m.register()
     for i in range(old.size + 3):
         m.append("pact.outcome", {"pact": f"f-{i}", "result": "fulfilled", "quality": 100})

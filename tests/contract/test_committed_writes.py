@@ -67,7 +67,9 @@ def test_a_register_whose_signer_record_cannot_be_written_is_answered_with_its_r
     ledger: Ledger, mode: str, clock: StepClock, tmp_path: Path
 ) -> None:
     _break_record(tmp_path)
-    agent = Agent.generate("alice", log_vkey=ledger.vkey, transport=InProcess(ledger), clock=clock)
+    agent = Agent.generate(
+        "alice", log_vkey=ledger.vkey, transport=InProcess(ledger, log_only=True), clock=clock
+    )
     out = _answered_or_untouched(ledger, agent.register, 1)
     if mode == "after-commit":  # committed, then the record failed: the receipt, and the problem named
         assert not isinstance(out, EngramError) and out.index == ledger.size() - 1

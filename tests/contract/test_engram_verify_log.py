@@ -133,7 +133,7 @@ def test_a_forked_log_is_caught_by_its_own_history(
     )
     fork = create_ledger(make_engine(url), log_key, clock=clock, policy_key=Ed25519PrivateKey.generate())
     mallory = Agent.generate(
-        "mallory", log_vkey=fork.vkey, transport=InProcess(fork), clock=clock, state_dir=None
+        "mallory", log_vkey=fork.vkey, transport=InProcess(fork, log_only=True), clock=clock, state_dir=None
     )
     mallory.register()
     for i in range(30):

@@ -139,4 +139,4 @@ def test_erasing_a_control_entry_over_http_is_refused_and_writes_nothing(ledger:
         erased_body(created, [note.ref], reason="x", also=[int(note.ref.split(".")[0])]),
         "memory.erase_control",
     )
-    assert [m["mesh"] for m in ada.meshes()] == [mesh]
+    assert [m.mesh for m in ada.meshes()] == [mesh]

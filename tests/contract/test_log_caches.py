@@ -41,7 +41,9 @@ def test_processes_interleaving_appends_make_one_consistent_log(
     other = _process(ledger, db_url)
     try:
         agents = [make_agent("alice"), make_agent("bob")]
-        on_other = Agent.generate("carol", log_vkey=ledger.vkey, transport=InProcess(other), clock=clock)
+        on_other = Agent.generate(
+            "carol", log_vkey=ledger.vkey, transport=InProcess(other, log_only=True), clock=clock
+        )
         on_other.register()
         agents.append(on_other)
         rng = random.Random(14)

@@ -225,9 +225,9 @@ BAD_INPUTS: list[tuple[str, Callable[[Ledger, Agent, Agent], Submission], type[E
     ),
     (
         "unknown key id",
-        lambda L, a, b: Agent.generate("alice", log_vkey=L.vkey, transport=InProcess(L)).signer.event(
-            "pact.outcome", PACT, version=0, prev=None, client_time_us=1
-        ),
+        lambda L, a, b: Agent.generate(
+            "alice", log_vkey=L.vkey, transport=InProcess(L, log_only=True)
+        ).signer.event("pact.outcome", PACT, version=0, prev=None, client_time_us=1),
         UnknownKeyError,
     ),
     (
@@ -318,7 +318,7 @@ def test_sdk_retries_when_another_writer_moved_the_stream(
     ledger: Ledger, make_agent: Callable[..., Agent], clock: StepClock
 ) -> None:
     alice = make_agent("alice")
-    twin = Agent(alice.signer, log_vkey=ledger.vkey, transport=InProcess(ledger), clock=clock)
+    twin = Agent(alice.signer, log_vkey=ledger.vkey, transport=InProcess(ledger, log_only=True), clock=clock)
     alice.append("commitment", {"promise": "n1"})
     twin.heads["commitment"] = alice.heads["commitment"]
     alice.append("commitment", {"promise": "n2"})
@@ -353,7 +353,7 @@ def test_key_rotation_and_revocation(ledger: Ledger, make_agent: Callable[..., A
     history = replay(ledger)
     assert history.active_key("alice") is None
     # The agent can be given a new key by the operator afterwards.
-    fresh = Agent.generate("alice", log_vkey=ledger.vkey, transport=InProcess(ledger))
+    fresh = Agent.generate("alice", log_vkey=ledger.vkey, transport=InProcess(ledger, log_only=True))
     fresh.register()
     fresh.append("commitment", {"promise": "again"})
     replay(ledger)
@@ -480,7 +480,7 @@ def test_a_killed_writer_loses_no_acknowledged_entry(ledger: Ledger, db_url: str
     assert state.size == cp.size == ledger.store.counts()["leaves"]
     replay(ledger)  # stored hashes and the checkpoint agree with the leaves
     # And the log keeps working after the crash.
-    bob = Agent.generate("bob", log_vkey=ledger.vkey, transport=InProcess(ledger))
+    bob = Agent.generate("bob", log_vkey=ledger.vkey, transport=InProcess(ledger, log_only=True))
     bob.register()
     assert bob.append("commitment", {"promise": "after the crash"}).index == cp.size + 1
 
@@ -529,7 +529,7 @@ def test_killing_a_process_mid_batch_loses_no_acknowledged_entry_of_any_process(
     assert [i for i, _, _ in ledger.store.leaves_with_hashes(0, cp.size)] == list(range(cp.size))
     _every_checkpoint_pair_consistent(ledger)
     replay(ledger)
-    bob = Agent.generate("bob", log_vkey=ledger.vkey, transport=InProcess(ledger))
+    bob = Agent.generate("bob", log_vkey=ledger.vkey, transport=InProcess(ledger, log_only=True))
     bob.register()
     assert bob.append("commitment", {"promise": "after the crash"}).index == cp.size + 1
 
@@ -821,7 +821,7 @@ class _ForkingTransport:
     """Sends the first submission to one log and later ones to a fork with the same key."""
 
     def __init__(self, first: Ledger, fork: Ledger) -> None:
-        self.first, self.fork, self.calls = InProcess(first), InProcess(fork), 0
+        self.first, self.fork, self.calls = InProcess(first, log_only=True), InProcess(fork, log_only=True), 0
 
     def _target(self) -> InProcess:
         return self.first if self.calls <= 1 else self.fork
@@ -918,7 +918,9 @@ def test_postgres_service_role_can_append_but_not_rewrite(
     app_engine = make_engine(db_url.replace("postgres@", f"{role}@", 1))
     try:
         app = Ledger(SqlStore(app_engine), log_key, clock=clock, rules=memory_rules())
-        agent = Agent.generate("alice", log_vkey=app.vkey, transport=InProcess(app), clock=clock)
+        agent = Agent.generate(
+            "alice", log_vkey=app.vkey, transport=InProcess(app, log_only=True), clock=clock
+        )
         agent.register()
         agent.append("commitment", {"promise": "by the service role"})
         memory = MemoryService(app)

@@ -180,7 +180,7 @@ def _through(door: str, ledger: Ledger) -> dict[str, Any]:
     elif door == "in-process":
         transport = Services(ledger=ledger, memory=memory).transport()
     else:  # the control: the log alone, no memory rules
-        transport = InProcess(ledger)
+        transport = InProcess(ledger, log_only=True)
     _script(_agent(ledger, transport), ledger, lambda index: memory.erasure_plan("door-agent", index))
     return _view(memory)
 

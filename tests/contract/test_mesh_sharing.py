@@ -182,7 +182,7 @@ def test_over_http_a_member_recalls_the_mesh_and_reads_only_its_own_meshes(
     rows = [r for r in got.ranked if r.author == "ada"]
     assert rows and rows[0].mesh == mesh and f"by ada via mesh {mesh}" in got.context
     assert [r for r in bob.recall("staging cluster cache", meshes=[]).ranked if r.author] == []
-    assert [m["mesh"] for m in bob.meshes()] == [mesh] and dee.meshes() == []
+    assert [m.mesh for m in bob.meshes()] == [mesh] and dee.meshes() == []
     with pytest.raises(RejectedEventError) as e:  # a non-member's signed event is refused
         dee.mesh_grant(mesh, share=["LEARNING"], read=["LEARNING"])
     assert e.value.check == "mesh.not_member"

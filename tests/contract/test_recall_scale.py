@@ -85,7 +85,10 @@ def test_recall_reads_an_entry_appended_outside_the_memory_service(
     _warm(memory_of(ada), "Samir plays the cello")
     # the same agent's key on the bare log: the event bypasses the memory service's door
     outside = Agent(
-        ada.signer, log_vkey=memory.ledger.vkey, transport=InProcess(memory.ledger), clock=ada.clock
+        ada.signer,
+        log_vkey=memory.ledger.vkey,
+        transport=InProcess(memory.ledger, log_only=True),
+        clock=ada.clock,
     )
     outside.append(
         "memory.written",

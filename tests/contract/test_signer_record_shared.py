@@ -55,7 +55,9 @@ def test_split_brain_second_claim_rolls_back(tmp_path: Path) -> None:
     host_a = create_ledger(engine_a, log_key, clock=clock, policy_key=policy, signed_head=record)
     assert host_a.signed_head is not None
     host_a.signed_head.before_commit = True
-    carol = Agent.generate("carol", log_vkey=host_a.vkey, transport=InProcess(host_a), clock=clock)
+    carol = Agent.generate(
+        "carol", log_vkey=host_a.vkey, transport=InProcess(host_a, log_only=True), clock=clock
+    )
     carol.register()
     carol.append("commitment", {"promise": "p"})
     # A second copy of the database, served by a second host (split brain).
@@ -75,8 +77,12 @@ def test_split_brain_second_claim_rolls_back(tmp_path: Path) -> None:
         assert h.signed_head is not None
         h.signed_head.before_commit = True
     size = host_b.size()
-    on_a = Agent.generate("dave", log_vkey=host_a.vkey, transport=InProcess(host_a), clock=clock)
-    on_b = Agent.generate("erin", log_vkey=host_b.vkey, transport=InProcess(host_b), clock=clock)
+    on_a = Agent.generate(
+        "dave", log_vkey=host_a.vkey, transport=InProcess(host_a, log_only=True), clock=clock
+    )
+    on_b = Agent.generate(
+        "erin", log_vkey=host_b.vkey, transport=InProcess(host_b, log_only=True), clock=clock
+    )
     checked = host_b._check_signed_head
 
     def check_then_host_a_signs(tx, size, root):  # type: ignore[no-untyped-def]

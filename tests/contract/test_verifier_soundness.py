@@ -144,7 +144,7 @@ def _fork(ledger: Ledger, log_key: LogKey, clock: StepClock, url: str, size: int
     """A log-key holder's rewrite: same key, other entries, every checkpoint re-signed."""
     fork = create_ledger(make_engine(url), log_key, clock=clock, policy_key=Ed25519PrivateKey.generate())
     mallory = Agent.generate(
-        "alice", log_vkey=fork.vkey, transport=InProcess(fork), clock=clock, state_dir=None
+        "alice", log_vkey=fork.vkey, transport=InProcess(fork, log_only=True), clock=clock, state_dir=None
     )
     mallory.register()
     while fork.size() < size:

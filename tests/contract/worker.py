@@ -48,7 +48,7 @@ def main(argv: list[str]) -> None:
         agent = Agent(
             AgentSigner(agent_name, agent_key(agent_name), origin=ORIGIN),
             log_vkey=ledger.vkey,
-            transport=InProcess(ledger),
+            transport=InProcess(ledger, log_only=True),
             max_retries=50,
         )
         if "--register" in argv:

@@ -87,6 +87,6 @@ def _register(env: dict[str, str], vkey: str) -> None:
         "from engram.protocol.signer import AgentSigner; from tests.contract.worker import agent_key;"
         "led = open_ledger(Settings.from_env());"
         f"Agent(AgentSigner('racer', agent_key('racer'), origin={vkey.split('+')[0]!r}), log_vkey=led.vkey,"
-        " transport=InProcess(led)).register()"
+        " transport=InProcess(led, log_only=True)).register()"
     )
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)

@@ -99,7 +99,7 @@ def _policy_text(ws: list[tuple[str, str]], *, urls: bool) -> str:
 def _fork(log_key: LogKey, clock: StepClock, url: str, size: int) -> Ledger:
     fork = create_ledger(make_engine(url), log_key, clock=clock, policy_key=Ed25519PrivateKey.generate())
     mallory = Agent.generate(
-        "ada", log_vkey=fork.vkey, transport=InProcess(fork), clock=clock, state_dir=None
+        "ada", log_vkey=fork.vkey, transport=InProcess(fork, log_only=True), clock=clock, state_dir=None
     )
     mallory.register()
     while fork.size() < size:

@@ -43,7 +43,7 @@ def main(argv: list[str]) -> None:
         from ledger.inprocess import InProcess
 
         ledger = open_ledger(Settings.from_env())
-        transport = InProcess(ledger)
+        transport = InProcess(ledger, log_only=True)
         vkey = ledger.vkey
     out = threading.Lock()
     if "--shared" in argv:

@@ -332,7 +332,9 @@ def _seed_bundle() -> tuple[str, bytes]:
         capture_output=True,
     )
     ledger = open_ledger(Settings.from_env({"ENGRAM_HOME": str(home), "ENGRAM_EMBEDDER": "off"}))
-    agent = Agent.generate("alice", log_vkey=ledger.vkey, transport=InProcess(ledger), state_dir=None)
+    agent = Agent.generate(
+        "alice", log_vkey=ledger.vkey, transport=InProcess(ledger, log_only=True), state_dir=None
+    )
     agent.register()
     for q in (91, 95):
         agent.append("pact.outcome", {"pact": f"p{q}", "result": "fulfilled", "quality": q, "evidence": "ci"})

@@ -35,7 +35,7 @@ def _app():  # type: ignore[no-untyped-def]
         LogKey("schemathesis.example/log", Ed25519PrivateKey.generate()),
         policy_key=Ed25519PrivateKey.generate(),
     )
-    ada = Agent.generate("ada", log_vkey=ledger.vkey, transport=InProcess(ledger))
+    ada = Agent.generate("ada", log_vkey=ledger.vkey, transport=InProcess(ledger, log_only=True))
     ada.register()
     ada.append("pact.outcome", {"pact": "p1", "result": "fulfilled", "quality": 90})
     ada.append("commitment", {"promise": "ship on time", "due": "2026-12-01"})
