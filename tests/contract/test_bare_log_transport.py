@@ -16,7 +16,7 @@ from engram.client.sdk import Agent
 from engram.protocol.errors import RejectedEventError
 from ledger.inprocess import MEMORY_KINDS, InProcess
 from ledger.log import Ledger
-from ledger.memory.service import FOLDED_KINDS
+from ledger.memory.door import FOLDED_KINDS
 
 
 def test_the_held_kinds_are_the_kinds_the_memory_rules_follow() -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from engram.client.sdk import Agent
+from engram.protocol.queries import MeshProofQuery
 from ledger.memory.service import MemoryService
 from tests.contract.conftest import MemoryOf
 from tests.contract.test_mesh_proofs import LESSON, _desk
@@ -35,7 +36,10 @@ def test_a_mesh_proof_is_verified_by_the_client_and_must_prove_the_claim_asked(
     assert json.loads(honest)["claim"]["statements"][0]["ref"] == first
     transport = bob.transport
     served: dict[str, bytes] = {}
-    transport.mesh_proof = lambda signer, m, ref: served["bundle"]  # type: ignore[method-assign]
+    real_ask = transport.ask
+    transport.ask = lambda signer, q: (  # type: ignore[method-assign]
+        served["bundle"] if isinstance(q, MeshProofQuery) else real_ask(signer, q)
+    )
     # a valid bundle, but for another memory, and for another reader
     for other in (memory.mesh_proof("bob", mesh, second), memory.mesh_proof("cy", mesh, first)):
         served["bundle"] = other
