@@ -25,7 +25,7 @@ def test_a_committed_write_is_answered_when_the_state_directory_is_unusable(
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory")
     ada = Agent.generate(
-        "ada", log_vkey=ledger.vkey, transport=InProcess(ledger), clock=clock, state_dir=blocked / "state"
+        "ada", log_vkey=ledger.vkey, transport=InProcess(ledger, log_only=True), clock=clock, state_dir=blocked / "state"
     )
     size = ledger.size()
     ada.register()
@@ -42,7 +42,7 @@ def test_a_fork_still_fails_without_the_state_directory(
     one this process verified is refused (what no state directory at all also checks)."""
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory")
-    transport = InProcess(ledger)
+    transport = InProcess(ledger, log_only=True)
     ada = Agent.generate(
         "ada", log_vkey=ledger.vkey, transport=transport, clock=clock, state_dir=blocked / "s"
     )

@@ -149,11 +149,11 @@ def test_every_recall_option_reaches_the_service_through_either_transport(
 
     ada, http = _connect(client, ledger, "ada")
     sid = ada.open_session()
-    seen: list[dict[str, Any]] = []
+    seen: list[Any] = []
     real = MemoryService.recall
 
-    def spy(self: MemoryService, agent: str, query: str, **options: Any) -> Any:
-        seen.append({"text": query, **options})
+    def spy(self: MemoryService, agent: str, query: Any, **options: Any) -> Any:
+        seen.append(query)
         return real(self, agent, query, **options)
 
     monkeypatch.setattr(MemoryService, "recall", spy)
@@ -175,5 +175,6 @@ def test_every_recall_option_reaches_the_service_through_either_transport(
     for transport in (http, local):
         seen.clear()
         transport.ask(ada.agent.signer, asked)
-        got = seen[0]
-        assert {f: got[f] for f in fields if f != "text"} | {"text": got["text"]} == fields
+        got = seen[0]  # the query value itself, every field as asked
+        assert isinstance(got, Q)
+        assert {f.name: getattr(got, f.name) for f in dataclasses.fields(got)} == fields
