@@ -130,10 +130,10 @@ _PLACEHOLDER = re.compile(
       | <[^<>]*>                          # <your-token>
       | .*\{[\w.]*\}.*                     # a format string: '{0}:{1}'.format(...)
       | \*+ | x+ | \.+ | -+ | _+ | \#+ | •+   # ****, xxxx, ...
-      | (?:none|null|nil|true|false|undefined|empty|redacted|hidden|secret|password|token
+      | \(?(?:none|null|nil|true|false|undefined|empty|redacted|hidden|secret|password|token
          |changeme|change_me|example|dummy|placeholder|required|optional|string|str|bytes|\?+
          |yes|no|on|off|y|n|enabled|disabled|masked|unset|omitted|same|prompt
-         |pass|passwd|pwd|pw|pass(?:word)?123|secret123|foo|bar|baz|user|username|s3cr3t|abc123)
+         |pass|passwd|pwd|pw|pass(?:word)?123|secret123|foo|bar|baz|user|username|s3cr3t|abc123)\)?
       | your[_-].* | my[_-]?(?:secret|token|password|key)
       | (?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)   # an environment variable's name: "DOMAIN_PASSWORD"
       | \d+(?:\.\d+)?[a-z]{0,2}             # a number (a TTL, a limit, 10m)
@@ -732,7 +732,10 @@ def value_is_secret(name: str, value: str) -> bool:
 
 _ASSIGNED = re.compile(
     r"(?i)(?<![A-Za-z0-9])(?P<n>[A-Za-z0-9_.-]{0,64}?" + SECRET_NAME + r"[A-Za-z0-9_.-]{0,64}?)"
-    r"['\"]?[ \t]{0,8}(?P<sep>:=|=>|[:=])(?!=)[ \t]{0,8}(?P<q>['\"]?)(?P<v>[^\s'\";,&()]{3,})(?P=q)"
+    r"['\"]?[ \t]{0,8}(?P<sep>:=|=>|[:=])(?!=)[ \t]{0,8}"
+    # A quoted value runs to its closing quote (a generated key holds & ; , ( ): Django's
+    # SECRET_KEY); an unquoted one stops at a separator (a query string's &, a list's ,).
+    r"(?:\"(?P<dq>[^\"\n]{3,256})\"|'(?P<sq>[^'\n]{3,256})'|(?P<v>[^\s'\";,&()]{3,}))"
 )
 
 
@@ -743,12 +746,17 @@ def _assigned(view: str) -> Iterator[Span]:
         name = m.group("n")
         if not secret_name(name):
             continue
-        value = m.group("v")
+        group = "dq" if m.group("dq") is not None else "sq" if m.group("sq") is not None else "v"
+        value = m.group(group)
         if value.startswith("[REDACTED") and not value.startswith("[REDACTED]") and not MARKER.match(value):
-            yield m.span("v")  # a value dressed as a marker: [REDACTED:hunter2x] names no rule
+            yield m.span(group)  # a value dressed as a marker: [REDACTED:hunter2x] names no rule
             continue
         if is_placeholder(value):
             continue
+        if re.search(r"\s", value) and (
+            not _PASSWORD_NAME.search(name) or len(value) > 64 or not any(map(_password_like, value.split()))
+        ):
+            continue  # a quoted phrase: a password of words with a digit or symbol, not a label
         if (
             _IDENTIFIER.match(value)
             and re.search("(?i)" + SECRET_NAME, value)
@@ -761,7 +769,7 @@ def _assigned(view: str) -> Iterator[Span]:
             continue  # a word: TokenKind.INT: "int" (a password may be a word; a key is not)
         if _PATH_VALUE.match(value):
             continue  # a file: GOOGLE_APPLICATION_CREDENTIALS=/etc/app/credentials.json
-        if not m.group("q"):
+        if group == "v":
             if _CODE_VALUE.match(value) or view[m.end() : m.end() + 1] in ("(", "[", "."):
                 continue  # an expression (args.token, get_password(), [CFWS]), not a literal
             spaced = view[m.end("n") : m.start("sep")].strip("'\"") != "" or view[
@@ -778,7 +786,7 @@ def _assigned(view: str) -> Iterator[Span]:
                 and view[m.end() : m.end() + 3].lstrip()[:1] in ",)|=]"
             ):
                 continue  # a type annotation: private_key: Ed25519PrivateKey,
-        yield m.span("v")
+        yield m.span(group)
 
 
 _XML = re.compile(
