@@ -45,7 +45,7 @@ from engram.client.agent_memory import AgentMemory
 from engram.harness.hooks import engram_session
 from engram.harness.target import Target, embedded_opener, target_from
 from engram.protocol.errors import EngramError
-from engram.protocol.longtext import turn_parts
+from engram.protocol.longtext import bounded_text, turn_parts
 from engram.protocol.recall_block import without_hot
 from engram.protocol.schemas import MAX_TURN_CHARS
 
@@ -209,7 +209,8 @@ class EngramMemoryProvider(_hermes_base()):  # type: ignore[misc]
                 session, role, text = job
                 try:
                     with self._lock:
-                        for part in turn_parts(text):
+                        text, dropped = bounded_text(text)
+                        for part in turn_parts(text, dropped=dropped):
                             self.mem.turn(session, role, part)
                 except EngramError as e:
                     self._failed(f"a {role} turn was not logged", e)
