@@ -66,7 +66,7 @@ __all__ = [
 
 #: The longest segment a derived query is made of.
 MAX_SEGMENT_CHARS = 240
-#: The most parts one turn is stored in (1.28 million characters: a 1 MiB paste whole).
+#: The most parts one turn is stored in (up to 1.28 million characters).
 MAX_TURN_PARTS = 40
 #: The longest text a harness hands over that is read whole (redacted, split, recalled
 #: for): what the parts of one turn hold at most. Past it the text is cut first
