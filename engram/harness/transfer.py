@@ -27,7 +27,7 @@ from engram.protocol.answers import ItemRow
 from engram.protocol.bodies import written_body
 from engram.protocol.errors import EngramError
 from engram.protocol.gate import WriteGate
-from engram.protocol.redact import count_redactions, redact_body
+from engram.protocol.redact import count_redactions, redact_body, redact_secrets
 from engram.protocol.scopes import GLOBAL, claude_project_scope, scope_tag
 
 __all__ = ["ImportReport", "export_memories", "import_source"]
@@ -121,7 +121,11 @@ def import_source(
         ]
         if fmt == "claude-code":  # the file's name and frontmatter, for an export that keeps them
             provenance += [
-                {"source_type": "external", "source_ref": f"claude-code:{k}={e.extra[k]}"[:256]}
+                # redacted before the cut: a cut secret no longer reads as one and would be signed
+                {
+                    "source_type": "external",
+                    "source_ref": redact_secrets(f"claude-code:{k}={e.extra[k]}")[0][:256],
+                }
                 for k in CLAUDE_META
                 if e.extra.get(k)
             ]
