@@ -40,3 +40,21 @@ def test_imported_tags_carry_no_part_of_a_secret(
     assert stored["tags"] == sorted(["about-user-u-redacted", "ci-redacted", "mem0"])
     for fragment in (TOKEN[:12], TOKEN[4:16].lower(), TOKEN[12:]):
         assert fragment.lower().encode() not in body[1].lower(), body[1]
+
+
+def test_a_dry_run_shows_the_content_as_it_would_be_signed(
+    make_agent: Callable[..., Agent], memory_of: MemoryOf, tmp_path: Path
+) -> None:
+    """The dry run's preview printed the pasted secret in clear beside ``redacted: 1``."""
+    mem = memory_of(make_agent("ada"))
+    source = tmp_path / "mem0.json"
+    item = {
+        "id": "m1",
+        "memory": f"CI uses the token {TOKEN} for releases.",
+        "metadata": {"category": "CONTEXT"},
+    }
+    source.write_text(json.dumps({"results": [item]}), encoding="utf-8")
+    report = import_source(mem, "mem0", source, dry_run=True)
+    [preview] = report.written
+    assert preview["content"] == "CI uses the token [REDACTED:github_token] for releases."
+    assert preview["redacted"] == 1 and TOKEN not in json.dumps(report.to_json())
