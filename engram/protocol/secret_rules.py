@@ -686,7 +686,8 @@ _CONFIG_RULES: tuple[Rule, ...] = (
 SECRET_NAME = (
     r"(?:secret|passw(?:or)?d|passphrase|pwd|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"  # noqa: S105 - the words that name a secret, not one
     r"|auth[_-]?key|credentials?|client[_-]?secret|session[_-]?key|signing[_-]?key|encryption[_-]?key"
-    r"|master[_-]?key|account[_-]?key|shared[_-]?key|app[_-]?key|secret[_-]?key|license[_-]?key)"
+    r"|master[_-]?key|account[_-]?key|shared[_-]?key|app[_-]?key|secret[_-]?key|license[_-]?key"
+    r"|(?<=[_.-])pass(?![A-Za-z]))"  # DB_PASS, smtp.pass, ansible_become_pass: "pass" ending a name
 )
 #: Identifiers that contain such a word but name something that is not secret.
 NOT_SECRET_NAME = re.compile(
@@ -786,8 +787,18 @@ def _assigned(view: str) -> Iterator[Span]:
                 and view[m.end() : m.end() + 3].lstrip()[:1] in ",)|=]"
             ):
                 continue  # a type annotation: private_key: Ed25519PrivateKey,
+        if group == "v" and view[m.end() : m.end() + 1] == "&":
+            # a connection string's or a properties file's value runs on over "&"; a query
+            # string's "&name=" starts the next parameter
+            tail = _AMP_TAIL.match(view, m.end())
+            if tail is not None:
+                yield m.start("v"), tail.end()
+                continue
         yield m.span(group)
 
+
+#: "&" and more of a value (not "&name=", the next parameter of a query string).
+_AMP_TAIL = re.compile(r"(?:&(?![A-Za-z0-9_.\[\]-]{1,64}=)[^\s'\";,&()]+)+")
 
 _XML = re.compile(
     r"<(?P<n>[A-Za-z_][\w:.-]{0,64})>(?P<v>[^<\s][^<\n]{2,200}?)</(?P=n)>|"
@@ -858,7 +869,7 @@ _CONTEXT_RULES: tuple[Rule, ...] = (
     Rule(
         "assigned_secret",
         _assigned,
-        ("secret", "passw", "passphrase", "pwd", "token", "key", "credential"),
+        ("secret", "passw", "passphrase", "pwd", "token", "key", "credential", "_pass", ".pass", "-pass"),
     ),
 )
 
