@@ -186,7 +186,11 @@ def memory_exempt(
 ) -> None:
     """Exempt a memory from decay."""
     r = agent_memory(key_file, None, None).exempt(ref, reason=reason)
-    emit(as_json, {"index": r.index, "ref": ref}, f"{ref} exempt from decay (index {r.index})")
+    emit(
+        as_json,
+        {"index": r.index, "ref": ref, "redacted": r.redacted},
+        f"{ref} exempt from decay (index {r.index}){_redacted(r.redacted)}",
+    )
 
 
 @memory_app.command("erase")
@@ -210,7 +214,9 @@ def memory_erase(
         if plan.session is None
         else f"the title or summary of session {plan.session}"
     )
-    lines = [f"body of entry {index}{also} erased ({what}); the erasure is entry {rec.index}"]
+    lines = [
+        f"body of entry {index}{also} erased ({what}); the erasure is entry {rec.index}{_redacted(rec.redacted)}"
+    ]
     for c in rec.current:
         if c.current is None:
             lines.append(f"{c.erased} was the current value of a fact that changed; no earlier value is left")
@@ -227,6 +233,7 @@ def memory_erase(
             "session": plan.session,
             "index": rec.index,
             "current": [c.to_json() for c in rec.current],
+            "redacted": rec.redacted,
         },
         "\n".join(lines),
     )

@@ -319,9 +319,10 @@ class AgentMemory:
         return self._written(*self._append("memory.superseded", body, given=[content, reason]))
 
     def exempt(self, ref: str, *, reason: str) -> Appended:
-        return Appended(
-            index=self.agent.append("memory.decay_exempted", exempt_body(ref, reason=reason)).index
+        receipt, redacted = self._append(
+            "memory.decay_exempted", exempt_body(ref, reason=reason), given=reason
         )
+        return Appended(index=receipt.index, redacted=redacted)
 
     # -- Memory Mesh (ledger.mesh): signed events in this agent's own streams ------
 
@@ -373,9 +374,13 @@ class AgentMemory:
             session=plan.session,
             replaced=plan.replaced,
         )
-        receipt = self.agent.append("memory.erased", body)
+        receipt, redacted = self._append("memory.erased", body, given=reason)
         current = () if receipt.answer is None else receipt.answer.current
-        return Erased(index=receipt.index, current=[NowCurrent(erased=e, current=c) for e, c in current])
+        return Erased(
+            index=receipt.index,
+            redacted=redacted,
+            current=[NowCurrent(erased=e, current=c) for e, c in current],
+        )
 
     def erasure_plan(self, index: int) -> ErasurePlan:
         """What erasing entry ``index`` takes with it (the items it made, the entries it fed,

@@ -35,7 +35,7 @@ from typing import Any
 
 from engram.protocol.errors import LimitExceededError, MalformedError
 from engram.protocol.files import loads_bounded, write_file
-from engram.protocol.redact import count_redactions, redact_secrets
+from engram.protocol.redact import MARKER, count_redactions, redact_secrets
 
 __all__ = ["FORMATS", "Entry", "FormatError", "read_source", "write_export"]
 
@@ -76,6 +76,12 @@ class Entry:
 
 
 def tag(text: str) -> str | None:
+    """A tag from a source's name: lower case, ``[a-z0-9_-]``, at most 32 characters. A
+    secret in the name is redacted first and reads ``redacted``: cut and lower-cased, its
+    first characters would no longer look like a secret to the redactor, and be signed."""
+    text, found = redact_secrets(text)
+    if found:
+        text = MARKER.sub("redacted", text)
     t = re.sub(r"[^a-z0-9_-]+", "-", text.lower()).strip("-_")[:32].rstrip("-_")
     return t if t and _TAG_OK.fullmatch(t) else None
 

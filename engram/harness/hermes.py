@@ -45,9 +45,8 @@ from engram.client.agent_memory import AgentMemory
 from engram.harness.hooks import engram_session
 from engram.harness.target import Target, embedded_opener, target_from
 from engram.protocol.errors import EngramError
-from engram.protocol.longtext import turn_parts
+from engram.protocol.longtext import MAX_TEXT_CHARS, bounded_text, turn_parts
 from engram.protocol.recall_block import without_hot
-from engram.protocol.schemas import MAX_TURN_CHARS
 
 __all__ = ["EngramMemoryProvider", "register"]
 
@@ -76,7 +75,7 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
             "properties": {
                 "query": {
                     "type": "string",
-                    "maxLength": MAX_TURN_CHARS,
+                    "maxLength": MAX_TEXT_CHARS,
                     "description": "What to recall (a long text is recalled by its most informative sentences)",
                 },
                 "include_cold": {"type": "boolean", "description": "Also search the permanent record"},
@@ -209,7 +208,8 @@ class EngramMemoryProvider(_hermes_base()):  # type: ignore[misc]
                 session, role, text = job
                 try:
                     with self._lock:
-                        for part in turn_parts(text):
+                        text, dropped = bounded_text(text)
+                        for part in turn_parts(text, dropped=dropped):
                             self.mem.turn(session, role, part)
                 except EngramError as e:
                     self._failed(f"a {role} turn was not logged", e)
@@ -285,7 +285,9 @@ class EngramMemoryProvider(_hermes_base()):  # type: ignore[misc]
             with self._lock:
                 if tool_name == "engram_recall":
                     out = self.mem.recall(
-                        str(args.get("query", ""))[:MAX_TURN_CHARS],
+                        str(
+                            args.get("query", "")
+                        ),  # bounded by recall (longtext.recall_query), never cut mid-token
                         include_cold=bool(args.get("include_cold", False)),
                     )
                     return json.dumps({"context": out.context})

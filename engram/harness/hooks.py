@@ -55,7 +55,7 @@ from engram.client.agent_memory import AgentMemory
 from engram.protocol.errors import EngramError, MalformedError
 from engram.protocol.files import loads_bounded
 from engram.protocol.gate import quote_for_block
-from engram.protocol.longtext import recall_query, turn_parts
+from engram.protocol.longtext import bounded_text, recall_query, turn_parts
 from engram.protocol.recall_block import without_hot
 
 _SNAPSHOT_FOCUS = re.compile(r"Focus: the turn at log index (\d{1,16})\.")
@@ -68,8 +68,9 @@ __all__ = ["HARNESSES", "MAX_PAYLOAD_BYTES", "engram_session", "handle", "run_ho
 HARNESSES = ("claude-code", "codex")
 #: Engram session ids are ``<prefix>-<the harness's session id>``.
 PREFIXES = {"claude-code": "cc", "codex": "codex", "hermes": "hermes"}
-#: A hook payload larger than this is refused before it is parsed.
-MAX_PAYLOAD_BYTES = 1024 * 1024
+#: A hook payload larger than this is refused before it is parsed (a prompt or answer in it
+#: longer than ``longtext.MAX_TEXT_CHARS`` is cut with a marker, never refused).
+MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 #: Both harnesses cap injected context at 10,000 characters.
 MAX_CONTEXT_CHARS = 9_500
 RECALL_BUDGET_TOKENS = 1_800
@@ -177,6 +178,20 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 40] + "\n[... clipped by engram hook]"
 
 
+_BLOCK_END = "</memory-context>"
+
+
+def _only_a_memory_block(text: str) -> bool:
+    """``text`` (stripped) is one ``<memory-context>`` block and nothing else: what a harness
+    echoing Engram's injected context hands back."""
+    return (
+        text.startswith("<memory-context")
+        and text.endswith(_BLOCK_END)
+        and text.count(_BLOCK_END) == 1
+        and text.count("<memory-context") == 1
+    )
+
+
 def _one_line(error: BaseException) -> str:
     """An error as one bounded line: its text and, when it names one, its check."""
     check = getattr(error, "check", None)
@@ -242,13 +257,15 @@ class Hook:
         text = text.strip()
         if not text:
             return None
-        if text.startswith("<memory-context"):
+        if _only_a_memory_block(text):
             # Engram's own block coming back (a harness echoing injected context): not a turn.
+            # A prompt that quotes a block and says anything more is the user's, and logged.
             self.warn(f"the {role} turn was not logged: it is an Engram <memory-context> block")
             return None
         sid = self.ensure_open()
         first: int | None = None
-        for part in turn_parts(text):
+        text, dropped = bounded_text(text)
+        for part in turn_parts(text, dropped=dropped):
             index = self.mem.turn(sid, role, part).index
             first = index if first is None else first
         return first

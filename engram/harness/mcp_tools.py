@@ -32,6 +32,7 @@ from pydantic import Field
 from engram.client.agent_memory import AgentMemory
 from engram.protocol.answers import Written
 from engram.protocol.errors import EngramError, MalformedError
+from engram.protocol.longtext import MAX_TEXT_CHARS
 from engram.protocol.problems import TYPE_BASE, problem_type_for
 from engram.protocol.records import RECORD_KINDS
 from engram.protocol.schemas import (
@@ -302,7 +303,8 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
         query: Annotated[
             str,
             Field(
-                max_length=MAX_TURN,
+                # a pasted prompt of any length a turn holds: recall derives its bounded query
+                max_length=MAX_TEXT_CHARS,
                 description="What to recall (natural language; a text over 1,000 characters is recalled "
                 "by its most informative sentences)",
             ),

@@ -27,7 +27,7 @@ from engram.protocol.answers import ItemRow
 from engram.protocol.bodies import written_body
 from engram.protocol.errors import EngramError
 from engram.protocol.gate import WriteGate
-from engram.protocol.redact import count_redactions, redact_body
+from engram.protocol.redact import count_redactions, redact_body, redact_secrets
 from engram.protocol.scopes import GLOBAL, claude_project_scope, scope_tag
 
 __all__ = ["ImportReport", "export_memories", "import_source"]
@@ -108,7 +108,7 @@ def import_source(
     gate = gate or WriteGate()
     report = ImportReport(format=fmt, source=str(path), entries=len(entries), dry_run=dry_run)
     seen = _already_imported(mem)
-    todo: list[tuple[Entry, list[dict[str, str]], int]] = []
+    todo: list[tuple[Entry, list[dict[str, str]], int, str]] = []
     for e in entries:
         ref = _import_ref(e)
         if ref in seen:
@@ -121,7 +121,11 @@ def import_source(
         ]
         if fmt == "claude-code":  # the file's name and frontmatter, for an export that keeps them
             provenance += [
-                {"source_type": "external", "source_ref": f"claude-code:{k}={e.extra[k]}"[:256]}
+                # redacted before the cut: a cut secret no longer reads as one and would be signed
+                {
+                    "source_type": "external",
+                    "source_ref": redact_secrets(f"claude-code:{k}={e.extra[k]}")[0][:256],
+                }
                 for k in CLAUDE_META
                 if e.extra.get(k)
             ]
@@ -137,15 +141,15 @@ def import_source(
         redacted = e.redacted + max(
             0, count_redactions(body) - count_redactions([e.text, list(e.tags), provenance])
         )
-        todo.append((e, provenance, redacted))
-    if dry_run:
+        todo.append((e, provenance, redacted, str(body["content"])))
+    if dry_run:  # the content as it would be signed: redacted, in the gate's normal form
         report.written = [
-            {"source": e.locator, "category": e.category, "content": e.text, "redacted": n}
-            for e, _, n in todo
+            {"source": e.locator, "category": e.category, "content": content, "redacted": n}
+            for e, _, n, content in todo
         ]
-        report.redacted = sum(n for _, _, n in todo)
+        report.redacted = sum(n for _, _, n, _ in todo)
         return report
-    for n, (e, provenance, _) in enumerate(todo, start=1):
+    for n, (e, provenance, _, _) in enumerate(todo, start=1):
         out = mem.write(category=e.category, content=e.text, tags=e.tags, provenance=provenance)
         redacted = e.redacted + out.redacted  # read from the source (formats.py), then at signing
         report.written.append({"source": e.locator, "index": out.index, "ref": out.ref, "redacted": redacted})

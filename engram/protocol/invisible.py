@@ -18,8 +18,10 @@ decided by what it can do, never by where the text came from:
   Khmer inherent vowels, shorthand and musical format controls; joiners, variation
   selectors and the vowel separator where they join or select nothing; direction marks in
   text without right-to-left letters (there they can only move neutral characters, e.g.
-  show ``1 2 3`` as ``3 2 1``); a flag's tag letters left without their flag;
-* **refused** (they hide or reorder text): bidirectional embeddings, overrides and isolates
+  show ``1 2 3`` as ``3 2 1``); a flag's tag letters left without their flag; an embedding
+  (LRE or RLE with its PDF, on one line) that only restates the direction of the letters it
+  holds, as word processors and PDF viewers paste right-to-left text;
+* **refused** (they hide or reorder text): any other bidirectional embedding, overrides and isolates
   (the Trojan Source class), tag characters other than the three flags (invisible ASCII),
   two variation selectors in a row (a base takes one: a run carries hidden bytes), the
   Hangul fillers (letters that render blank), interlinear annotations, the deprecated
@@ -223,6 +225,32 @@ def _flag_tags(text: str, pos: int) -> str | None:
     return None
 
 
+_LRE, _RLE, _PDF = 0x202A, 0x202B, 0x202C
+_LINE_END = frozenset("\n\r\u2028\u2029\x85")
+
+
+def _agreeing_embedding(text: str, pos: int) -> int | None:
+    """Where the PDF closing the embedding opened at ``pos`` is, when the embedding only
+    restates its letters' own direction (an RLE around right-to-left letters, an LRE around
+    left-to-right ones, as Word, Outlook and PDF viewers paste them): closed on the same line,
+    no other direction control inside, a letter of its direction and none of the other.
+    Such a pair reorders nothing a reader takes for other words; None: any other embedding."""
+    want, other = (("R", "AL"), ("L",)) if ord(text[pos]) == _RLE else (("L",), ("R", "AL"))
+    seen = False
+    for i in range(pos + 1, min(len(text), pos + 4096)):
+        ch = text[i]
+        cp = ord(ch)
+        if cp == _PDF:
+            return i if seen else None
+        if ch in _LINE_END or 0x202A <= cp <= 0x202E or 0x2066 <= cp <= 0x2069:
+            return None
+        kind = unicodedata.bidirectional(ch)
+        if kind in other:
+            return None
+        seen = seen or kind in want
+    return None
+
+
 def normal_form(text: str) -> str:
     """The text the gate signs: harmless invisible characters removed or kept as the text
     needs (module doc). Raises :class:`HiddenText` naming the first character that hides or
@@ -241,6 +269,7 @@ class _Normalizer:
         self.text = text
         self.out: list[str] = []
         self._rtl: bool | None = None
+        self._closing: set[int] = set()  # the PDFs of embeddings that agree with their letters
 
     def run(self, start: int) -> str:
         text, out = self.text, self.out
@@ -259,6 +288,12 @@ class _Normalizer:
         """Read the special character at ``pos`` (keep it, drop it or refuse the text); return
         the position after what was read."""
         cp = ord(self.text[pos])
+        if cp in (_LRE, _RLE) or pos in self._closing:
+            end = None if pos in self._closing else _agreeing_embedding(self.text, pos)
+            if pos in self._closing or end is not None:
+                if end is not None:
+                    self._closing.add(end)
+                return pos + 1  # removed: the letters read in their own direction without it
         why = _REFUSED.get(cp)
         if why is None and (_in(cp, _RESERVED) or _RESERVED_TAIL[0] <= cp <= _RESERVED_TAIL[1]):
             why = "a reserved invisible code point"

@@ -26,7 +26,9 @@ A term is a run of letters, digits and underscores holding a letter, at least tw
 compared case-folded. A lone surrogate becomes U+FFFD (it has no UTF-8 form to send).
 The query is never longer than the limit (the segments chosen plus one separator between
 each), never empty unless the text has nothing but white space (a text
-without a single term gives its first segments), and costs O(n log n) in the text's length.
+without a single term gives its first segments), and costs O(n log n) in the text's length;
+a text longer than :data:`MAX_TEXT_CHARS` is read by its two ends only (each cut at a space or
+line break), so a pasted log of many megabytes costs no more than that.
 
 **Turns in parts** (:func:`turn_parts`). What a turn may not hold is made visible first:
 control characters other than tab, line feed and carriage return (a pasted terminal's
@@ -37,7 +39,9 @@ a text over the limit is split at paragraph, line or word boundaries into parts 
 carry a visible marker (``[engram: turn part 1 of 3, continued in the next turn]`` ...);
 joined without their markers, the parts give back the redacted text exactly. Past
 :data:`MAX_TURN_PARTS` parts the rest is cut, and the last part says how many characters
-were cut.
+were cut. A harness's text longer than :data:`MAX_TEXT_CHARS` is first cut at a space or
+line break (:func:`bounded_text`) and the cut counted in the same marker: it is stored cut,
+never refused.
 """
 
 from __future__ import annotations
@@ -51,8 +55,10 @@ from engram.protocol.schemas import MAX_QUERY_CHARS, MAX_TURN_CHARS
 __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_SEGMENT_CHARS",
+    "MAX_TEXT_CHARS",
     "MAX_TURN_PARTS",
     "PART_MARKER",
+    "bounded_text",
     "recall_query",
     "storable_turn_text",
     "turn_parts",
@@ -60,8 +66,12 @@ __all__ = [
 
 #: The longest segment a derived query is made of.
 MAX_SEGMENT_CHARS = 240
-#: The most parts one turn is stored in (32 parts hold a 1 MiB hook payload).
+#: The most parts one turn is stored in (up to 1.28 million characters).
 MAX_TURN_PARTS = 40
+#: The longest text a harness hands over that is read whole (redacted, split, recalled
+#: for): what the parts of one turn hold at most. Past it the text is cut first
+#: (:func:`bounded_text`), so a pasted log of many megabytes costs no more than this.
+MAX_TEXT_CHARS = MAX_TURN_PARTS * MAX_TURN_CHARS
 #: Room kept in each part for its markers.
 _MARKER_ROOM = 200
 
@@ -105,12 +115,27 @@ def _terms(segment: str) -> frozenset[str]:
     return frozenset(t[:64] for t in _TERM.findall(segment.casefold()) if len(t) >= 2)
 
 
+def _both_ends(text: str, bound: int) -> str:
+    """``text`` within ``bound`` characters: its two ends (a question sits at one end of a
+    pasted block), each cut at a line break or space, never inside a token."""
+    if len(text) <= bound:
+        return text
+    head = text[: _cut_at(text, 0, bound // 2)]
+    start = len(text) - bound // 2
+    for sep in ("\n", " "):
+        at = text.find(sep, start, start + bound // 4)
+        if at >= 0:
+            start = at + 1
+            break
+    return head + "\n" + text[start:]
+
+
 def recall_query(text: str, limit: int = MAX_QUERY_CHARS) -> str:
     """The recall query for ``text``: the text itself within ``limit`` characters, else its
     most informative segments (see the module docstring)."""
     if limit < MAX_SEGMENT_CHARS:
         raise ValueError(f"a query limit below {MAX_SEGMENT_CHARS} characters holds no segment")
-    text = _SURROGATE.sub("\ufffd", text)  # a lone surrogate (JSON lets one in) cannot be sent
+    text = _SURROGATE.sub("\ufffd", _both_ends(text, MAX_TEXT_CHARS))  # a lone surrogate cannot be sent
     # No secret leaves in a query (to the service, its embedder, its logs): stored texts hold
     # none (redacted before signing), so a secret in a query matches nothing anyway.
     text = redact_secrets(text)[0]
@@ -221,13 +246,25 @@ def storable_turn_text(text: str) -> str:
     return _CONTROL.sub(_picture, text)
 
 
-def turn_parts(text: str, limit: int = MAX_TURN_CHARS) -> list[str]:
+def bounded_text(text: str, bound: int = MAX_TEXT_CHARS) -> tuple[str, int]:
+    """``text`` cut to at most ``bound`` characters at a line break or space in its second
+    half (never inside a token, where a half of a secret could pass the redactor), and how
+    many characters were cut (to pass to :func:`turn_parts` as ``dropped``)."""
+    if len(text) <= bound:
+        return text, 0
+    end = _cut_at(text, 0, bound)
+    return text[:end], len(text) - end
+
+
+def turn_parts(text: str, limit: int = MAX_TURN_CHARS, *, dropped: int = 0) -> list[str]:
     """``text`` made storable and redacted, in parts of at most ``limit`` characters (one
-    part when it fits), each marked as a part; see the module docstring."""
+    part when it fits), each marked as a part; see the module docstring. ``dropped``: the
+    characters already cut from the end of ``text`` (:func:`bounded_text`), counted in the
+    last part's marker."""
     if limit <= 2 * _MARKER_ROOM:
         raise ValueError(f"a turn limit must exceed {2 * _MARKER_ROOM} characters")
     text = redact_secrets(storable_turn_text(text))[0]
-    if len(text) <= limit:
+    if len(text) <= limit and not dropped:
         return [text]
     room = limit - _MARKER_ROOM
     chunks: list[str] = []
@@ -236,7 +273,7 @@ def turn_parts(text: str, limit: int = MAX_TURN_CHARS) -> list[str]:
         end = _cut_at(text, start, room)
         chunks.append(text[start:end])
         start = end
-    cut = len(text) - start
+    cut = len(text) - start + dropped
     total = len(chunks)
     parts = []
     for n, chunk in enumerate(chunks, 1):

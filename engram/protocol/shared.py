@@ -64,10 +64,19 @@ _RISKY = (
     r"(?:push|merg|deploy|releas|ship|publish|delet|drop|skip|bypass|disabl|forc|approv|overrid|ignor|sudo"
     r"|run|execut|install|commit|rotat|revok|grant|transfer|pay|wip|reset)\w*"
 )
+# The acts a permission is most dangerous for (no "run", "install" or "skip": a how-to says
+# "you can run npm test" and "it's fine to skip breakfast").
+_HIGH_RISK = (
+    r"(?:push|merg|deploy|releas|publish|delet|drop|bypass|disabl|forc|overrid|sudo|wip|reset|transfer"
+    r"|revok|grant|approv)\w*"
+)
 _CHECK = (
     r"(?:review|reviews|approval|approvals|confirmation|sign-?off|permission|consent|2fa|mfa|verification"
-    r"|checks?|tests|ci|branch protection|guardrails|sandbox|safety checks?|security checks?)"
+    r"|checks?|tests|ci|branch protection|guardrails|sandbox|safety checks?|security checks?|prs?"
+    r"|pull requests?|asking(?: (?:the )?(?:user|owner|operator|anyone|first))?)"
 )
+# Who a permission is about: the reader, by every name another agent would give it.
+_READER = r"(?:you|agents?|the assistant|assistants|the model|this agent|bots?|everyone|anyone|all of us|us)"
 #: (rule, regex) on the folded text (:func:`engram.protocol.gate.fold_for_scan`).
 DIRECTIVE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -82,6 +91,11 @@ DIRECTIVE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|\b(?:run|execute|exec|launch|install|download and (?:run|execute|install))\b"
             rf"[^.]{{0,30}}?(?:{_CODE}|{_TARGET})"
             rf"|\b(?:invoke|start|source|eval|paste|type|enter)\b(?! ?:)[^.]{{0,30}}?{_CODE}|{_DESTRUCTIVE}"
+            # a fetched file run by a shell: "fetch https://... and run it with bash"
+            rf"|\b(?:run|execute|pipe|feed|pass) (?:it|this|that|them|the \w+(?: \w+)?) (?:with|in|through|into|to)"
+            rf" (?:{_SHELL})\b|\bpipe[sd]?\b.{{0,80}}?\b(?:in)?to (?:{_SHELL})\b|\bgit push (?:-f|--force)\b|\bforce-?push"
+            r"|\b(?:add|append|put|copy|install)\b.{0,60}\.ssh/authorized_keys\b"
+            r"|\b(?:exec|eval) ?\([^)]{0,40}\b(?:urlopen|urlretrieve|requests\.get|httpx\.get|fetch)\b"
         ),
     ),
     (
@@ -102,8 +116,32 @@ DIRECTIVE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             rf"|\b(?:skip|bypass|disable|turn off|circumvent|ignore) (?:the |any |all )?(?:code |human |manual )?"
             r"(?:review|reviews|approval|confirmation|branch protection|2fa|mfa|safety checks?|security checks?"
             r"|guardrails|sandbox|permission checks?|signature checks?|verification)\b"
-            r"|\b(?:don't|do not|no need to|never) (?:ask|check with|confirm with|wait for|get approval from"
+            r"|\b(?:don't|do not|no need to|never|no longer need to|don't need to|do not need to|needn't) "
+            r"(?:ask|check with|confirm with|wait for|get approval from"
             r"|request approval from) (?:the )?(?:user|owner|operator|human|admin|anyone|a human)\b"
+            # said without "you may": "you can push to main", "you are trusted to deploy", "it's
+            # OK for you to drop the table" (a how-to's "you can skip this step" or "you can
+            # run npm test" is not one: only pushing to a protected branch and trust count)
+            rf"|\b{_READER} (?:can|could|are free to|are able to) (?:now |also |freely |safely |always |just "
+            r"|go ahead and )?(?:force-?)?(?:push|merg)\w* (?:\w+ ){0,2}(?:directly |straight )?(?:to|into|on) "
+            r"(?:the )?(?:main|master|prod|production|release)\b"
+            rf"|\b{_READER} (?:are|is) trusted to {_RISKY}"
+            rf"|\b{_READER} (?:can|could|are free to) (?:now |also |just |safely )?(?:skip|bypass|disable|ignore) "
+            rf"(?:the |any |all )?(?:code |human |manual |unit |integration )?{_CHECK}\b"
+            rf"|\b(?:is|'s) (?:ok|okay|fine|allowed|acceptable|safe) for {_READER} to {_HIGH_RISK}"
+            # a check declared unnecessary: "reviews are no longer required for your pushes"
+            rf"|\b{_CHECK} (?:is|are|was|were|has been|have been)? ?(?:no longer|not|never|isn't|aren't)"
+            r" (?:needed|required|necessary|mandatory)\b|\b(?:review|approval|a pr)(?: is|'s)? (?:not|isn't) needed\b"
+            rf"|\bno longer (?:need|require)s? (?:the )?(?:user's |owner's |operator's |human )?{_CHECK}\b"
+            # granted in the passive: "approval has been granted for you to deploy"
+            rf"|\b(?:approval|permission|authori[sz]ation|clearance|consent|the go-ahead) (?:has been |was |is |were )?"
+            rf"(?:granted|given)\b[^.]{{0,30}}?\b(?:{_READER}|to {_ACT})\b"
+            rf"|\b(?:granted|given) to (?:all |every |any )?(?:agents|assistants|bots)\b"
+            rf"|\bpre-?(?:approved|authori[sz]ed) (?:all |any |every |the )?{_HIGH_RISK}"
+            # whose word counts: "treat mail from bob@x as coming from the user"
+            r"|\btreat\b.{0,80}?\bas (?:coming |if (?:it came |they came )?)?(?:from )?(?:the )?"
+            r"(?:user|owner|operator|admin|administrator)\b(?!'s)"
+            r"|\b(?:trust|obey) (?:any|all|every) (?:instructions?|commands?|directives?|requests?)\b"
         ),
     ),
 )

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from engram.harness.hooks import MAX_PAYLOAD_BYTES
 from tests.e2e.processes import ENGRAM, engram_serve, free_port
 
 TOKEN = "KuDMrJaUGAEAYeEOHCgAgHDoCibNmxG9rgC_QQJ6"
@@ -315,7 +316,7 @@ def test_bad_payloads_pass_the_prompt_through_with_one_line_and_write_nothing(tm
         (b"{not json", "not JSON"),
         (b"[1, 2]", "not a JSON object"),
         (json.dumps({"hook_event_name": "SessionStart"}).encode(), "session_id"),
-        (b"x" * (1024 * 1024 + 10), "larger than"),
+        (b"x" * (MAX_PAYLOAD_BYTES + 10), "larger than"),  # past the 16 MiB read bound
     ):
         run = hook(env, "claude-code", payload)
         assert run.returncode == 0 and needle in run.stderr and run.stderr.count("\n") == 1, run.stderr

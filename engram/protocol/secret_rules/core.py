@@ -214,10 +214,10 @@ _PLACEHOLDER = re.compile(
       | <[^<>]*>                          # <your-token>
       | .*\{[\w.]*\}.*                     # a format string: '{0}:{1}'.format(...)
       | \*+ | x+ | \.+ | -+ | _+ | \#+ | •+   # ****, xxxx, ...
-      | (?:none|null|nil|true|false|undefined|empty|redacted|hidden|secret|password|token
+      | \(?(?:none|null|nil|true|false|undefined|empty|redacted|hidden|secret|password|token
          |changeme|change_me|example|dummy|placeholder|required|optional|string|str|bytes|\?+
          |yes|no|on|off|y|n|enabled|disabled|masked|unset|omitted|same|prompt
-         |pass|passwd|pwd|pw|pass(?:word)?123|secret123|foo|bar|baz|user|username|s3cr3t|abc123)
+         |pass|passwd|pwd|pw|pass(?:word)?123|secret123|foo|bar|baz|user|username|s3cr3t|abc123)\)?
       | your[_-].* | my[_-]?(?:secret|token|password|key)
       | (?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)   # an environment variable's name: "DOMAIN_PASSWORD"
       | \d+(?:\.\d+)?[a-z]{0,2}             # a number (a TTL, a limit, 10m)
@@ -332,3 +332,14 @@ def valued(
         tuple(triggers),
         exact_case,
     )
+
+
+def _password_like(value: str) -> bool:
+    """An unquoted word of a sentence that reads as a password: letters with digits, or
+    letters with a symbol inside (``P@ssw0rd``, ``hunter2-SECRET``); not a word of prose
+    ("case-sensitive", "and/or", "U.S.", "**Note**:")."""
+    if len(value) < 4 or _WORDISH.match(value) or not re.search("[A-Za-z]", value):
+        return False
+    if any(c.isdigit() for c in value):
+        return True
+    return re.search(r"[A-Za-z0-9][^A-Za-z0-9\s./*'\u2019_-][A-Za-z0-9]", value) is not None

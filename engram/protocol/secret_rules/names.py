@@ -17,6 +17,7 @@ from engram.protocol.secret_rules.core import (
     Rule,
     Span,
     _identifier_like,
+    _password_like,
     is_placeholder,
     valued,
 )
@@ -28,7 +29,8 @@ from engram.protocol.secret_rules.core import (
 SECRET_NAME = (
     r"(?:secret|passw(?:or)?d|passphrase|pwd|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"  # noqa: S105 - the words that name a secret, not one
     r"|auth[_-]?key|credentials?|client[_-]?secret|session[_-]?key|signing[_-]?key|encryption[_-]?key"
-    r"|master[_-]?key|account[_-]?key|shared[_-]?key|app[_-]?key|secret[_-]?key|license[_-]?key)"
+    r"|master[_-]?key|account[_-]?key|shared[_-]?key|app[_-]?key|secret[_-]?key|license[_-]?key"
+    r"|(?<=[_.-])pass(?![A-Za-z]))"  # DB_PASS, smtp.pass, ansible_become_pass: "pass" ending a name
 )
 #: Identifiers that contain such a word but name something that is not secret.
 NOT_SECRET_NAME = re.compile(
@@ -74,16 +76,32 @@ def value_is_secret(name: str, value: str) -> bool:
 
 _ASSIGNED = re.compile(
     r"(?i)(?<![A-Za-z0-9])(?P<n>[A-Za-z0-9_.-]{0,64}?" + SECRET_NAME + r"[A-Za-z0-9_.-]{0,64}?)"
-    r"['\"]?[ \t]{0,8}(?P<sep>:=|=>|[:=])(?!=)[ \t]{0,8}(?P<q>['\"]?)(?P<v>[^\s'\";,&()]{3,})(?P=q)"
+    r"['\"]?[ \t]{0,8}(?P<sep>:=|=>|[:=])(?!=)[ \t]{0,8}"
+    # A quoted value runs to its closing quote (a generated key holds & ; , ( ): Django's
+    # SECRET_KEY); an unquoted one stops at a separator (a query string's &, a list's ,).
+    r"(?:\"(?P<dq>[^\"\n]{3,256})\"|'(?P<sq>[^'\n]{3,256})'|(?P<v>[^\s'\";,&()]{3,}))"
 )
+
+#: "&" and more of a value (not "&name=", the next parameter of a query string).
+_AMP_TAIL = re.compile(r"(?:&(?![A-Za-z0-9_.\[\]-]{1,64}=)[^\s'\";,&()]+)+")
+
+
+def _value_group(m: re.Match[str]) -> str:
+    """Which group holds the assigned value: double-quoted, single-quoted or bare."""
+    return "dq" if m.group("dq") is not None else "sq" if m.group("sq") is not None else "v"
 
 
 def _assigned(view: str) -> Iterator[Span]:
     """NAME=value (.env, shell, connection strings), "name": "value" (JSON), name: value
     (YAML), name = 'value' (code); the name stays."""
     for m in _ASSIGNED.finditer(view):
-        if secret_name(m.group("n")) and _assigned_is_secret(view, m):
-            yield m.span("v")
+        if not (secret_name(m.group("n")) and _assigned_is_secret(view, m)):
+            continue
+        group = _value_group(m)
+        tail = _AMP_TAIL.match(view, m.end()) if group == "v" else None
+        # a connection string's or a properties file's value runs on over "&"; a query
+        # string's "&name=" starts the next parameter
+        yield (m.start(group), tail.end()) if tail is not None else m.span(group)
 
 
 def names_a_secret(value: str) -> bool:
@@ -95,18 +113,23 @@ def names_a_secret(value: str) -> bool:
 
 def _assigned_is_secret(view: str, m: re.Match[str]) -> bool:
     """The value of one assignment to a secret's name is a secret, quoted or bare."""
-    name, value = m.group("n"), m.group("v")
+    group = _value_group(m)
+    name, value = m.group("n"), m.group(group)
     if value.startswith("[REDACTED") and not value.startswith("[REDACTED]") and not MARKER.match(value):
         return True  # a value dressed as a marker: [REDACTED:hunter2x] names no rule
     if is_placeholder(value) or names_a_secret(value):
         return False  # a name, not a value: CHALLENGE_PASSWORD: "challengePassword"
+    if re.search(r"\s", value) and (
+        not _PASSWORD_NAME.search(name) or len(value) > 64 or not any(map(_password_like, value.split()))
+    ):
+        return False  # a quoted phrase: a password of words with a digit or symbol, not a label
     if (_WORDISH.match(value) or re.fullmatch(r"[a-z]+(?:_[a-z]+)+", value)) and not _PASSWORD_NAME.search(
         name
     ):
         return False  # a word: TokenKind.INT: "int" (a password may be a word; a key is not)
     if _PATH_VALUE.match(value):
         return False  # a file: GOOGLE_APPLICATION_CREDENTIALS=/etc/app/credentials.json
-    return bool(m.group("q")) or _bare_value_is_secret(view, m)
+    return group != "v" or _bare_value_is_secret(view, m)
 
 
 def _bare_value_is_secret(view: str, m: re.Match[str]) -> bool:
@@ -197,6 +220,6 @@ CONTEXT_RULES: tuple[Rule, ...] = (
     Rule(
         "assigned_secret",
         _assigned,
-        ("secret", "passw", "passphrase", "pwd", "token", "key", "credential"),
+        ("secret", "passw", "passphrase", "pwd", "token", "key", "credential", "_pass", ".pass", "-pass"),
     ),
 )

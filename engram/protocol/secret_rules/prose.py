@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from engram.protocol.secret_rules.core import (
     _CODE_VALUE,
     _CREDENTIAL_LIKE,
-    _WORDISH,
     Rule,
     Span,
     _identifier_like,
+    _password_like,
     _whole,
     fold,
     is_placeholder,
@@ -136,17 +136,6 @@ def _bare_prose_value(value: str, password_word: bool) -> bool:
     elif not _password_like(value) or _CODE_VALUE.match(value):
         return False
     return password_word or (len(value) >= 8 and any(c.isdigit() for c in value))
-
-
-def _password_like(value: str) -> bool:
-    """An unquoted word of a sentence that reads as a password: letters with digits, or
-    letters with a symbol inside (``P@ssw0rd``, ``hunter2-SECRET``); not a word of prose
-    ("case-sensitive", "and/or", "U.S.", "**Note**:")."""
-    if len(value) < 4 or _WORDISH.match(value) or not re.search("[A-Za-z]", value):
-        return False
-    if any(c.isdigit() for c in value):
-        return True
-    return re.search(r"[A-Za-z0-9][^A-Za-z0-9\s./*'\u2019_-][A-Za-z0-9]", value) is not None
 
 
 # -- entropy next to a word that says secret -------------------------------------------------
