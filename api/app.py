@@ -105,7 +105,7 @@ def create_app(
     otherwise both are built from the settings by the composition root (ledger.compose)."""
 
     # Keys that verified a request or an event in this process: the identities fair
-    # admission queues by (issue 25, finding 6); filled by the authenticator and the events
+    # admission queues by; filled by the authenticator and the events
     # route, read by the middleware.
     known = KnownKeys()
 
@@ -119,7 +119,7 @@ def create_app(
         if svc.ledger.witnesses is not None and settings.witness_interval_s > 0:
             task = asyncio.create_task(_witness_loop(svc.ledger, settings.witness_interval_s))
         # The projection follows the log in the background: a lagging projection catches
-        # up at start-up, not inside the first memory request (issue 14).
+        # up at start-up, not inside the first memory request.
         stop = threading.Event()
         follower = threading.Thread(
             target=svc.memory.follow, args=(stop,), name="engram-projection", daemon=True
@@ -202,7 +202,7 @@ check them offline with <code>engram-verify</code></li>
 
 def _offline_docs(app: FastAPI) -> None:
     """``/docs``: Swagger UI 5 (it reads the OpenAPI 3.1 document FastAPI produces; the 4.x
-    that ``swagger-ui-bundle`` carried showed "Unable to render this definition", issue 26)
+    that ``swagger-ui-bundle`` carried showed "Unable to render this definition")
     from the ``swagger-ui-bundle-v2`` package's files, under ``/docs/static`` (FastAPI's
     default page loads them from a CDN, so it is blank offline). ``/``: a page of links."""
     from fastapi.openapi.docs import get_swagger_ui_html

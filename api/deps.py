@@ -110,7 +110,7 @@ def submission(svc: Services, ev: SignedEvent, cost: float = 1.0, *, operator: b
 def charged(svc: Services, receipts: list[Receipt]) -> list[Receipt]:
     """Charge each appended event to its agent (registrations: to the operator). The events
     are committed: a charge that fails (the workers' shared bucket file) is logged, and the
-    write is still answered with its receipts (issue 40, finding 11)."""
+    write is still answered with its receipts."""
     for r in receipts:
         try:
             svc.key_limits.charge("operator" if r.kind == "key.registered" else "agent:" + r.agent)
@@ -155,7 +155,7 @@ KnownSize = Annotated[
 
 
 def counted(out: ReceiptOut, body: Mapping[str, Any]) -> CountedReceiptOut:
-    """``out`` with the redaction markers of the event's ``body`` (issue 40)."""
+    """``out`` with the redaction markers of the event's ``body``."""
     return CountedReceiptOut(**dict(out), redacted=count_redactions(body))
 
 

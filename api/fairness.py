@@ -2,7 +2,7 @@
 ``per_identity`` of one identity; the requests waiting are admitted round-robin across the
 identities asking.
 
-Why (issue 15): an agent within its own rate limit could send a burst of requests, each
+Why: an agent within its own rate limit could send a burst of requests, each
 taking a share of the worker's one interpreter, and every other client's request waited
 behind the burst (p95 from 24 ms to 2.2 s). Now a burst queues behind its own identity: it
 never holds more than ``per_identity`` slots, so another identity is admitted at once while
@@ -10,7 +10,7 @@ slots are free, and when they are all held, a freed slot goes to the next identi
 Many different identities (the usual load: each agent its own) still run side by side, so
 group commit keeps batching their appends.
 
-The identity is one that **verified** (issue 25, finding 6: queueing by the claimed
+The identity is one that **verified** (queueing by the claimed
 ``Engram-Signer`` let one address with 40 made-up signers take 40 queues and move another
 client's median from 20 ms to seconds): a signed request whose signature verifies, here,
 under a key of its agent that already authenticated a request or an event in this process

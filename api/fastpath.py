@@ -1,4 +1,4 @@
-"""The public transparency reads, served before the framework (issue 14, Deliver 5).
+"""The public transparency reads, served before the framework.
 
 ``GET /checkpoint`` and the tiles (``/tile/<L>/<N>[.p/<W>]``, ``/tile/entries/...``) are
 what every client, witness and mirror polls. This ASGI layer answers their successful

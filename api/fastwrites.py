@@ -1,4 +1,4 @@
-"""The agent-signed writes, served before the framework (issue 28, Deliver 4).
+"""The agent-signed writes, served before the framework.
 
 A Claude Code hook waits on ``POST .../turns`` before the user's prompt reaches the model,
 and every memory write and COLD record takes the same path. Under load, FastAPI's routing,

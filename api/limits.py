@@ -67,7 +67,7 @@ async def _problem(send: Send, status: int, slug: str, title: str, detail: str, 
 
 
 #: Headers that must appear at most once: with two, a proxy and the service (or two parts
-#: of the service) could each believe a different one (issue 15: duplicated signer headers).
+#: of the service) could each believe a different one (duplicated signer headers).
 SINGLE_HEADERS = frozenset(
     {
         b"host",

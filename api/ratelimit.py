@@ -5,7 +5,7 @@ Where the buckets live (``ENGRAM_RATE_LIMIT_SCOPE``):
 * ``host`` (the default for ``engram serve``): in a small shared-memory table, a file in the
   service's home mapped by every worker process, each update under an exclusive ``flock``.
   So the limits hold across the workers of one host: two workers allow the limit, not twice
-  it (issue 15). Service instances on other hosts keep their own tables.
+  it. Service instances on other hosts keep their own tables.
 * ``process``: in the process, as an app built around a ledger passed to ``create_app`` does.
 
 The table is bounded: when a key's probe window is full, the least recently used key in it
@@ -44,7 +44,7 @@ class Buckets(Protocol):
     ) -> float:
         """Refill ``key``'s bucket to ``now``, store what ``decide`` returns, return its result.
         ``create=False``: a key without a bucket is decided as full and nothing is stored
-        (a check before authorization never takes a slot; issue 25, finding 6)."""
+        (a check before authorization never takes a slot)."""
         ...
 
 
@@ -92,7 +92,7 @@ class HostBuckets:
     *keyed with that secret*, the tokens and the time of the last update as float64). A key
     is looked up in a window of ``probe`` slots from its digest's position. The digest is
     keyed so that nobody can choose, offline, keys whose slots crowd out a named agent's
-    window and reset its bucket (issue 25, finding 6); the file is 0600 in the home.
+    window and reset its bucket; the file is 0600 in the home.
     Times are ``time.monotonic()``, one clock for every process of the host.
     """
 

@@ -56,7 +56,7 @@ class ReceiptOut(BaseModel):
     )
 
 
-#: What a write answer's ``redacted`` says (issue 40).
+#: What a write answer's ``redacted`` says.
 REDACTED = Field(
     default=0,
     ge=0,
@@ -259,12 +259,12 @@ class ItemOut(BaseModel):
     session: str | None
     superseded_by: str | None
     supersedes: str | None
-    #: Validity and the ``memory.replaced`` links (issue 29).
+    #: Validity and the ``memory.replaced`` links.
     valid_from_us: int | None = None
     valid_until_us: int | None = None
     replaced_by: str | None = None
     replaces: str | None = None
-    #: The version 1 ``memory.replaced`` entries that still copy this memory's value (issue 40):
+    #: The version 1 ``memory.replaced`` entries that still copy this memory's value:
     #: an erasure plan takes them with the memory.
     copies: list[dict[str, Any]] = Field(default_factory=list)
 

@@ -3,7 +3,7 @@
 uvicorn's default parser (httptools) accepts request heads of any size (32 MiB of headers
 were answered 200), and no uvicorn protocol times out a connection that sends part of a
 request and stops, or that connects and sends nothing: each holds a socket and memory for
-ever (issue 15). :class:`BoundedH11Protocol` keeps h11's strict parsing (a CR or LF inside a
+ever. :class:`BoundedH11Protocol` keeps h11's strict parsing (a CR or LF inside a
 header value, a malformed request line or chunk: 400) and adds two bounds:
 
 * **the request head** (request line and headers) may hold at most

@@ -1,6 +1,6 @@
 """The HTTP service's settings, parsed once at the top with the service's own.
 
-One settings system (issue 27, finding 5: a pydantic-settings class and the ledger's
+One settings system (a pydantic-settings class and the ledger's
 dataclass were round-tripped through an environment dict): :meth:`ApiSettings.from_env`
 reads the HTTP layer's variables with the same parsers as :class:`ledger.config.Settings`
 (typed :class:`ConfigError` naming the variable) and carries the service's settings parsed

@@ -3,7 +3,7 @@
 auditors install). Importing this package loads nothing.
 
 The distribution is ``engram-ledger`` (the name ``engram`` on the package index belongs to an
-unrelated project; issue 26). It is not published there: install from a checkout or a built
+unrelated project). It is not published there: install from a checkout or a built
 wheel, e.g. ``pip install './[client]'``. The command (``engram``) and the import names stay."""
 
 #: This project's distribution name (``importlib.metadata``, pip).

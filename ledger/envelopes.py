@@ -26,8 +26,7 @@ def parse_envelope(data: bytes) -> Envelope:
 class Prepared:
     """A signed event after every check that needs no log state (:meth:`Ledger.prepare`):
     its envelope and body parsed once, the body checked against the envelope's commitment,
-    its schema and the write gate. The edge makes one and hands it down (issue 27, finding
-    5: one event was parsed four times per request); :meth:`Ledger.append` takes it as it is.
+    its schema and the write gate. The edge makes one and hands it down (one event was parsed four times per request); :meth:`Ledger.append` takes it as it is.
     Only :meth:`Ledger.prepare` makes one."""
 
     sub: Submission

@@ -22,11 +22,11 @@ Why this is correct:
   each gets exactly the result, receipt or typed error, it would have had alone, and the
   failing one writes nothing. This rests on ``append_batch`` raising only when nothing of the
   batch was committed: after its commit it builds the receipts from the batch's own nodes
-  and never raises (issue 40, finding 11), so an event is never appended twice.
+  and never raises, so an event is never appended twice.
 * **No waiting when idle.** There is no batching window: a lone caller becomes the leader at
   once and appends a batch of one, so latency at one client is unchanged; batches grow only
   while a commit is in flight (the usual group-commit effect).
-* **Pipelined acknowledgement (issue 28).** After its commit the leader gives up the
+* **Pipelined acknowledgement.** After its commit the leader gives up the
   leadership, so the next batch's leader commits while this one writes the signer's record
   of the checkpoint (``record``: two fsyncs of a small file, ledger.signed_head) and answers
   its callers. No caller is answered before its batch is committed and that record written;
@@ -190,7 +190,7 @@ class GroupCommit:
 
         def answer() -> None:
             # The batch is committed: every caller, the leader too, is answered with its
-            # receipt whatever the record does (issue 40, finding 11: an error here reached the
+            # receipt whatever the record does (an error here reached the
             # leader's caller as a refusal of an entry that is in the log). ``record`` reports
             # its own failure (Ledger.record_signed: logged, a health problem, and the next
             # append refused until the record is written).

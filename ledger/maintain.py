@@ -1,4 +1,4 @@
-"""Maintenance that removes the physical residue of erased text (issue 25, finding 3).
+"""Maintenance that removes the physical residue of erased text.
 
 An erasure deletes the body and clears the items at once; what stays depends on the backend:
 

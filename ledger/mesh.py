@@ -1,4 +1,4 @@
-"""Memory Mesh (issue 30): agents that share chosen WARM categories, as a log object.
+"""Memory Mesh: agents that share chosen WARM categories, as a log object.
 
 A mesh is made of signed events in its members' own streams (engram.protocol.kinds, group
 ``mesh``), and its state is folded from them when read: nothing about a mesh lives outside
@@ -107,7 +107,7 @@ ERASING_KINDS = ("memory.erased",)
 
 class MeshCache:
     """The parsed bodies of the mesh streams this process has read, kept up to the log's
-    size (issue 40, finding 10: every recall re-read and parsed every mesh body of every
+    size (every recall re-read and parsed every mesh body of every
     member, so 300 unrelated meshes of a creator made a member's recall several times
     slower). One per store, shared by every reader (recall, the mesh list, the append rules).
 

@@ -1,6 +1,6 @@
 """Outbound HTTP with an overall deadline (embedder, chat distiller, witness submission).
 
-Why (issue 25, finding 7): a socket timeout bounds each read, not the call. An endpoint that
+Why: a socket timeout bounds each read, not the call. An endpoint that
 answers 200 and then sends a byte every 2 s kept ``memory write`` and ``session close``
 waiting 45 s and more. Here the whole call (connect, send, status line, headers, body) is
 bounded by one monotonic deadline: every socket operation gets the time that is left as its

@@ -1,6 +1,6 @@
 """The signer's own record of the last checkpoint it signed, kept outside the database.
 
-Why (issue 15): the log's promise is that every checkpoint it ever signs extends every
+Why: the log's promise is that every checkpoint it ever signs extends every
 earlier one. The database cannot keep that promise on its own: whoever owns its tables can
 roll the log back (delete the last leaves, nodes and checkpoints, set ``log_state`` back)
 or restore an old backup, and the next append would then sign a second checkpoint of a size
@@ -24,7 +24,7 @@ it (which would read as a rollback and stop the log). What it leaves open: a rol
 within the moment between a commit and the record's fsync, and service instances on other
 hosts, each of which guards only against forks of what it signed itself.
 
-Several hosts (issue 25, finding 8): hosts that serve one log from one PostgreSQL database
+Several hosts: hosts that serve one log from one PostgreSQL database
 share one record (``ENGRAM_SIGNER_RECORD`` on storage every host mounts, with working
 ``flock``) and write it before each commit (``ENGRAM_SIGNER_RECORD_WRITE=before-commit``,
 :meth:`SignedHeadRecord.claim`): a checkpoint is recorded before any client can see it, and
@@ -34,7 +34,7 @@ and refuses (``signer.fork``), as does a host racing another on a second copy of
 database. The price: a commit that fails after its record was written leaves the record
 ahead, and signing stops until an operator re-anchors (``engram log reanchor``).
 
-Fail closed (issue 25, finding 8): a record that is missing while the database holds entries
+Fail closed: a record that is missing while the database holds entries
 (``signer.record_missing``), unreadable (``signer.record``) or that a commit could not
 advance (``signer.record_unwritable``, e.g. a key on a read-only secret mount) stops signing
 until an operator re-anchors it knowingly (``engram log reanchor``): a record that silently
@@ -217,7 +217,7 @@ class SignedHeadRecord:
 
     def advance_quietly(self, head: SignedHead) -> None:
         """:meth:`advance` after a commit: the entries are durable and are answered with their
-        receipts either way, so no failure is raised, whatever it is (issue 40, finding 11: a
+        receipts either way, so no failure is raised, whatever it is (a
         caller told "refused" for a committed entry writes it twice when it retries). It is
         logged and kept as :attr:`stale`, and the next append retries it first and is refused
         while it fails (``signer.record_unwritable``)."""

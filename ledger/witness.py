@@ -299,7 +299,7 @@ def load_witness(directory: Path, *, clock: Callable[[], float] = time.time) -> 
     return Witness(directory, name=name, key=key, logs=logs, clock=clock)
 
 
-#: The witness server's bounds (issue 25, finding 7: ~130 idle half-sent requests stopped it
+#: The witness server's bounds (~130 idle half-sent requests stopped it
 #: answering): connections served at once (more are closed at once), and the time one
 #: connection may take, head and body of every request on it included.
 MAX_CONNECTIONS = 64

@@ -85,7 +85,7 @@ def _checked(public_key: bytes) -> bytes:
     """The checks of a 32-byte key, remembered for the keys that pass (a failure raises and
     is not cached): one key is parsed from its registration, its leaf and its log entries
     several times in one process, and each check costs a modular exponentiation (about as
-    much as a signature verify; issue 28)."""
+    much as a signature verify)."""
     if _times8_is_identity(*_decompress(public_key)):
         raise MalformedError(
             "Ed25519 public key has small order; signatures under it prove nothing",

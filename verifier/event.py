@@ -87,7 +87,7 @@ LEAF_FORMAT = "engram.leaf/v1"
 EVENT_DOMAIN = b"engram/event/v1\x00"
 POP_DOMAIN = b"engram/key-pop/v1\x00"
 BODY_DOMAIN = b"engram/body/v1\x00"
-#: Per-entry commitments of ``memory.distilled`` bodies (issue 40): the body's commitment
+#: Per-entry commitments of ``memory.distilled`` bodies: the body's commitment
 #: is over its digest form, each entry's digest over its own bytes and nonce.
 DIGEST_BODY_DOMAIN = b"engram/body-digest/v1\x00"
 DISTILLED_ENTRY_DOMAIN = b"engram/distilled-entry/v1\x00"

@@ -299,7 +299,7 @@ def canonical_bytes_of_parsed(value: JSONValue, data: bytes) -> bytes:
     by code point, which equals the UTF-16 order RFC 8785 asks for unless a key holds a
     character at or above U+E000, which needs one of the bytes ``_ORDER_MAY_DIFFER`` finds
     in ``data`` (then the slow path decides). Property tests check the two agree
-    (tests/unit/test_jcs.py). About 10x faster on leaves and bodies (issue 14).
+    (tests/unit/test_jcs.py). About 10x faster on leaves and bodies.
     """
     if _ORDER_MAY_DIFFER.search(data):
         return canonical_bytes(value)
@@ -317,7 +317,7 @@ def canonical_bytes_of_values(value: JSONValue) -> bytes:
     The argument of :func:`canonical_bytes_of_parsed`, with the C encoder's own output in
     place of the source bytes: a key holding a character at or above U+E000 puts one of the
     lead bytes ``_ORDER_MAY_DIFFER`` finds into the output too, and then the reference
-    encoder decides. Used where the projection digest encodes every row (issue 14)."""
+    encoder decides. Used where the projection digest encodes every row."""
     try:
         out = _C_ENCODER.encode(value).encode("utf-8")
     except UnicodeEncodeError:

@@ -1,5 +1,5 @@
 """The mesh-read index: the log's signed list of exactly the entries that bear on one
-``mesh_read`` statement (specs/bundle.md, "mesh_read"; issue 40).
+``mesh_read`` statement (specs/bundle.md, "mesh_read").
 
 Trust role: a ``mesh_read`` bundle discloses the memory, the entries that name it and the
 entries of that one mesh, and nothing else: not the creator's other meshes, not the

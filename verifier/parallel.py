@@ -1,4 +1,4 @@
-"""Signature checks of a replay spread over worker processes (issue 14, Deliver 6).
+"""Signature checks of a replay spread over worker processes.
 
 The auditor's replay is sequential by nature: which key must have signed entry ``i``
 depends on every key event before it. The expensive part, the Ed25519 verification, is not:

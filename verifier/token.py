@@ -172,7 +172,7 @@ def revocation_ids(token: str, *, agent_keys: Sequence[bytes]) -> list[str]:
 
 def inspect(token: str) -> list[str]:
     """The datalog source of each block (unverified: for display only). Anything that is not
-    a token, of any size, is refused with ``token.format`` (issue 25, finding 10)."""
+    a token, of any size, is refused with ``token.format``."""
     if not isinstance(token, str) or not 0 < len(token) <= MAX_TOKEN_CHARS:
         raise TokenError(f"a token is 1-{MAX_TOKEN_CHARS} characters", check="token.format")
     b = _biscuit()

@@ -58,7 +58,7 @@ def submit(batch: EventBatch, svc: ServicesDep, operator: OperatorFlag, known: K
         submission(svc, e, cost=per_agent[a], operator=operator)
         for e, a in zip(batch.events, agents, strict=True)
     ]
-    # The memory service's door: memory kinds get the memory rules here too (issue 27).
+    # The memory service's door: memory kinds get the memory rules here too.
     receipts = charged(svc, svc.memory.accept(subs, operator=operator))
     proofs: dict[int, ProofFromKnown] = {}
     return Receipts(

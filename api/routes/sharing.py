@@ -136,7 +136,7 @@ async def oracle_claim(
         audience = await _token_holder(request, svc, engram_share_token, claim.agent, ["pact.outcome"])
     else:
         # Anonymous claims are charged by cost against the caller's address, and a verdict
-        # is computed once per claim and checkpoint (issue 15: one address's 300 claims
+        # is computed once per claim and checkpoint (one address's 300 claims
         # raised another client's median latency from 6 to 184 ms).
         budget = "claims:" + (request.client.host if request.client else "unknown")
         cache = _VERDICTS.setdefault(svc.ledger, OrderedDict())

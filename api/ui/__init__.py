@@ -1,4 +1,4 @@
-"""The web UI served by ``engram serve`` under ``/ui`` (issue 31): the log explorer, agent
+"""The web UI served by ``engram serve`` under ``/ui``: the log explorer, agent
 pages with plots, the owner's memory view and the buyer's in-browser bundle verifier.
 
 Offline by construction: templates and static files ship in the package (no CDN), the

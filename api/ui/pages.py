@@ -10,7 +10,7 @@ shown only to the agent's owner, in a session opened with the agent's key (api/u
 The two forms that act are POSTs from this origin only (:func:`_same_origin`, beside the
 session cookie's ``SameSite=Strict``): "Sign out", which revokes the session for every
 worker, and the recall playground, whose question travels in the request body so that no
-access log, proxy log or browser history keeps it (issue 40, finding 9: as a GET query it
+access log, proxy log or browser history keeps it (as a GET query it
 landed in the service's access log); the question is neither logged nor stored.
 """
 

@@ -499,7 +499,7 @@ def _bundle(d: _Demo) -> None:
 
 def _command(name: str) -> str:
     """``name`` if the shell finds this installation's copy on PATH, else its absolute path
-    (issue 26, finding 6: after the README's set-up command, ``engram`` is in ``.venv/bin``,
+    (after the README's set-up command, ``engram`` is in ``.venv/bin``,
     not on a fresh shell's PATH, and the printed commands failed as written)."""
     import shutil
     import sys

@@ -38,7 +38,7 @@ memory_app = typer.Typer(
 
 
 def _redacted(n: int) -> str:
-    """What a write's answer adds when it redacted secrets before signing (issue 40)."""
+    """What a write's answer adds when it redacted secrets before signing."""
     return f"; {n} secret{'' if n == 1 else 's'} redacted before signing" if n else ""
 
 

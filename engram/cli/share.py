@@ -60,9 +60,9 @@ def bundle_create(
         raw = Path(claim[1:]).read_bytes() if claim.startswith("@") else claim.encode("utf-8")
         claim_obj = parse_strict(raw, max_bytes=1 << 20)
     data = create_bundle(ledger, claim_obj, trusted_size=trusted_size, token=token, audience=audience)
-    write_file(output, data)  # never through a symlink planted at the path (issue 25, finding 9)
+    write_file(output, data)  # never through a symlink planted at the path
     out.print(f"bundle of {len(data)} bytes written to {output}")
-    # A bundle with a share token verifies only for its audience (issue 26, finding 6).
+    # A bundle with a share token verifies only for its audience.
     aud = f' --audience "{audience}"' if audience else ""
     out.print(f'verify offline: engram-verify bundle {output} --log-key "{ledger.vkey}"{aud}')
 

@@ -178,7 +178,7 @@ class Agent:
                 raise  # a rollback or a fork: the log is not what this agent verified before
             # The directory cannot be used (a sandbox, a full disk). A receipt comes after the
             # service committed the entry, so failing here would answer a write that is in the
-            # log as a failure, and a retry would write it twice (issue 40, finding 11): check
+            # log as a failure, and a retry would write it twice: check
             # it against this process's last checkpoint instead, as without a state directory.
             _log.warning("verifier state unusable, checking against this process's checkpoints: %s", e)
             self._advance_in_memory(cp)

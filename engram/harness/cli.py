@@ -64,14 +64,14 @@ def mcp_main(argv: Sequence[str], local: LocalFactory | None) -> int:
         p.error(f"--port {a.port} is not a TCP port")
     target = target_from(server=a.server, key_file=a.key_file, log_key=a.log_key)
     # The standard library's HTTP client (engram.client.litehttp): importing httpx cost the
-    # first call 0.12 s (issue 26: one call through a fresh server took seconds); calls are
+    # first call 0.12 s (one call through a fresh server took seconds); calls are
     # serialised by the server, and a dropped kept-alive connection is reopened.
 
     def factory() -> AgentMemory:
         return target.open(local, lite=True)
 
     if a.transport == "stdio":
-        # Served without the MCP SDK, whose import cost each fresh start 0.5-0.9 s (issue 26).
+        # Served without the MCP SDK, whose import cost each fresh start 0.5-0.9 s.
         try:
             from engram.harness.mcp_stdio import serve
         except ModuleNotFoundError as e:
@@ -86,7 +86,7 @@ def mcp_main(argv: Sequence[str], local: LocalFactory | None) -> int:
         return 2
     server = build_server(factory)
     # HTTP: any local process can reach the port, so every request must carry the bearer
-    # token only the key's owner can read (engram.harness.localauth; issue 25, finding 4).
+    # token only the key's owner can read (engram.harness.localauth).
     import os
     from pathlib import Path
 
@@ -140,7 +140,7 @@ def hook_main(argv: Sequence[str], local: LocalFactory | None) -> int:
 
 def pin_main(argv: Sequence[str]) -> int:
     """``engram log pin --server URL [--reset]``: show, or forget and re-pin, the log key
-    this machine pinned for a service on first use (issue 26: a stale pin explained
+    this machine pinned for a service on first use (a stale pin explained
     nothing)."""
     import os
 

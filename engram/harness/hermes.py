@@ -257,7 +257,7 @@ class EngramMemoryProvider(_hermes_base()):  # type: ignore[misc]
         except EngramError as e:
             self._failed("no memory was recalled for this turn", e)
             return ""
-        # The system prompt already holds the HOT section (system_prompt_block; issue 26).
+        # The system prompt already holds the HOT section (system_prompt_block).
         return without_hot(out.context)
 
     def queue_prefetch(self, query: str, *, session_id: str = "") -> None:

@@ -3,7 +3,7 @@
 Hermes (0.19) discovers memory providers only as directories: the ones it ships under
 ``plugins/memory/<name>/`` and the user's under ``$HERMES_HOME/plugins/<name>/``, whose
 ``__init__.py`` it scans for the word ``MemoryProvider`` before importing it and calling its
-``register(ctx)``. No entry point is read (issue 26, finding 1: ``pip install`` alone left
+``register(ctx)``. No entry point is read (``pip install`` alone left
 "Plugin: NOT installed" and Hermes ran without Engram, silently). The plugin directory this
 writes holds two small files that import the provider from the installed ``engram`` package,
 so upgrading Engram upgrades the provider; writing it again changes nothing.

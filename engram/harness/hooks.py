@@ -28,7 +28,7 @@ The Engram session id is derived from the harness's session id (``cc-<id>``, ``c
 so a hook needs no state of its own except which continuation the session is on (a small
 JSON file under ``$ENGRAM_HOOK_STATE``, else ``$XDG_STATE_HOME/engram/hooks``).
 
-A hook never breaks the harness and never loses a prompt silently (issue 40, finding 7). It
+A hook never breaks the harness and never loses a prompt silently. It
 always exits 0: both harnesses read exit code 2 as "block this prompt" and any other non-zero
 code as a failed hook, so a hook that cannot reach memory (the service down, a bad key, a
 payload that is not JSON, any error) lets the prompt through unchanged and says why in one
@@ -302,7 +302,7 @@ class Hook:
             if snap:
                 # Resolved now (an erased focus turn or commitment stays erased), then shown as
                 # data: it can neither close this block nor open another, and a quoted
-                # directive is withheld (issue 25, findings 3 and 5).
+                # directive is withheld.
                 text = quote_for_block(self._resume_block(snap))
                 block = f'<session-state ref="{html.escape(ref)}">\n{text}\n</session-state>\n' + block
         return self._context("SessionStart", block)
@@ -317,10 +317,10 @@ class Hook:
 
     def snapshot(self, why: str) -> None:
         """A signed session-state memory (see the module docstring). It quotes nothing: it
-        names the focus turn by its log index (and cites it, so erasing the turn erases the
-        snapshot) and the open commitments by their refs; :meth:`_resume_block` resolves both
-        when a session resumes, so an erased turn or memory is never brought back by it
-        (issue 25, finding 3)."""
+         names the focus turn by its log index (and cites it, so erasing the turn erases the
+         snapshot) and the open commitments by their refs; :meth:`_resume_block` resolves both
+         when a session resumes, so an erased turn or memory is never brought back by it
+        ."""
         n = int(self.state.data.get("exchanges", 0))
         focus = self.state.data.get("focus_turn")
         focus = focus if isinstance(focus, int) and focus >= 0 else None
@@ -393,7 +393,7 @@ class Hook:
             out = self.mem.recall(
                 recall_query(prompt), session=sid, budget_tokens=RECALL_BUDGET_TOKENS, scopes=self.scopes
             )
-            # SessionStart injected the HOT section; each prompt adds what it recalls (issue 26).
+            # SessionStart injected the HOT section; each prompt adds what it recalls.
             context = without_hot(out.context)
         except Exception as e:  # whatever failed, the prompt is still logged
             self.warn("no memory was recalled for this prompt", e)
@@ -404,7 +404,7 @@ class Hook:
             turn = None
         n = int(self.state.data.get("exchanges", 0)) + 1
         # The state file is a copy on disk: it keeps the focus turn's log index, never its
-        # text (an erased prompt must not survive here; issue 25, finding 3).
+        # text (an erased prompt must not survive here).
         self.state.data.pop("focus", None)  # written by earlier versions
         self.state.save(
             exchanges=n, focus_turn=turn if turn is not None else self.state.data.get("focus_turn")

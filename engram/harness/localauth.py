@@ -2,7 +2,7 @@
 
 Trust role: a loopback port is reachable by every process on the host, including other
 users' processes, which cannot read the agent's 0600 key file but could otherwise make the
-listener write, erase and mint tokens as the agent (issue 25, finding 4). The listener
+listener write, erase and mint tokens as the agent. The listener
 therefore requires a bearer token that only the key's owner can read:
 
 * the token lives in a file beside the agent's key (``<key-file>.mcp-token``, or

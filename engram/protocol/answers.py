@@ -6,7 +6,7 @@ finding 3: its answers were ``dict[str, Any]``, spelled again by every caller). 
 specs/http-api.md's memory answers).
 
 A write's answer says how many secrets were redacted out of what the caller gave
-(``redacted``, issue 40): the ``[REDACTED:<rule>]`` markers the signed body carries beyond
+(``redacted``): the ``[REDACTED:<rule>]`` markers the signed body carries beyond
 those already in the caller's text (specs/memory-events.md section 3).
 """
 
@@ -74,7 +74,7 @@ class Appended(_Json):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NowCurrent(_Json):
     """An erased memory was the current value of a fact that changed: which value is current
-    now (``current``: an earlier value, or None when none is left; issue 40, finding 5)."""
+    now (``current``: an earlier value, or None when none is left)."""
 
     erased: str
     current: str | None
@@ -114,7 +114,7 @@ ROW_FIELDS = (
     "status",
     "session",
 )
-#: Optional recall-row fields (issue 29): validity and what the memory replaced.
+#: Optional recall-row fields: validity and what the memory replaced.
 TIME_FIELDS = ("valid_from_us", "valid_until_us", "replaces", "replaced_by", "earlier", "author", "mesh")
 
 
@@ -227,7 +227,7 @@ class ItemRow(_Json):
     session: str | None
     superseded_by: str | None
     supersedes: str | None
-    #: Validity and replacement links (issue 29; absent from older servers' rows).
+    #: Validity and replacement links (absent from older servers' rows).
     valid_from_us: int | None = None
     valid_until_us: int | None = None
     replaced_by: str | None = None

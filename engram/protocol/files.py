@@ -1,4 +1,4 @@
-"""Reading and writing the files a user names, safely (issue 25, finding 9).
+"""Reading and writing the files a user names, safely.
 
 * :func:`loads_bounded`: ``json.loads`` after a linear pre-scan bounds its nesting, so a
   deeply nested file or reply is refused with a typed error instead of ``RecursionError``

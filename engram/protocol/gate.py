@@ -61,7 +61,7 @@ _I = re.IGNORECASE
 # its rules no longer bind it. "You are now ..." alone is ordinary English ("you are now the
 # only one who knows the steps", "you are now free of stress"): the rule needs what follows
 # to lift constraints, to name a new or different AI, to strip the reader of being one, or to
-# name a jailbreak mode or persona (issue 40, finding 7: an ordinary turn was refused).
+# name a jailbreak mode or persona (an ordinary turn was refused).
 _YOU_NOW = (
     r"(?:you are now|you ?'?re now|u r now|you will now be|you have (?:now )?become"
     r"|from now on,? you (?:are|will be|'re)|henceforth,? you (?:are|will be))"

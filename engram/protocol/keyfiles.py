@@ -114,7 +114,7 @@ def _read_private_file(path: Path) -> str:
         raise ConfigError(f"key file {path} is larger than any key file ({st.st_size} bytes)")
     try:
         return path.read_bytes()[:_MAX_KEY_FILE_BYTES].decode("ascii")
-    except UnicodeDecodeError as e:  # found by the fuzz harness (issue 25): was untyped
+    except UnicodeDecodeError as e:  # found by the fuzz harness: was untyped
         raise ConfigError(f"key file {path} is not a key file (not ASCII at byte {e.start})") from e
 
 

@@ -98,6 +98,9 @@ class KindSpec:
     #: (``memory.erase_control``; specs/memory-events.md, "Erasure removes text, never
     #: state"). A new kind is a control entry unless it says otherwise.
     erasable: bool = False
+    #: Its body names an existing item of the same agent (``item``, ``confirms``, ``by``):
+    #: the projection reads that item before folding the entry.
+    names_item: bool = False
 
 
 _SPECS = (
@@ -168,6 +171,7 @@ _SPECS = (
         description="a policy moved a memory between tiers",
         schema=schemas.memory_tier_changed,
         signer="policy",
+        names_item=True,
     ),
     KindSpec(
         name="memory.superseded",
@@ -177,6 +181,7 @@ _SPECS = (
         gated=_members("content", "reason"),
         items="body",
         erasable=True,
+        names_item=True,
     ),
     KindSpec(
         name="memory.decay_exempted",
@@ -184,6 +189,7 @@ _SPECS = (
         description="a memory exempt from decay",
         schema=schemas.memory_decay_exempted,
         gated=_members("reason"),
+        names_item=True,
     ),
     KindSpec(
         name="memory.archived",
@@ -191,6 +197,7 @@ _SPECS = (
         description="a memory at the end of its decay window",
         schema=schemas.memory_archived,
         signer="policy",
+        names_item=True,
     ),
     KindSpec(
         name="memory.replaced",
@@ -198,6 +205,7 @@ _SPECS = (
         description="a policy found that a newer memory states a new value of the same fact",
         schema=schemas.memory_replaced,
         signer="policy",
+        names_item=True,
     ),
     KindSpec(
         name="memory.accessed",

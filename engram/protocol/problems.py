@@ -58,7 +58,7 @@ PROBLEMS: tuple[ProblemType, ...] = (
     ProblemType(slug="malformed", status=400, title="Malformed input", error=MalformedError),
     ProblemType(slug="verification-failed", status=422, title="Verification failed", error=VerificationError),
     # Before "storage" (its subclass): a permanent integrity stop, which needs an operator
-    # (engram audit), must not read as a passing outage (issue 25, finding 10).
+    # (engram audit), must not read as a passing outage.
     ProblemType(slug="log-integrity", status=500, title="Log integrity stop", error=LogIntegrityError),
     ProblemType(slug="storage", status=503, title="Storage unavailable", error=StorageError),
     ProblemType(slug="not-configured", status=503, title="Service not configured", error=ConfigError),

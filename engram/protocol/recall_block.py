@@ -4,7 +4,7 @@ of its own), so its sections can be told apart by their headings.
 
 A harness injects the HOT section once per session (the system prompt, ``SessionStart``) and
 recall for each prompt after it; :func:`without_hot` keeps the second from repeating the
-first (issue 26, finding 6: HOT items appeared in the system prompt and in every prefetch),
+first (HOT items appeared in the system prompt and in every prefetch),
 and :func:`hot_part` is the block a session starts with when recall ran without a query.
 """
 
@@ -43,7 +43,7 @@ def without_hot(block: str) -> str:
 def hot_part(block: str) -> str:
     """``block`` with its HOT section only, closed (what a session starts with). The notes
     and the log size are left out: inside a session these bytes do not change, so a prompt
-    that starts with them keeps its cache (issue 27: the embedded log's block ended
+    that starts with them keeps its cache (the embedded log's block ended
     unclosed after HOT, the service's with the size line, which moves with every write)."""
     head, hot, _rest, _tail = _split(block)
     return "\n".join([*head, *hot, "</memory-context>"]) + "\n"

@@ -73,7 +73,7 @@ class Outcome:
     the policy decisions that followed (policy-signed receipts, unverified). A
     ``memory.erased`` says, for each erased memory that was the current value of a fact that
     changed, which value is current now (``current``: (erased ref, current ref or None when
-    no earlier value is left); issue 40, finding 5)."""
+    no earlier value is left))."""
 
     named: bool = False
     ref: str | None = None

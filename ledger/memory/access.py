@@ -9,7 +9,7 @@ one fsync), still signed by the ledger's policy key and one durable log entry pe
 Recall does not wait for the writer to apply its own entries to the projection
 (``MemoryService._sync_for_recall``), and applying one is a single UPDATE.
 
-**No raw query is signed** (issue 25): a recall's query is what the user typed, secrets and
+**No raw query is signed**: a recall's query is what the user typed, secrets and
 all, and an access entry cannot be erased with the turn it came from. An entry carries
 ``query_digest`` instead: HMAC-SHA256 of the normalised query under a key derived from the
 ledger's policy key (:func:`query_key`), so an operator holding that key can tell that two

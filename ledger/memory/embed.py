@@ -205,7 +205,7 @@ class OpenAIEmbedder:
 
         if not self.url.startswith(("http://", "https://")):
             raise EmbedderError(f"embedder URL must be http(s): {self.url}")
-        try:  # timeout_s bounds the whole call, not each read (issue 25, finding 7)
+        try:  # timeout_s bounds the whole call, not each read
             data = post_json(
                 self.url.rstrip("/") + "/embeddings",
                 {"model": self.model, "input": list(chunk)},

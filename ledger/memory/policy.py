@@ -55,7 +55,7 @@ __all__ = [
     "why_not_replaced",
 ]
 
-#: Version 2 (issue 40): replacements only by the owner's own word, and ``memory.replaced``
+#: Version 2: replacements only by the owner's own word, and ``memory.replaced``
 #: bodies name memories by reference and leaf hash, never by value.
 POLICY_VERSION = 2
 DAY_US = 86_400_000_000
@@ -233,7 +233,7 @@ def why_not_replaced(
     new_value: str | None,
     moves_to: str | None = None,
 ) -> str | None:
-    """Why the policy may not let ``new`` replace ``old`` (issue 40, finding 3), or None:
+    """Why the policy may not let ``new`` replace ``old``, or None:
 
     * ``cold``: COLD memories change only by their owner's own signed correction
       (``memory.superseded``); so does a memory this round files in COLD (``moves_to``);
@@ -263,7 +263,7 @@ LeafHash = Callable[[int], str]
 def decide_replacements(
     state: MemoryState, items: Iterable[Item], *, leaf_hash: LeafHash, moving: Mapping[str, str] | None = None
 ) -> list[Decision]:
-    """A newer value replaces an older one (issues 29 and 40): among active memories that
+    """A newer value replaces an older one: among active memories that
     state the same fact (subject and attribute, ledger.memory.facts) in the same scope, each
     one is replaced by the next newer one (``since_us``, then log order) that states a
     different value and may replace it (:func:`why_not_replaced`: in its owner's own voice;
@@ -326,7 +326,7 @@ def decide_updates(
 def _replaced(old: Item, new: Item, rule: str, leaf_hash: LeafHash) -> Decision:
     """A ``memory.replaced`` body (policy version 2): the two memories by reference and by
     the leaf hash of the entry holding each (salted through its body commitment, so a short
-    value cannot be guessed from it), never by value (issue 40, finding 4)."""
+    value cannot be guessed from it), never by value."""
     body = {
         "item": old.ref,
         "item_leaf": leaf_hash(old.index),

@@ -91,7 +91,7 @@ def _live_item(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
 
 
 def _erasable(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
-    """Erasure removes text, never state (issue 40, finding 2; specs/memory-events.md):
+    """Erasure removes text, never state (specs/memory-events.md):
 
     1. the named items exist and are not erased yet (``memory.missing_item``);
     2. every entry whose body goes is the agent's own (``memory.erase``): an agent never
@@ -100,7 +100,7 @@ def _erasable(batch: _Batch, env: Envelope, body: Mapping[str, Any]) -> None:
        a mesh, a policy decision, an exemption, a revocation, an erasure) keeps its body,
        except a version 1 ``memory.replaced``, which copied the values of the memories it
        names: the erasure names its decision (``replaced``), checked against its body here,
-       and replays fold that decision in its place (issue 40, finding 4);
+       and replays fold that decision in its place;
     4. the erasure is exactly its plan (``memory.erase_plan``): ``also``, ``refs``,
        ``sessions`` and ``replaced`` are what engram.protocol.erasure computes from the
        agent's items, the same on client and server, so no entry rides along that the plan

@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, text
 
+from engram.protocol.kinds import KINDS
 from ledger.memory.projection_rows import (
     ITEM_COLS,
     SESSION_COLS,
@@ -354,16 +355,9 @@ def _fileable(it: Item) -> bool:
     )
 
 
-#: Kinds whose body names an item (``item``; ``confirms`` for a tier change).
-_NAMES_ITEM = frozenset(
-    (
-        "memory.superseded",
-        "memory.decay_exempted",
-        "memory.archived",
-        "memory.tier_changed",
-        "memory.replaced",
-    )
-)
+#: Kinds whose body names an item (``item``; ``confirms`` for a tier change), from the kinds'
+#: registry.
+_NAMES_ITEM = frozenset(spec.name for spec in KINDS.values() if spec.names_item)
 #: Kinds whose body names a session.
 _NAMES_SESSION = frozenset(("session.turn", "session.closed", "memory.distilled"))
 

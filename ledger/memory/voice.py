@@ -1,4 +1,4 @@
-"""Whose word a memory is: supersession only by the owner's own word (issue 40, finding 3).
+"""Whose word a memory is: supersession only by the owner's own word.
 
 The policy lets a newer memory replace an older one (``memory.replaced``,
 ledger.memory.policy) only when the newer one states the fact in its owner's own voice: the
@@ -178,8 +178,7 @@ _HYPOTHETICAL = re.compile(
     re.I,
 )
 
-#: A source named without a determiner where only a source can stand (issue 40, attack on
-#: the fix: "Per HR, ...", "(per Dana)", "..., via Slack", "From Slack: ...", a source tag
+#: A source named without a determiner where only a source can stand (the fix: "Per HR, ...", "(per Dana)", "..., via Slack", "From Slack: ...", a source tag
 #: "source: the HR portal", "as HR put it"): a clause that opens with "per" or "via", a "from
 #: <words>:" lead, a tag. ("per" inside a clause, "20 euros per month", is a rate.)
 _TAGGED = re.compile(

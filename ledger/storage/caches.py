@@ -137,7 +137,7 @@ VERIFIED_NOTES = 4096
 
 class CheckpointCheck:
     """Accepts a checkpoint row only if its note is signed by the log key and names the
-    row's own size and root (issue 15: a row INSERTed past the end, with any bytes, must
+    row's own size and root (a row INSERTed past the end, with any bytes, must
     not become what the service serves). Verified notes are remembered (bounded): a note
     that verified once always will."""
 
@@ -176,7 +176,7 @@ KEY_ENTRIES_CACHED = 65_536
 
 
 class KeyStreams:
-    """Key state derived from the log's own key entries (issue 15).
+    """Key state derived from the log's own key entries.
 
     ``agent_keys`` is a table the append path must be able to UPDATE (a rotation retires a
     key), so whoever can write to it could bring a revoked, stolen key back with one
@@ -224,7 +224,7 @@ class KeyStreams:
         """The key entries among ``leaves``, which this process built and the log committed:
         their parse is known (a leaf's fields are what it was built from; ``Leaf.build``
         and ``Leaf.from_bytes`` are inverse, verifier tests), so a later derivation that
-        reads the same bytes back does not parse them again (issue 28: a fresh agent's
+        reads the same bytes back does not parse them again (a fresh agent's
         registration leaf costs a key check and a proof-of-possession verify to parse)."""
         for leaf in leaves:
             if leaf.envelope.kind in KEY_KINDS:
@@ -334,7 +334,7 @@ def cross_check_keys(
 def latest_checkpoint_row(conn: Connection, check: CheckpointCheck | None) -> StoredCheckpoint:
     """The newest checkpoint row whose signature verifies (the newest row without a check)."""
     # Only rows at sizes the log has reached are candidates: rows INSERTed ahead of it never
-    # are (issue 25, finding 10: eight of them stopped the ledger from opening).
+    # are (eight of them stopped the ledger from opening).
     rows = conn.exec_driver_sql(
         "SELECT size, root, note, signed_at_us FROM checkpoints "  # noqa: S608 - constants only
         "WHERE size <= (SELECT coalesce(max(idx) + 1, 0) FROM leaves) "

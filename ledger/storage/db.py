@@ -58,7 +58,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=FULL")
             cur.execute("PRAGMA foreign_keys=ON")
-            # Erased text must not survive in the file (issue 25, finding 3): freed cells and
+            # Erased text must not survive in the file: freed cells and
             # pages are overwritten with zeros, not left for a forensic read.
             cur.execute("PRAGMA secure_delete=ON")
             cur.execute("PRAGMA busy_timeout=60000")
@@ -118,7 +118,7 @@ WRITER_LOCK_TIMEOUT_S = 60.0
 
 
 def _writer_lock(fd: int) -> None:
-    """Take the host's writer lock of a SQLite database (issue 28): every write transaction
+    """Take the host's writer lock of a SQLite database: every write transaction
     of every process and thread of the host takes it before ``BEGIN IMMEDIATE``, so SQLite's
     own lock is never contended between them. A writer waiting on SQLite's lock sleeps in
     its busy handler's steps (up to 100 ms each) while other writers commit batch after
@@ -171,7 +171,7 @@ _REVISION_LINE = re.compile(r'^(revision|down_revision) = (?:"([0-9A-Za-z_]+)"|N
 @functools.lru_cache(maxsize=1)
 def head_revision() -> str | None:
     """The newest migration: the one no other names as its ``down_revision``. Read from the
-    scripts' two header lines, without importing alembic or the scripts (issue 26: opening the
+    scripts' two header lines, without importing alembic or the scripts (opening the
     log for one command spent 0.2-0.4 s there); ``tests/unit/test_db_revisions.py`` checks it
     against alembic's own answer."""
     versions = resources.files("migrations") / "versions"

@@ -54,7 +54,7 @@ def key_record(row: Any) -> KeyRecord:
 
 def blob(value: object, table: str, row: object, column: str) -> bytes:
     """A binary column's value, or :class:`LogIntegrityError` naming table, row and column
-    (issue 25, finding 10: a body rewritten as TEXT, as the sqlite3 shell's ``replace()``
+    (a body rewritten as TEXT, as the sqlite3 shell's ``replace()``
     stores it, raised an untyped ``TypeError`` from ``bytes()`` in the audit, the rebuild,
     recall and writes)."""
     if isinstance(value, (bytes, bytearray, memoryview)):

@@ -223,7 +223,7 @@ mem_items = Table(
     #: text, ledger.memory.facts), for finding the memories a new value replaces.
     Column("fact_key", String(160), nullable=True),
     #: The version 1 memory.replaced entries that still copy the memory's value (JSON list of
-    #: {index, item, by}; issue 40): what an erasure of the memory takes with it.
+    #: {index, item, by}): what an erasure of the memory takes with it.
     Column("copies", Text, nullable=False, server_default=text("'[]'")),
     PrimaryKeyConstraint("agent", "ref"),
     Index(None, "agent", "tier", "status"),

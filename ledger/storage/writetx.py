@@ -205,7 +205,7 @@ class WriteTx:
         # held; a checkpoint is only signed at the size the log reaches): a forged row
         # INSERTed ahead, which reads already skip. It is deleted before the leaves are
         # written (migration 0010 lets a row ahead of the leaves go) and this batch's
-        # checkpoint takes its place: not a permanent stop (issue 25, finding 10). Rows
+        # checkpoint takes its place: not a permanent stop. Rows
         # further ahead stay, skipped, and `engram audit` names them.
         # Only when the lock row showed a row at or above this size (the usual append issues
         # no statement for it, and no DELETE: a service role without DELETE on checkpoints

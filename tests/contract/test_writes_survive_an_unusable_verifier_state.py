@@ -25,7 +25,11 @@ def test_a_committed_write_is_answered_when_the_state_directory_is_unusable(
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory")
     ada = Agent.generate(
-        "ada", log_vkey=ledger.vkey, transport=InProcess(ledger, log_only=True), clock=clock, state_dir=blocked / "state"
+        "ada",
+        log_vkey=ledger.vkey,
+        transport=InProcess(ledger, log_only=True),
+        clock=clock,
+        state_dir=blocked / "state",
     )
     size = ledger.size()
     ada.register()
