@@ -150,6 +150,17 @@ def load(path: Path = DATA) -> list[dict[str, Any]]:
     return sorted(raw, key=lambda q: q["question_id"])
 
 
+def shrink(obj: dict[str, Any], *, others: int) -> dict[str, Any]:
+    """The question with a short history (the smoke run): its evidence sessions and its first
+    ``others`` other sessions, in time order. The harness picks them; the system under test
+    still sees texts and dates only."""
+    keep = [i for i, sess in enumerate(obj["haystack_sessions"]) if any(t.get("has_answer") for t in sess)]
+    rest = [i for i in range(len(obj["haystack_sessions"])) if i not in keep][:others]
+    picked = sorted(keep + rest)
+    fields = ("haystack_sessions", "haystack_session_ids", "haystack_dates")
+    return {**obj, **{f: [obj[f][i] for i in picked] for f in fields}}
+
+
 def question(obj: dict[str, Any], *, max_chars: int) -> Question:
     """One question object as a :class:`Question`; turn texts cleaned (:func:`clean`) and cut to
     ``max_chars`` (the longest text the memory service takes), the same for Engram and the
