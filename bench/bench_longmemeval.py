@@ -191,12 +191,51 @@ def table(mode: str, rows: Sequence[dict[str, Any]]) -> tuple[str, dict[str, Any
     return "\n".join(lines), figures
 
 
+NAMES = {
+    "engram": "Engram",
+    "bm25": "BM25",
+    "wordllama": "wordllama",
+    "e5-small": "e5-small",
+    "bm25+e5 rrf": "BM25+e5 RRF",
+}
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The report's figures as Markdown (docs/benchmarks.md): per mode, recall_any@10 and
+    recall_all@10 at turn level by question type, then every metric overall with its ceiling."""
+    out: list[str] = []
+    for mode, m in report["modes"].items():
+        figs = m["figures"]
+        out.append(f"**{mode}** ({m['scored']} questions scored, {m['skipped_no_evidence']} without an "
+                   f"evidence turn in the corpus; ingest {m['entries_per_s']:.0f} log entries/s)\n")  # fmt: skip
+        for metric in ("turn_any@10", "turn_all@10"):
+            out.append(f"| {metric} | n | " + " | ".join(NAMES[s] for s in SYSTEMS) + " | Engram / best |")
+            out.append("|---|---:|" + "---:|" * (len(SYSTEMS) + 1))
+            for label, fig in figs.items():
+                cells = " | ".join(f"{fig[s][metric]:.3f}" for s in SYSTEMS)
+                out.append(f"| {label} | {fig['n']} | {cells} | **{fig['ratio'][metric]:.2f}x** |")
+            out.append("")
+        overall = figs["overall"]
+        out.append(
+            "| overall | " + " | ".join(NAMES[s] for s in SYSTEMS) + " | Engram / best | ceiling (1 / best) |"
+        )
+        out.append("|---|" + "---:|" * (len(SYSTEMS) + 2))
+        for metric in METRICS:
+            cells = " | ".join(f"{overall[s][metric]:.3f}" for s in SYSTEMS)
+            out.append(
+                f"| {metric} | {cells} | {overall['ratio'][metric]:.2f}x | {overall['ceiling'][metric]:.2f}x |"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--questions", type=int, default=None, help="the first N questions by id")
     ap.add_argument("--types", default="", help="comma-separated question types (default: all)")
     ap.add_argument("--modes", default="turns,e2e", help="turns, e2e or both (comma-separated)")
     ap.add_argument("--json", type=Path, default=None, help="write the figures and per-question rows")
+    ap.add_argument("--markdown", type=Path, default=None, help="write the tables as Markdown")
     ap.add_argument("--data", type=Path, default=lme.DATA)
     ap.add_argument("--smoke", action="store_true", help="2 short histories, both modes (CI)")
     args = ap.parse_args(argv)
@@ -274,6 +313,8 @@ def _run(
     print(f"e5 vectors computed this run: {cache.computed} (the rest from {lme.CACHE})")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
+    if args.markdown:
+        args.markdown.write_text(markdown(report))
     return 0
 
 
