@@ -236,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--modes", default="turns,e2e", help="turns, e2e or both (comma-separated)")
     ap.add_argument("--json", type=Path, default=None, help="write the figures and per-question rows")
     ap.add_argument("--markdown", type=Path, default=None, help="write the tables as Markdown")
-    ap.add_argument("--data", type=Path, default=lme.DATA)
+    ap.add_argument("--data", type=Path, default=None, help="the set (default $ENGRAM_LME or ../shared/data)")
     ap.add_argument("--smoke", action="store_true", help="2 short histories, both modes (CI)")
     args = ap.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
@@ -246,11 +246,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if types - set(lme.TYPES):
         ap.error(f"unknown question type in {args.types!r}")
     limit = 2 if args.smoke else args.questions
-    objs = [o for o in lme.load(args.data) if not types or o["question_type"] in types]
+    # The smoke run reads the two committed short histories unless a set is named.
+    data = args.data or (lme.SMOKE_DATA if args.smoke else lme.DATA)
+    objs = [o for o in lme.load(data) if not types or o["question_type"] in types]
     skipped_abs = sum(1 for o in objs if o["question_id"].endswith("_abs"))
     objs = [o for o in objs if not o["question_id"].endswith("_abs")]
     if args.smoke:  # 2 questions, each history cut to its evidence sessions and 4 others
-        objs = [lme.shrink(o, others=4) for o in objs[:limit]]
+        objs = [lme.shrink(o, others=4) for o in objs[:limit]]  # a no-op on the committed file
     elif limit is not None:
         objs = objs[:limit]
     questions = [lme.question(o, max_chars=MAX_CONTENT_CHARS) for o in objs]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import lzma
+import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
@@ -31,7 +32,12 @@ from typing import Any
 
 import numpy as np
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval-s-dev.json.xz"
+DATA = Path(
+    os.environ.get("ENGRAM_LME")
+    or Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval-s-dev.json.xz"
+)
+#: Two questions cut short by :func:`shrink`, committed for the smoke run (bench/data/README.md).
+SMOKE_DATA = Path(__file__).resolve().parent / "data" / "longmemeval-s-smoke.json"
 CACHE = Path.home() / ".cache" / "engram-bench"
 KS = (5, 10, 20)
 TYPES = (
@@ -144,8 +150,9 @@ def parse_date(s: str) -> int:
 
 
 def load(path: Path = DATA) -> list[dict[str, Any]]:
-    """The question objects, sorted by ``question_id``."""
-    with lzma.open(path, "rb") as f:
+    """The question objects, sorted by ``question_id`` (xz-compressed or plain JSON)."""
+    opener: Any = lzma.open if path.suffix == ".xz" else open
+    with opener(path, "rb") as f:
         raw: list[dict[str, Any]] = json.load(f)
     return sorted(raw, key=lambda q: q["question_id"])
 
