@@ -8,6 +8,7 @@ Issue 41 (attack round on the narrow memory port).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from engram.client import AgentMemory
 from engram.client.http import HttpTransport
 from engram.client.sdk import Agent
 from engram.protocol.errors import EngramError, StorageError
+from engram.protocol.httpsign import sign_request
 from ledger.log import Ledger
 from ledger.storage.schema import request_nonces
 
@@ -97,3 +99,102 @@ def test_a_bad_query_is_a_typed_refusal_that_spends_and_writes_nothing(
     assert not isinstance(e.value, StorageError), f"{label}: {e.value}"  # a 500 reads as StorageError
     assert e.value.check, label
     assert _nonces(ledger) == before and ledger.size() == size
+
+
+def _raw(client: TestClient, ada: AgentMemory, data: bytes, *, path: str = "/v1/agents/ada/ask") -> Any:
+    """``data`` as sent, signed by ada over exactly those bytes (what a hostile client can do)."""
+    me = ada.agent.signer
+    headers = sign_request(
+        me.private_key, origin=me.origin, method="POST", target=path, signer="agent:ada", body=data
+    )
+    return client.post(path, content=data, headers={"content-type": "application/json", **headers})
+
+
+RAW_BODIES: list[tuple[str, bytes]] = [
+    ("deep-json", b"[" * 50_000 + b"]" * 50_000),
+    ("deep-member", b'{"ask":"recall","text":"x","scopes":' + b"[" * 50_000 + b"]" * 50_000 + b"}"),
+    ("long-number", b'{"ask":"items","limit":' + b"9" * 5000 + b"}"),
+    ("nan", b'{"ask":"entry","index":NaN}'),
+    ("infinity", b'{"ask":"items","limit":Infinity}'),
+    ("not-json", b"ask=items"),
+    ("not-utf8", b'{"ask":"\xff\xfe"}'),
+    ("empty", b""),
+]
+
+
+@pytest.mark.parametrize(("label", "data"), RAW_BODIES, ids=[b[0] for b in RAW_BODIES])
+def test_unreadable_json_is_refused_typed_before_any_nonce_is_spent(
+    client: TestClient, ledger: Ledger, label: str, data: bytes
+) -> None:
+    ada, _ = _connect(client, ledger, "ada")
+    size, before = ledger.size(), _nonces(ledger)
+    resp = _raw(client, ada, data)
+    assert 400 <= resp.status_code < 500, (label, resp.status_code, resp.text[:200])
+    assert resp.headers["content-type"].startswith("application/problem+json"), label
+    assert "Traceback" not in resp.text
+    assert _nonces(ledger) == before and ledger.size() == size
+
+
+def test_a_signed_query_is_good_once_for_its_own_body_and_path(client: TestClient, ledger: Ledger) -> None:
+    """Replayed, re-bodied or re-pathed, a signed query is refused (issue 41)."""
+    ada, _ = _connect(client, ledger, "ada")
+    me = ada.agent.signer
+    data = b'{"ask":"sessions"}'
+    headers = {
+        "content-type": "application/json",
+        **sign_request(
+            me.private_key,
+            origin=me.origin,
+            method="POST",
+            target="/v1/agents/ada/ask",
+            signer="agent:ada",
+            body=data,
+        ),
+    }
+    assert client.post("/v1/agents/ada/ask", content=data, headers=headers).status_code == 200
+    replay = client.post("/v1/agents/ada/ask", content=data, headers=headers)
+    assert replay.status_code == 401 and replay.json()["check"].startswith("auth."), replay.text
+    fresh = {
+        "content-type": "application/json",
+        **sign_request(
+            me.private_key,
+            origin=me.origin,
+            method="POST",
+            target="/v1/agents/ada/ask",
+            signer="agent:ada",
+            body=data,
+        ),
+    }
+    before = _nonces(ledger)
+    swapped = client.post("/v1/agents/ada/ask", content=b'{"ask":"compact"}', headers=fresh)
+    assert swapped.status_code == 401 and swapped.json()["check"].startswith("auth."), swapped.text
+    moved = client.post("/v1/agents/bob/ask", content=data, headers=fresh)
+    assert moved.status_code == 401 and moved.json()["check"].startswith("auth."), moved.text
+    assert _nonces(ledger) == before
+
+
+EXTREMES: list[tuple[str, dict[str, Any], int]] = [
+    ("entry-past-the-log", {"ask": "entry", "index": 2**63 - 1}, 404),
+    ("item-past-the-log", {"ask": "item", "ref": "9999999999999999.99"}, 404),
+    ("session-unknown", {"ask": "session", "session": "nope"}, 404),
+    ("mesh-proof-unknown", {"ask": "mesh_proof", "mesh": "bob/team", "ref": "9999999999999999.0"}, 0),
+]
+
+
+@pytest.mark.parametrize(("label", "body", "status"), EXTREMES, ids=[e[0] for e in EXTREMES])
+def test_a_well_formed_query_past_the_log_is_a_typed_answer(
+    client: TestClient, ledger: Ledger, label: str, body: dict[str, Any], status: int
+) -> None:
+    ada, _ = _connect(client, ledger, "ada")
+    size = ledger.size()
+    resp = _raw(client, ada, json.dumps(body).encode())
+    assert 400 <= resp.status_code < 500 and (status == 0 or resp.status_code == status), (label, resp.text)
+    assert resp.json()["check"], label
+    assert ledger.size() == size
+
+
+def test_an_items_cursor_past_the_log_is_an_empty_page(client: TestClient, ledger: Ledger) -> None:
+    ada, _ = _connect(client, ledger, "ada")
+    ada.write(category="CONTEXT", content="a fact")
+    resp = _raw(client, ada, b'{"ask":"items","after":"9999999999999999.99","limit":1000}')
+    assert resp.status_code == 200 and resp.json()["answer"] == {"items": [], "next": None}, resp.text
