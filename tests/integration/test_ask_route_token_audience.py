@@ -120,3 +120,23 @@ def test_an_agent_cannot_ask_of_another_agents_memory(client: TestClient, ledger
             bob.agent.transport.signed(bob.agent.signer, "POST", "/v1/agents/ada/ask", body=body)
         assert e.value.check == "auth.agent", (body, e.value)
     assert _nonces(ledger) == before and ledger.size() == size
+
+
+def test_an_agent_asking_for_another_agents_item_by_ref_learns_nothing(
+    client: TestClient, ledger: Ledger
+) -> None:
+    """The ref names a log entry, not an owner: ada asking her own door for bob's item ref,
+    or for a mesh proof of it outside any mesh, is refused typed, without bob's content."""
+    ada = _connect(client, ledger, "ada")
+    bob = _connect(client, ledger, "bob")
+    bob.write(category="CONTEXT", content="bob's secret plan")
+    mine = bob.agent.transport.signed(bob.agent.signer, "GET", "/v1/agents/bob/memory").json()
+    ref = mine["items"][0]["ref"]
+    http = ada.agent.transport
+    for body in ({"ask": "item", "ref": ref}, {"ask": "mesh_proof", "mesh": "bob/team", "ref": ref}):
+        with pytest.raises(EngramError) as e:
+            http.signed(ada.agent.signer, "POST", "/v1/agents/ada/ask", body=body)
+        assert not isinstance(e.value, StorageError) and e.value.check, (body, e.value)
+        assert "secret plan" not in str(e.value)
+    page = http.signed(ada.agent.signer, "POST", "/v1/agents/ada/ask", body={"ask": "items", "status": "all"})
+    assert "secret plan" not in page.text
