@@ -61,8 +61,8 @@ def line(ref: str, content: str = "x", score: float = 0.5, **kw: Any) -> RecallL
 
 
 def test_the_old_text_and_keywords_are_parsed_into_one_bounded_query() -> None:
-    q = as_query("deploy days", limit=3, scopes=["project:x"], meshes=["m1"])
-    assert q == RecallQuery(text="deploy days", limit=3, scopes=frozenset({"project:x"}), meshes=("m1",))
+    q = as_query("deploy days", limit=3, scopes=["project:x"], meshes=["ada/m1"])
+    assert q == RecallQuery(text="deploy days", limit=3, scopes=frozenset({"project:x"}), meshes=("ada/m1",))
     with pytest.raises(RejectedEventError) as e:
         as_query("deploy", limit=0)
     assert e.value.check == "request.limit"
