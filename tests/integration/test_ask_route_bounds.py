@@ -198,3 +198,29 @@ def test_an_items_cursor_past_the_log_is_an_empty_page(client: TestClient, ledge
     ada.write(category="CONTEXT", content="a fact")
     resp = _raw(client, ada, b'{"ask":"items","after":"9999999999999999.99","limit":1000}')
     assert resp.status_code == 200 and resp.json()["answer"] == {"items": [], "next": None}, resp.text
+
+
+def test_an_oversized_or_misdeclared_query_is_refused_typed_before_any_nonce_is_spent(
+    client: TestClient, ledger: Ledger
+) -> None:
+    ada, _ = _connect(client, ledger, "ada")
+    size, before = ledger.size(), _nonces(ledger)
+    huge = _raw(client, ada, b'{"ask":"recall","text":"' + b"x" * 2_000_000 + b'"}')
+    assert huge.status_code == 413 and huge.headers["content-type"].startswith("application/problem+json")
+    me = ada.agent.signer
+    data = b'{"ask":"sessions"}'
+    signed = sign_request(
+        me.private_key,
+        origin=me.origin,
+        method="POST",
+        target="/v1/agents/ada/ask",
+        signer="agent:ada",
+        body=data,
+    )
+    plain = client.post("/v1/agents/ada/ask", content=data, headers={"content-type": "text/plain", **signed})
+    assert 400 <= plain.status_code < 500 and plain.headers["content-type"].startswith(
+        "application/problem+json"
+    )
+    got = client.get("/v1/agents/ada/ask")
+    assert got.status_code == 405 and got.headers["content-type"].startswith("application/problem+json")
+    assert _nonces(ledger) == before and ledger.size() == size
