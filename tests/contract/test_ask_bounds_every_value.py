@@ -82,3 +82,23 @@ def test_a_well_built_value_is_answered_as_built(
     assert [i.content for i in page.items] == ["Deploys happen on Tuesdays"]
     recalled = ask(memory, Asker(agent="ada"), RecallQuery(text="deploys", scopes=frozenset({"global"})))
     assert "Tuesdays" in recalled.context
+
+
+def test_the_service_recall_bounds_a_hand_built_value_before_recording_a_use(
+    memory: MemoryService, make_agent: Callable[..., Agent], memory_of: MemoryOf
+) -> None:
+    """``MemoryService.recall`` takes a RecallQuery as its first stage's input: bounded there
+    too, so a recall past the bounds records no ``memory.accessed``."""
+    ada = make_agent("ada")
+    memory_of(ada).write(category="LEARNING", content="Deploys happen on Tuesdays")
+    size = memory.ledger.size()
+    for query, check in [
+        (RecallQuery(text="deploys", limit=10**9), "request.limit"),
+        (RecallQuery(text="x" * 100_000), "request.query"),
+        (RecallQuery(text="deploys", scopes=frozenset({"global", 5})), "request.members"),  # type: ignore[arg-type]
+    ]:
+        with pytest.raises(RejectedEventError) as e:
+            memory.recall("ada", query)
+        assert e.value.check == check
+    assert memory.ledger.size() == size
+    assert "Tuesdays" in memory.recall("ada", RecallQuery(text="deploys", limit=3)).render()
