@@ -22,7 +22,7 @@ from verifier.event import Envelope
 
 __all__ = ["MEMORY_KINDS", "InProcess"]
 
-#: The kinds only the memory service's door takes (``MemoryService.FOLDED_KINDS``).
+#: The kinds only the memory service's door takes (``ledger.memory.door.FOLDED_KINDS``).
 MEMORY_KINDS = kinds_where(group="session") | kinds_where(group="memory") | kinds_where(group="record")
 
 

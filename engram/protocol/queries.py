@@ -181,9 +181,12 @@ class RecallQuery(Query[Recalled]):
                 raise RejectedEventError(
                     f"meshes is a list of at most {MAX_MESHES} names", check="request.meshes"
                 )
-            if not all(isinstance(m, str) and len(m) <= _MAX_MESH_ID for m in meshes):
+            if not all(
+                isinstance(m, str) and len(m) <= _MAX_MESH_ID and MESH_PATTERN.fullmatch(m) for m in meshes
+            ):
                 raise RejectedEventError(
-                    f"a mesh name is text of at most {_MAX_MESH_ID} characters", check="request.meshes"
+                    f"a mesh id is <creator>/<name>, at most {_MAX_MESH_ID} characters",
+                    check="request.meshes",
                 )
             meshes = tuple(meshes)
         wanted = _scopes(scopes)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from engram.protocol.answers import EntryProof, ItemPage, ItemProof, ItemRow, MeshRow, Recalled, SessionRow
-from engram.protocol.errors import ForbiddenError, NotFoundError
+from engram.protocol.errors import ForbiddenError, NotFoundError, RejectedEventError
 from engram.protocol.queries import (
     CheckpointQuery,
     CompactQuery,
@@ -34,6 +34,7 @@ from engram.protocol.queries import (
     RecallQuery,
     SessionQuery,
     SessionsQuery,
+    parse_query,
 )
 from engram.protocol.recall_block import hot_part
 from engram.protocol.schemas import parse_ref
@@ -64,12 +65,26 @@ READER_QUERIES: frozenset[type[Query[Any]]] = frozenset((ItemsQuery, ItemQuery))
 
 def ask(memory: MemoryService, asker: Asker, query: Query[A]) -> A:
     """The answer to ``query`` for ``asker`` (ForbiddenError ``auth.agent`` when a token's
-    audience asks what only the agent may)."""
-    if asker.kinds is not None and type(query) not in READER_QUERIES:
+    audience asks what only the agent may).
+
+    The value is bounded again here, as its ``of`` bounds it (RejectedEventError naming the
+    ``request.*`` check), before anything is read: a value built by its bare constructor in
+    process carries what no ``of`` would take (a limit of 10**9, an index past 2**63)."""
+    if type(query) not in HANDLERS:
+        raise RejectedEventError(
+            f"ask takes a query of engram.protocol.queries, not {type(query).__name__}", check="request.ask"
+        )
+    try:
+        checked = parse_query(query.to_json())
+    except (TypeError, ValueError) as e:  # a member of a type no JSON value has
+        raise RejectedEventError(
+            f"{query.name} has a member of the wrong type", check="request.members"
+        ) from e
+    if asker.kinds is not None and type(checked) not in READER_QUERIES:
         raise ForbiddenError(
             "a share token allows reading records, not acting as the agent", check="auth.agent"
         )
-    answer: A = HANDLERS[type(query)](memory, asker, query)
+    answer: A = HANDLERS[type(checked)](memory, asker, checked)
     return answer
 
 

@@ -31,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from engram.protocol.errors import EngramError
-from engram.protocol.queries import RecallQuery
+from engram.protocol.errors import EngramError, RejectedEventError
+from engram.protocol.queries import RecallQuery, parse_query
 from engram.protocol.schemas import CATEGORIES
 from engram.protocol.scopes import GLOBAL, scope_of
 from ledger.memory.block import (
@@ -83,12 +83,18 @@ _T = TypeVar("_T", Item, tuple[Item, float])
 def as_query(query: RecallQuery | str, **options: Any) -> RecallQuery:
     """The query value of a recall: ``query`` itself, or the old text and keywords parsed
     and bounded by :meth:`RecallQuery.of`. A query value carries its options: keywords
-    beside it are refused (TypeError), never silently dropped."""
+    beside it are refused (TypeError), never silently dropped. A value is bounded again as
+    its ``of`` bounds it (one built by its bare constructor carries what no ``of`` takes)."""
     if isinstance(query, RecallQuery):
         given = sorted(k for k, v in options.items() if v != _DEFAULTS[k])
         if given:
             raise TypeError(f"a RecallQuery carries its own options; drop {', '.join(given)}")
-        return query
+        try:
+            checked = parse_query(query.to_json())
+        except (TypeError, ValueError) as e:  # a member of a type no JSON value has
+            raise RejectedEventError("recall has a member of the wrong type", check="request.members") from e
+        assert isinstance(checked, RecallQuery)  # its "ask" names recall
+        return checked
     return RecallQuery.of(query, **options)
 
 

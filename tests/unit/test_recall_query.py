@@ -10,9 +10,9 @@ from engram.protocol.schemas import MAX_QUERY_CHARS
 
 
 def test_defaults_and_normal_form() -> None:
-    q = RecallQuery.of("what db?", scopes=["global"], meshes=["m1"])
+    q = RecallQuery.of("what db?", scopes=["global"], meshes=["ada/m1"])
     assert q.text == "what db?" and q.limit == 10 and q.sources == "all"
-    assert q.scopes == frozenset({"global"}) and q.meshes == ("m1",)
+    assert q.scopes == frozenset({"global"}) and q.meshes == ("ada/m1",)
     with pytest.raises(AttributeError):
         q.limit = 3  # type: ignore[misc]
 
@@ -27,6 +27,8 @@ def test_defaults_and_normal_form() -> None:
         ({"text": "q", "sources": "everything"}, "request.sources"),
         ({"text": "q", "budget_tokens": -1}, "request.budget"),
         ({"text": "q", "meshes": "m1"}, "request.meshes"),
+        ({"text": "q", "meshes": ["m1"]}, "request.meshes"),
+        ({"text": "q", "meshes": ["Ada/Team"]}, "request.meshes"),
         ({"text": "q", "scopes": ["nope:"]}, "request.scopes"),
     ],
 )

@@ -61,8 +61,8 @@ def line(ref: str, content: str = "x", score: float = 0.5, **kw: Any) -> RecallL
 
 
 def test_the_old_text_and_keywords_are_parsed_into_one_bounded_query() -> None:
-    q = as_query("deploy days", limit=3, scopes=["project:x"], meshes=["m1"])
-    assert q == RecallQuery(text="deploy days", limit=3, scopes=frozenset({"project:x"}), meshes=("m1",))
+    q = as_query("deploy days", limit=3, scopes=["project:x"], meshes=["ada/m1"])
+    assert q == RecallQuery(text="deploy days", limit=3, scopes=frozenset({"project:x"}), meshes=("ada/m1",))
     with pytest.raises(RejectedEventError) as e:
         as_query("deploy", limit=0)
     assert e.value.check == "request.limit"
@@ -70,8 +70,11 @@ def test_the_old_text_and_keywords_are_parsed_into_one_bounded_query() -> None:
 
 def test_a_query_value_passes_through_and_refuses_keywords_beside_it() -> None:
     q = RecallQuery.of("deploy", include_cold=True)
-    assert as_query(q) is q
-    assert as_query(q, limit=10, sources="all") is q  # the defaults are no options
+    assert as_query(q) == q  # the same value, bounded again (a bare constructor bounds nothing)
+    assert as_query(q, limit=10, sources="all") == q  # the defaults are no options
+    with pytest.raises(RejectedEventError) as e:
+        as_query(RecallQuery(text="deploy", limit=0))
+    assert e.value.check == "request.limit"
     with pytest.raises(TypeError, match="include_archived"):
         as_query(q, include_archived=True)
 
