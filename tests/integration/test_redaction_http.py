@@ -22,38 +22,12 @@ from engram.client.sdk import Agent
 from engram.protocol.gate import GateRejection
 from engram.protocol.wire import Submission
 from ledger.log import Ledger
+from tests.unit.test_redaction_forms import FORMS_ONCE_SIGNED_IN_CLEAR
 
 OPERATOR = "Xq3mVb8LrT2wN7cK5pZ9sD4fG6hJ1aEoU0iYtR8e"
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = {c["form"]: c for c in json.loads((ROOT / "tests/fixtures/secrets/corpus.json").read_text("utf-8"))}
-FORMS = [
-    "Vault service token (hvs.)",
-    "DigitalOcean personal access token",
-    "Shopify Admin API access token",
-    "Databricks personal access token",
-    "Grafana service account token",
-    "Atlassian API token",
-    "age secret key",
-    "Slack app-level token (xapp-)",
-    "Postman API key",
-    "Linear API key",
-    "Doppler service token",
-    "New Relic user API key",
-    "kubeconfig client-key-data",
-    "docker config.json auth",
-    "OpenSSH private key body inside JSON",
-    ".netrc single line",
-    ".pgpass line",
-    "mysql -p",
-    "sshpass -p",
-    "Azure SAS sig=",
-    "Cookie: sessionid=",
-    "AWS credentials.csv (access keys)",
-    "PuTTY .ppk (v2)",
-    "PEM without BEGIN line (RSA, with END)",
-    "GitHub token wrapped over two lines",
-    "prose: prod DB password",
-]
+FORMS = FORMS_ONCE_SIGNED_IN_CLEAR  # the forms the issue named, listed once
 
 
 def _secrets(case: dict[str, Any]) -> list[str]:
