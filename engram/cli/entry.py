@@ -54,6 +54,10 @@ def main() -> None:
         from engram.harness.cli import run
 
         raise SystemExit(run(argv[0], argv[1:], open_embedded))
+    if argv[:1] in (["setup"], ["doctor"]):  # agent-side, client only (argparse)
+        from importlib import import_module
+
+        raise SystemExit(import_module(f"engram.harness.{argv[0]}").main(argv[1:]))
     if argv[:2] == ["log", "pin"]:  # a client's pin: no service needed
         from engram.harness.cli import run
 
