@@ -36,6 +36,7 @@ from engram.harness.setup import (
     check_url,
     claude_paths,
     codex_config,
+    group_is_engram,
     hermes_dir,
     hermes_provider,
     is_engram_hook,
@@ -164,16 +165,18 @@ def harness_chain(harness: str, env: Mapping[str, str]) -> tuple[str, Chain] | N
             raise Broken(str(path), f"is not valid TOML ({e})", "fix the file, then " + setup) from None
         servers = cfg.get("mcp_servers")
         entry = servers.get("engram") if isinstance(servers, dict) else None
-        if entry is None:
-            return None
         where = f"Codex ({path})"
+        raw_hooks = cfg.get("hooks")
+        hooks = raw_hooks if isinstance(raw_hooks, dict) else {}
+        if entry is None:
+            if any(group_is_engram(g, "codex") for gs in hooks.values() if isinstance(gs, list) for g in gs):
+                raise Broken(where, "has the hooks but no MCP server engram ([mcp_servers.engram])", setup)
+            return None
         command, args = entry.get("command"), entry.get("args")
         if not isinstance(command, str) or not isinstance(args, list) or args[:1] != ["mcp"]:
             raise Broken(where, "[mcp_servers.engram] does not start `engram mcp`", setup)
         _executable(where, command, setup)
         chains = [_chain_of(where, [str(x) for x in args], setup)]
-        raw_hooks = cfg.get("hooks")
-        hooks = raw_hooks if isinstance(raw_hooks, dict) else {}
         for event in CODEX_EVENTS:
             cmds = [
                 h.get("command")
@@ -255,7 +258,12 @@ def check_chain(chain: Chain, say: Callable[[str], None]) -> None:
     try:
         agent, private = load_agent_key(key_file)
     except EngramError as e:
-        raise Broken("key file", str(e), f"give the agent's key file, or create one: {chain.setup}") from None
+        fix = (
+            f"chmod 600 {shlex.quote(str(key_file))}"
+            if "chmod" in str(e)
+            else f"give the agent's key file, or create one: {chain.setup}"
+        )
+        raise Broken("key file", str(e), fix) from None
     say(f"key file: {key_file} holds agent {agent}'s key")
     try:
         known, active = active_key_of(url, transport_for(url), agent)

@@ -217,7 +217,20 @@ def load_json_object(path: Path, text: str | None) -> dict[str, Any]:
         ) from None
     if not isinstance(obj, dict):
         raise SetupError(f"{path} holds JSON but not an object; nothing was written", check="setup.json")
-    return obj
+
+    def no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for k, v in pairs:
+            if k in seen:  # JSON readers keep one of the two: rewriting would drop the other
+                raise SetupError(
+                    f"{path} names {k!r} twice in one object; merge the two, nothing was written",
+                    check="setup.json",
+                )
+            seen[k] = v
+        return seen
+
+    checked: dict[str, Any] = json.loads(text, object_pairs_hook=no_repeats)
+    return checked
 
 
 def dump_json(obj: Mapping[str, Any]) -> str:
@@ -247,7 +260,7 @@ def is_engram_hook(command: object, harness: str) -> bool:
     return len(words) >= 3 and Path(words[0]).name == "engram" and words[1:3] == ["hook", harness]
 
 
-def _group_is_engram(group: object, harness: str) -> bool:
+def group_is_engram(group: object, harness: str) -> bool:
     if not isinstance(group, dict):
         return False
     hooks = group.get("hooks")
@@ -274,7 +287,7 @@ def merge_claude_hooks(settings: dict[str, Any], command: str, path: Path) -> di
         kept: list[Any] = []
         placed = False
         for g in groups:
-            if _group_is_engram(g, "claude-code"):
+            if group_is_engram(g, "claude-code"):
                 if not placed:
                     kept.append(ours)
                     placed = True
@@ -364,7 +377,7 @@ def merge_codex(path: Path, text: str | None, block: str) -> str:
     if isinstance(hooks, dict):
         for event, groups in hooks.items():
             for g in groups if isinstance(groups, list) else []:
-                if _group_is_engram(g, "codex"):
+                if group_is_engram(g, "codex"):
                     raise SetupError(
                         f"{path} already runs `engram hook codex` on {event} outside the block engram setup "
                         "manages (pasted from the docs?); delete those [[hooks...]] tables and run this again, "
@@ -651,11 +664,20 @@ def _write(change: Change) -> None:
     write_file(change.path, change.new, mode=mode)
 
 
-def _register(p: Plan, private: Any, token: str) -> int:
+def _register(p: Plan, token: str) -> int:
     from engram.client.sdk import Agent
+    from engram.protocol.errors import AuthError
 
     agent = Agent.load(p.key_file, log_vkey=p.log_key, transport=transport_for(p.url, operator_token=token))
-    return agent.register().index
+    try:
+        return agent.register().index
+    except AuthError as e:
+        raise SetupError(
+            f"the service at {p.url} refused to register the key ({e}): ENGRAM_OPERATOR_TOKEN is not its "
+            f"operator token. The key and the configuration are written; with the right token, run "
+            f"{register_command(p)}",
+            check="setup.register",
+        ) from None
 
 
 def register_command(p: Plan) -> str:
@@ -730,7 +752,7 @@ def _run(a: argparse.Namespace, env: Mapping[str, str]) -> int:
     if p.registered:
         out(f"agent {p.agent}'s key is registered in the log at {p.url}\n")
     elif token:
-        index = _register(p, private, token)
+        index = _register(p, token)
         out(f"registered agent {p.agent}'s key in the log at {p.url} (index {index})\n")
     else:
         status = 1

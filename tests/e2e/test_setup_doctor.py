@@ -140,7 +140,7 @@ def test_dry_run_shows_the_diff_and_writes_nothing(world: World) -> None:
     settings.parent.mkdir()
     settings.write_text('{"model": "opus"}\n', encoding="utf-8")
     before = world.files()
-    done = world.run("setup", "claude-code", "--dry-run")
+    done = world.run("setup", "claude-code", "--dry-run", "--agent", "dryrun")
     assert done.returncode == 0, done.stderr
     assert "nothing is written" in done.stdout and "would be created" in done.stdout
     assert f"--- {settings}" in done.stdout and '-{"model": "opus"}' in done.stdout
@@ -176,7 +176,7 @@ def test_a_symlinked_config_is_refused_and_nothing_is_written(world: World, tmp_
     elsewhere.write_text("{}", encoding="utf-8")
     os.symlink(elsewhere, settings)
     before = world.files()
-    done = world.run("setup", "claude-code")
+    done = world.run("setup", "claude-code", "--agent", "linker")
     assert done.returncode == 2 and "[setup.symlink]" in done.stderr and str(settings) in done.stderr
     assert world.files() == before and elsewhere.read_text(encoding="utf-8") == "{}"
     plugin = world.home / ".hermes" / "plugins" / "engram"
@@ -191,7 +191,7 @@ def test_comments_in_settings_are_refused_not_lost(world: World) -> None:
     settings.parent.mkdir()
     settings.write_text('{\n  // mine\n  "model": "opus"\n}\n', encoding="utf-8")
     before = world.files()
-    done = world.run("setup", "claude-code")
+    done = world.run("setup", "claude-code", "--agent", "commenter")
     assert done.returncode == 2 and "[setup.json]" in done.stderr and "comments" in done.stderr
     assert world.files() == before
 
@@ -324,3 +324,63 @@ def test_doctor_with_nothing_to_check_says_what_to_run(world: World) -> None:
     _fails(world, "setup", "engram setup claude-code|codex|hermes", ENGRAM_URL="")
     _fails(world, "codex", "engram setup codex", "--harness", "codex", ENGRAM_URL="")
     assert "not set up (engram setup hermes)" in _green(world)
+
+
+def test_a_symlinked_key_file_or_a_bad_agent_id_is_refused(world: World, tmp_path: Path) -> None:
+    """Found attacking the command from outside: a key file that is a link was followed."""
+    real = tmp_path / "real.key"
+    os.symlink(real, world.home / "linked.key")
+    done = world.run("setup", "codex", "--key-file", str(world.home / "linked.key"))
+    assert done.returncode == 2 and "[setup.symlink]" in done.stderr and not real.exists()
+    bad = world.run("setup", "codex", "--agent", "Not An Id")
+    assert bad.returncode == 2 and "[setup.agent]" in bad.stderr
+    assert not (world.home / ".codex").exists() and not (world.home / ".config").exists()
+
+
+def test_a_wrong_operator_token_is_named_and_the_rerun_registers(world: World) -> None:
+    """Found attacking the command from outside: a wrong token ended in a bare auth error."""
+    done = world.run("setup", "codex", "--agent", "tokenless", ENGRAM_OPERATOR_TOKEN="x" * 40)
+    assert done.returncode == 2 and "[setup.register]" in done.stderr, done.stdout + done.stderr
+    assert "ENGRAM_OPERATOR_TOKEN is not its operator token" in done.stderr
+    assert "engram setup codex --server" in done.stderr  # the command to run with the right one
+    again = world.run(
+        "setup", "codex", "--key-file", str(world.home / ".config" / "engram" / "tokenless.key")
+    )
+    assert again.returncode == 0 and "registered agent tokenless" in again.stdout, again.stdout + again.stderr
+
+
+def test_doctor_says_chmod_for_a_key_file_others_can_read(world: World) -> None:
+    """Found attacking the command from outside: the fix said to create a new key."""
+    assert world.run("setup", "claude-code", "--agent", "loose").returncode == 0
+    key = world.home / ".config" / "engram" / "loose.key"
+    os.chmod(key, 0o644)
+    _fails(world, "claude-code: key file", f"chmod 600 '{key}'")
+    os.chmod(key, 0o600)
+    _green(world)
+
+
+def test_doctor_names_codex_hooks_without_the_mcp_server(world: World) -> None:
+    """Found attacking the command from outside: a config.toml with the hooks alone read as
+    "not set up" and doctor was green."""
+    assert world.run("setup", "codex", "--agent", "halfway").returncode == 0
+    config = world.home / ".codex" / "config.toml"
+    text = config.read_text(encoding="utf-8")
+    head, rest = text.split("[mcp_servers.engram]\n", 1)
+    config.write_text(head + rest.split("\n\n", 1)[1], encoding="utf-8")
+    _fails(world, "Codex", "engram setup codex")
+    assert world.run("setup", "codex", "--agent", "halfway").returncode == 0
+    _green(world, "--harness", "codex")
+
+
+def test_doctor_names_the_missing_key_hermes_memory_setup_accepted(world: World) -> None:
+    """Issue 44, finding 1: ``hermes memory setup`` saves a key file that does not exist, and
+    ``hermes memory status`` then blamed ENGRAM_LOG_KEY. Doctor names the key file."""
+    hermes_home = world.home / ".hermes"
+    assert world.run("hermes", "install").returncode == 0
+    (hermes_home / "config.yaml").write_text("memory:\n  provider: engram\n", encoding="utf-8")
+    missing = world.home / "typo.key"
+    (hermes_home / "engram.json").write_text(
+        json.dumps({"url": world.url, "key_file": str(missing)}), encoding="utf-8"
+    )
+    out = _fails(world, "hermes: key file", "engram setup hermes", "--harness", "hermes")
+    assert f"{missing} does not exist" in out

@@ -69,6 +69,7 @@ def test_claude_hooks_keep_the_users_hooks_and_replace_engrams_in_place() -> Non
         '{\n  // my settings\n  "model": "opus"\n}',  # comments are not JSON
         '{"model": "opus",}',  # a trailing comma
         "[1, 2]",  # JSON, but not an object
+        '{"hooks": {"Stop": []}, "model": "x", "hooks": {}}',  # a key twice: rewriting would drop one
     ],
 )
 def test_claude_settings_that_are_not_a_json_object_are_refused(text: str) -> None:
