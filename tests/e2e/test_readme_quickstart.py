@@ -49,6 +49,10 @@ def test_the_readme_quickstart_runs_as_written(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "The user wants short answers" in run.stdout  # recalled over HTTP
+    # issue 44: one `engram setup claude-code` reuses claude's key, and `engram doctor` is green
+    assert "reusing the key of agent claude" in run.stdout and "the chain holds" in run.stdout
+    settings = (tmp_path / "home" / ".claude" / "settings.json").read_text(encoding="utf-8")
+    assert str(tmp_path / ".venv" / "bin" / "engram") in settings  # engram by its absolute path
     # the changed fact (issue 29): the current value says what it replaced, the past one is
     # recalled for the question about the past
     blocks = run.stdout.split("<memory-context")

@@ -123,9 +123,10 @@ def test_claude_code_remembers_across_sessions(world: World, tmp_path: Path) -> 
     assert HOOK_BLOCK in first  # SessionStart injected the (empty) HOT block
     assert "Tuesdays" in second.replace(QUESTION, "")  # recalled from the first session
 
-    # The README's MCP registration, as written (user scope, engram by its absolute path):
+    # The documented MCP registration by hand, as written (user scope, engram by its absolute
+    # path; the README now gives `engram setup claude-code`, tests/interop/test_setup_real.py):
     # Claude Code starts the server and reports it connected.
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = README
     add = " ".join(("claude mcp add" + readme.split("`claude mcp add", 1)[1].split("`", 1)[0]).split())
     add = add.replace("claude mcp add", f"{claude} mcp add", 1).replace("http://127.0.0.1:8080", url)
     add = add.replace("~/.config/engram/claude.key", str(key))
