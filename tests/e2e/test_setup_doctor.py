@@ -384,3 +384,17 @@ def test_doctor_names_the_missing_key_hermes_memory_setup_accepted(world: World)
     )
     out = _fails(world, "hermes: key file", "engram setup hermes", "--harness", "hermes")
     assert f"{missing} does not exist" in out
+
+
+def test_setup_refuses_a_service_serving_another_log_than_trusted(world: World) -> None:
+    """The log key given or pinned for the URL differs from the one served: nothing is written."""
+    other_vkey = "localhost/other+0123abcd+" + "A" * 44
+    done = world.run("setup", "codex", "--agent", "wary", "--log-key", other_vkey)
+    assert done.returncode == 2 and "[setup.log_key]" in done.stderr and other_vkey in done.stderr
+    pinned = world.run("log", "pin", "--server", world.url)
+    assert pinned.returncode == 0, pinned.stderr
+    pin = next(p for p in Path(world.env["ENGRAM_VERIFIER_STATE"]).rglob("*") if p.parent.name == "log-keys")
+    pin.write_text(other_vkey + "\n", encoding="utf-8")
+    done = world.run("setup", "codex", "--agent", "wary")
+    assert done.returncode == 2 and "[setup.pin]" in done.stderr and "engram log pin --reset" in done.stderr
+    assert not (world.home / ".codex").exists() and not (world.home / ".config").exists()

@@ -155,3 +155,17 @@ def test_hermes_provider_is_read_from_its_memory_section(tmp_path: Path) -> None
     assert hermes_provider(tmp_path) == "mem0"
     (tmp_path / "config.yaml").write_text("agent:\n  provider: engram\n", encoding="utf-8")
     assert hermes_provider(tmp_path) is None
+
+
+def test_a_config_that_is_not_utf8_or_not_a_file_is_refused(tmp_path: Path) -> None:
+    latin = tmp_path / "settings.json"
+    latin.write_bytes(b'{"model": "caf\xe9"}')
+    with pytest.raises(SetupError) as e:
+        read_text(latin)
+    assert e.value.check == "setup.encoding"
+    folder = tmp_path / ".claude.json"
+    folder.mkdir()
+    with pytest.raises(SetupError) as e:
+        read_text(folder)
+    assert e.value.check == "setup.not_file"
+    assert read_text(tmp_path / "absent.json") is None
