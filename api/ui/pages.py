@@ -285,10 +285,20 @@ async def agent_page(request: Request, agent: Annotated[str, PathParam(pattern=A
             "Outcomes by week",
             weeks,
             [
-                ("fulfilled", [f for _, f, _, _, _ in s.outcomes_by_week]),
-                ("violated", [v for _, _, v, _, _ in s.outcomes_by_week]),
-                ("eval pass", [p for _, _, _, p, _ in s.outcomes_by_week]),
-                ("eval fail", [f for _, _, _, _, f in s.outcomes_by_week]),
+                (
+                    "pact",
+                    [
+                        ("fulfilled", [f for _, f, _, _, _ in s.outcomes_by_week]),
+                        ("violated", [v for _, _, v, _, _ in s.outcomes_by_week]),
+                    ],
+                ),
+                (
+                    "eval",
+                    [
+                        ("eval pass", [p for _, _, _, p, _ in s.outcomes_by_week]),
+                        ("eval fail", [f for _, _, _, _, f in s.outcomes_by_week]),
+                    ],
+                ),
             ],
         )
         if weeks
