@@ -20,6 +20,7 @@ import base64
 import dataclasses
 import json
 from datetime import UTC, datetime
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 from urllib.parse import parse_qs, urlsplit
@@ -40,7 +41,7 @@ from engram.protocol.schemas import MAX_TURN_CHARS, parse_ref
 from ledger import explore
 from ledger.memory.state import Item
 
-__all__ = ["router", "sessions_of"]
+__all__ = ["error_page", "router", "sessions_of"]
 
 HERE = Path(__file__).parent
 _env = Environment(
@@ -105,9 +106,10 @@ def _page(
     status: int = 200,
     *,
     connect: str = "'self'",
+    look_up_owner: bool = True,
     **ctx: Any,
 ) -> HTMLResponse:
-    owner = ctx.pop("owner", None) or _owner(request)
+    owner = ctx.pop("owner", None) or (_owner(request) if look_up_owner else None)
     html = _env.get_template(template).render(request=request, owner=owner, **ctx)
     return HTMLResponse(
         html,
@@ -128,6 +130,28 @@ def _fields(view: Any) -> dict[str, Any]:
 
 def _error(request: Request, status: int, title: str, message: str) -> HTMLResponse:
     return _page(request, "error.html", status, title=title, message=message)
+
+
+def error_page(request: Request, status: int, title: str, message: str) -> HTMLResponse:
+    """An error page for a UI route that failed before its handler ran (a bad query value, an
+    unknown page): HTML, not the API's problem JSON. It reads nothing (no owner session: the
+    database may be what failed)."""
+    return _page(request, "error.html", status, look_up_owner=False, title=title, message=message)
+
+
+def _percent(part: int, whole: int) -> str:
+    """``part`` of ``whole`` as a percentage to a tenth (``2, 3`` -> ``66.7%``), computed
+    from the counts; 100% and 0% only for all and none (``>99.9%``, ``<0.1%`` otherwise)."""
+    exact = Decimal(part) * 100 / Decimal(whole)
+    pct = exact.quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
+    if pct == 100 and part < whole:
+        return ">99.9%"
+    if pct == 0 and part > 0:
+        return "<0.1%"
+    return f"{pct.normalize():f}%"
+
+
+_env.filters["percent"] = _percent
 
 
 def _same_origin(request: Request) -> bool:

@@ -1,0 +1,66 @@
+"""Issue 44, finding 7: what a newcomer meets in the web UI, on both backends (the browser
+test, tests/e2e/test_ui_browser.py, checks the same pages in chromium).
+
+* A wrong query value (``?tier=``, ``?limit=``) or an unknown page under ``/ui`` answers an
+  HTML page with the status and what was wrong, not the API's raw problem JSON; the API's
+  routes keep their problem JSON.
+* ``/favicon.ico`` is an icon, not a 404.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from api.settings import ApiSettings
+from engram.client.sdk import Agent
+from engram.protocol.uiticket import make_ticket
+from ledger.log import Ledger
+from ledger.memory.service import MemoryService
+from tests.contract.conftest import MemoryOf
+
+
+def _client(ledger: Ledger) -> TestClient:
+    memory = MemoryService(ledger, access_log="off")
+    settings = ApiSettings(operator_token="ui-first-look-operator-token-0123456789")
+    return TestClient(create_app(settings, ledger=ledger, memory_service=memory))
+
+
+def _sign_in(client: TestClient, ledger: Ledger, agent: Agent) -> None:
+    ticket = make_ticket(ledger.origin, agent.agent_id, agent.signer.private_key, now_s=int(time.time()))
+    assert client.get(f"/ui/login?ticket={ticket}", follow_redirects=False).status_code == 303
+
+
+def test_bad_input_on_a_ui_route_answers_an_html_page_and_the_api_keeps_problems(
+    ledger: Ledger, make_agent: Callable[..., Agent]
+) -> None:
+    ann = make_agent("ann")
+    client = _client(ledger)
+    _sign_in(client, ledger, ann)
+    for path, status, names in (
+        ("/ui/agents/ann/memory?tier=WARMEST", 400, "tier"),
+        ("/ui/entries?limit=101", 400, "limit"),
+        ("/ui/entries?agent=%3Cscript%3E", 400, "agent"),
+        ("/ui/entries/-1", 400, "index"),
+        ("/ui/no-such-page", 404, "/ui/no-such-page"),
+    ):
+        r = client.get(path)
+        assert r.status_code == status, (path, r.text[:200])
+        assert r.headers["content-type"].startswith("text/html"), (path, r.headers["content-type"])
+        assert "default-src 'none'" in r.headers["content-security-policy"]
+        assert "<h1>" in r.text and names in r.text and '"type":' not in r.text, (path, r.text[:400])
+        assert "<script>" not in r.text  # the page's only script is /ui/static/ui.js (CSP)
+    api = client.get("/v1/proofs/inclusion?index=-1")
+    assert api.status_code == 400 and api.headers["content-type"] == "application/problem+json"
+    assert api.json()["type"].endswith("/malformed")
+    assert client.get("/v1/no-such-route").headers["content-type"] == "application/problem+json"
+
+
+def test_favicon_is_an_icon(ledger: Ledger) -> None:
+    r = _client(ledger).get("/favicon.ico")
+    assert r.status_code == 200 and r.headers["content-type"] == "image/svg+xml"
+    assert r.text.startswith("<svg") and "<script" not in r.text
