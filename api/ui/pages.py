@@ -414,7 +414,7 @@ Tier = Literal["HOT", "WARM", "COLD", "archived", "past"]
 async def memory(
     request: Request,
     agent: Annotated[str, PathParam(pattern=AGENT)],
-    tier: Annotated[Tier, Query()] = "WARM",
+    tier: Annotated[Tier, Query()] = "HOT",
     after: Annotated[str | None, Query(pattern=REF)] = None,
 ) -> HTMLResponse:
     """The owner's view (a question for the playground is POSTed: :func:`memory_recall`)."""
@@ -427,7 +427,7 @@ async def memory_recall(request: Request, agent: Annotated[str, PathParam(patter
     if not _same_origin(request):
         return _cross_site(request)
     form = await _form(request)
-    tier = (form or {}).get("tier", "WARM")
+    tier = (form or {}).get("tier", "HOT")
     q = (form or {}).get("q", "")
     if form is None or tier not in _TIERS or len(q) > MAX_TURN_CHARS:
         return _error(

@@ -5,6 +5,8 @@ test, tests/e2e/test_ui_browser.py, checks the same pages in chromium).
   HTML page with the status and what was wrong, not the API's raw problem JSON; the API's
   routes keep their problem JSON.
 * ``/favicon.ico`` is an icon, not a 404.
+* The owner view opens on HOT; an empty tab says how memories get in, with a command.
+* The agent page shows its ratios as percentages with their counts (not 0.9333).
 """
 
 from __future__ import annotations
@@ -64,3 +66,47 @@ def test_favicon_is_an_icon(ledger: Ledger) -> None:
     r = _client(ledger).get("/favicon.ico")
     assert r.status_code == 200 and r.headers["content-type"] == "image/svg+xml"
     assert r.text.startswith("<svg") and "<script" not in r.text
+
+
+def test_the_owner_view_opens_on_hot_and_empty_tabs_name_the_next_step(
+    ledger: Ledger, make_agent: Callable[..., Agent], memory_of: MemoryOf
+) -> None:
+    ann = make_agent("ann")
+    client = _client(ledger)
+    _sign_in(client, ledger, ann)
+    page = client.get("/ui/agents/ann/memory").text
+    assert re.search(r'tier=HOT" aria-current="page"', page), page[:2000]
+    assert "No HOT memories yet" in page and "Memories get in when the agent writes" in page
+    assert "engram memory write --key-file ann.key --server http://testserver --category PREFERENCE" in page
+    cold = client.get("/ui/agents/ann/memory?tier=COLD").text
+    assert "No COLD records yet" in cold and "engram event append --key-file ann.key" in cold
+    memory_of(ann).write(category="PREFERENCE", content="Ann likes terse answers.")
+    page = client.get("/ui/agents/ann/memory").text
+    assert "Ann likes terse answers." in page and "No HOT memories yet" not in page
+    # the playground's form without a tier recalls on HOT too
+    r = client.post(
+        "/ui/agents/ann/memory", data={"q": "answers?"}, headers={"Sec-Fetch-Site": "same-origin"}
+    )
+    assert r.status_code == 200 and re.search(r'tier=HOT" aria-current="page"', r.text)
+
+
+def test_the_agent_page_shows_ratios_as_percentages_with_counts(
+    ledger: Ledger, make_agent: Callable[..., Agent], memory_of: MemoryOf
+) -> None:
+    bob = make_agent("bob")
+    mem = memory_of(bob)
+    for i in range(3):  # three sessions, two of them holding an outcome: coverage 2 of 3
+        sid = mem.open_session(title=f"s{i}")
+        mem.turn(sid, "user", f"question {i}")
+        if i:
+            body = {"pact": f"p{i}", "result": "fulfilled", "quality": 90}
+            mem.record("pact.outcome", body | ({"evidence": "ticket"} if i == 1 else {}))
+        mem.close_session(sid)
+    page = _client(ledger).get("/ui/agents/bob").text
+    assert re.search(
+        r'id="coverage" title="0.6667 in the signed statement">66.7% <span class="of">2 of 3 closed', page
+    )
+    assert re.search(r'id="attestation"[^>]*>50% <span class="of">1 of 2 with evidence', page)
+    assert "0.6667 (" not in page and "0.5000 (" not in page
+    empty = _client(ledger).get(f"/ui/agents/{make_agent('cy').agent_id}").text
+    assert "No pact or evaluation outcome yet. Outcomes get here when the agent records them" in empty
