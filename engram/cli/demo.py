@@ -538,7 +538,9 @@ def _how_to_open(d: _Demo, *, into_this_log: bool) -> None:
     console, settings = d.console, d.settings
     support, _ = _agents(d)
     key_path = settings.home / f"{support.agent_id}.key"
-    support.save(key_path)  # 0600; the agent ids are new to this log, so the file is too
+    if key_path.exists():  # a file left from another log: never overwritten
+        key_path = settings.home / f"{support.agent_id}-{secrets.token_hex(2)}.key"
+    support.save(key_path)  # 0600
     engram, home, url = _command("engram"), settings.home, f"http://127.0.0.1:{UI_PORT}"
     # ENGRAM_DEV_MODE: a local service without an operator token (it listens on loopback)
     env = "ENGRAM_DEV_MODE=1" if into_this_log else f"ENGRAM_HOME={home} ENGRAM_DEV_MODE=1"

@@ -108,3 +108,38 @@ def test_demo_sessions_span_weeks_are_covered_and_it_says_how_to_open_the_ui(dem
     assert agent == "support-bot"
     active = ledger.store.keys_of("support-bot")[-1]
     assert private.public_key().public_bytes_raw() == active.public_key  # the key after its rotation
+
+
+def test_the_demo_never_overwrites_a_key_file_left_in_its_home(tmp_path: Path) -> None:
+    """A ``support-bot.key`` left from another log stays as it was; the demo's key gets a
+    name of its own, and the printed ``engram ui`` command names that one."""
+    from types import SimpleNamespace
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from rich.console import Console
+
+    from engram.cli.demo import _how_to_open
+    from engram.client.sdk import Agent
+    from verifier.note import format_verifier_key
+
+    vkey = format_verifier_key(
+        "example.com/demo", Ed25519PrivateKey.generate().public_key().public_bytes_raw()
+    )
+    left = tmp_path / "support-bot.key"
+    left.write_text("left from another log\n")
+    console = Console(width=400, record=True)
+    support, research = (
+        Agent.generate(n, log_vkey=vkey, transport=None) for n in ("support-bot", "research-bot")
+    )  # type: ignore[arg-type]
+    d = SimpleNamespace(
+        console=console,
+        settings=SimpleNamespace(home=tmp_path),
+        support=support,
+        research=research,
+        ledger=SimpleNamespace(vkey=vkey),
+        key_path=None,
+    )
+    _how_to_open(d, into_this_log=False)  # type: ignore[arg-type]
+    assert left.read_text() == "left from another log\n"
+    assert d.key_path != left and d.key_path.name.startswith("support-bot-") and d.key_path.is_file()
+    assert f"--key-file {d.key_path} " in console.export_text()
