@@ -34,7 +34,7 @@ from api.problems import (
 from api.ratelimit import HostBuckets, ProcessBuckets, RateLimiter
 from api.routes import agents, memory, sharing, transparency
 from api.settings import ApiSettings
-from api.ui import mount_ui
+from api.ui import html_errors, mount_ui
 from engram.protocol.errors import EngramError
 from ledger.compose import open_services
 from ledger.log import Ledger
@@ -149,11 +149,12 @@ def create_app(
         app.state.services = _services(
             settings, ledger, memory_service or MemoryService(ledger), shared=False, known=known
         )
-    app.add_exception_handler(EngramError, engram_error_handler)
-    app.add_exception_handler(RequestValidationError, validation_error_handler)
-    app.add_exception_handler(StarletteHTTPException, http_error_handler)
-    app.add_exception_handler(PoolTimeoutError, busy_handler)
-    app.add_exception_handler(Exception, unexpected_error_handler)
+    # The web UI's routes answer errors as HTML pages (api.ui.html_errors), the API's as problems.
+    app.add_exception_handler(EngramError, html_errors(engram_error_handler))
+    app.add_exception_handler(RequestValidationError, html_errors(validation_error_handler))
+    app.add_exception_handler(StarletteHTTPException, html_errors(http_error_handler))
+    app.add_exception_handler(PoolTimeoutError, html_errors(busy_handler))
+    app.add_exception_handler(Exception, html_errors(unexpected_error_handler))
     # Outermost first: RequestLimits (head, size, per-address limit), FairAdmission (a
     # bounded number of requests at once, round-robin across identities), then FastReads
     # and FastWrites (the transparency reads and the agent-signed writes, before routing).

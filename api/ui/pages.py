@@ -20,6 +20,7 @@ import base64
 import dataclasses
 import json
 from datetime import UTC, datetime
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 from urllib.parse import parse_qs, urlsplit
@@ -40,7 +41,7 @@ from engram.protocol.schemas import MAX_TURN_CHARS, parse_ref
 from ledger import explore
 from ledger.memory.state import Item
 
-__all__ = ["router", "sessions_of"]
+__all__ = ["error_page", "router", "sessions_of"]
 
 HERE = Path(__file__).parent
 _env = Environment(
@@ -105,9 +106,10 @@ def _page(
     status: int = 200,
     *,
     connect: str = "'self'",
+    look_up_owner: bool = True,
     **ctx: Any,
 ) -> HTMLResponse:
-    owner = ctx.pop("owner", None) or _owner(request)
+    owner = ctx.pop("owner", None) or (_owner(request) if look_up_owner else None)
     html = _env.get_template(template).render(request=request, owner=owner, **ctx)
     return HTMLResponse(
         html,
@@ -128,6 +130,28 @@ def _fields(view: Any) -> dict[str, Any]:
 
 def _error(request: Request, status: int, title: str, message: str) -> HTMLResponse:
     return _page(request, "error.html", status, title=title, message=message)
+
+
+def error_page(request: Request, status: int, title: str, message: str) -> HTMLResponse:
+    """An error page for a UI route that failed before its handler ran (a bad query value, an
+    unknown page): HTML, not the API's problem JSON. It reads nothing (no owner session: the
+    database may be what failed)."""
+    return _page(request, "error.html", status, look_up_owner=False, title=title, message=message)
+
+
+def _percent(part: int, whole: int) -> str:
+    """``part`` of ``whole`` as a percentage to a tenth (``2, 3`` -> ``66.7%``), computed
+    from the counts; 100% and 0% only for all and none (``>99.9%``, ``<0.1%`` otherwise)."""
+    exact = Decimal(part) * 100 / Decimal(whole)
+    pct = exact.quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
+    if pct == 100 and part < whole:
+        return ">99.9%"
+    if pct == 0 and part > 0:
+        return "<0.1%"
+    return f"{pct.normalize():f}%"
+
+
+_env.filters["percent"] = _percent
 
 
 def _same_origin(request: Request) -> bool:
@@ -285,10 +309,20 @@ async def agent_page(request: Request, agent: Annotated[str, PathParam(pattern=A
             "Outcomes by week",
             weeks,
             [
-                ("fulfilled", [f for _, f, _, _, _ in s.outcomes_by_week]),
-                ("violated", [v for _, _, v, _, _ in s.outcomes_by_week]),
-                ("eval pass", [p for _, _, _, p, _ in s.outcomes_by_week]),
-                ("eval fail", [f for _, _, _, _, f in s.outcomes_by_week]),
+                (
+                    "pact",
+                    [
+                        ("fulfilled", [f for _, f, _, _, _ in s.outcomes_by_week]),
+                        ("violated", [v for _, _, v, _, _ in s.outcomes_by_week]),
+                    ],
+                ),
+                (
+                    "eval",
+                    [
+                        ("eval pass", [p for _, _, _, p, _ in s.outcomes_by_week]),
+                        ("eval fail", [f for _, _, _, _, f in s.outcomes_by_week]),
+                    ],
+                ),
             ],
         )
         if weeks
@@ -380,7 +414,7 @@ Tier = Literal["HOT", "WARM", "COLD", "archived", "past"]
 async def memory(
     request: Request,
     agent: Annotated[str, PathParam(pattern=AGENT)],
-    tier: Annotated[Tier, Query()] = "WARM",
+    tier: Annotated[Tier, Query()] = "HOT",
     after: Annotated[str | None, Query(pattern=REF)] = None,
 ) -> HTMLResponse:
     """The owner's view (a question for the playground is POSTed: :func:`memory_recall`)."""
@@ -393,7 +427,7 @@ async def memory_recall(request: Request, agent: Annotated[str, PathParam(patter
     if not _same_origin(request):
         return _cross_site(request)
     form = await _form(request)
-    tier = (form or {}).get("tier", "WARM")
+    tier = (form or {}).get("tier", "HOT")
     q = (form or {}).get("q", "")
     if form is None or tier not in _TIERS or len(q) > MAX_TURN_CHARS:
         return _error(

@@ -7,14 +7,18 @@ All text goes through :func:`html.escape`; coordinates are numbers this module c
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from html import escape
 
-__all__ = ["bar_chart", "line_chart", "time_chart"]
+__all__ = ["bar_chart", "count_ticks", "line_chart", "time_chart", "x_label"]
 
 W, H = 640, 220
 PAD_L, PAD_R, PAD_T, PAD_B = 48, 12, 12, 36
 COLORS = ("#2563eb", "#dc2626", "#16a34a", "#9333ea")
+#: The width of one character of an 11 px label, at most (digits and dashes are narrower):
+#: enough to keep a label inside the plot without measuring it.
+_CHAR_W = 6.5
 
 
 def _frame(title: str, desc: str, body: list[str], legend: Sequence[tuple[str, str]]) -> str:
@@ -30,23 +34,58 @@ def _frame(title: str, desc: str, body: list[str], legend: Sequence[tuple[str, s
     )
 
 
-def _axes(y_max: float, labels: Sequence[str]) -> list[str]:
+def x_label(x: float, text: str) -> str:
+    """An x-axis label centred on ``x``, unless that would cut it at the plot's edge: then it
+    ends at the right edge (or starts at the left one)."""
+    half = len(text) * _CHAR_W / 2
+    anchor = "middle"
+    if x + half > W - 2:
+        x, anchor = W - 2, "end"
+    elif x - half < 2:
+        x, anchor = 2, "start"
+    return (
+        f'<text class="tick-x" x="{x:.1f}" y="{H - PAD_B + 14}" font-size="11" '
+        f'text-anchor="{anchor}">{escape(text)}</text>'
+    )
+
+
+def count_ticks(v_max: float) -> list[int]:
+    """Whole-number ticks from 0 for counts: a step of 1, 2 or 5 times a power of ten, at most
+    five steps up to the first tick at or above ``v_max`` (never a fractional count)."""
+    step = 1
+    while math.ceil(v_max / step) > 5:
+        for m in (2, 5 / 2, 2):  # 1 -> 2 -> 5 -> 10 -> 20 ...
+            step = int(step * m)
+            if math.ceil(v_max / step) <= 5:
+                break
+    top = max(1, math.ceil(v_max / step)) * step
+    return list(range(0, top + 1, step))
+
+
+def _count_label(v: float, top: float) -> str:
+    """A count tick: whole, in k or M when the axis reaches ten thousand or ten million (the
+    ticks are then multiples of 2,000 or 2,000,000, so still whole)."""
+    if top >= 10_000_000:
+        return f"{v / 1_000_000:g}M"
+    if top >= 10_000:
+        return f"{v / 1_000:g}k"
+    return f"{int(v)}"
+
+
+def _axes(ticks: Sequence[float], labels: Sequence[str], *, counts: bool = False) -> list[str]:
     out = []
-    plot_h = H - PAD_T - PAD_B
-    for k in range(5):
-        v = y_max * k / 4
-        y = PAD_T + plot_h - plot_h * k / 4
+    top = ticks[-1]
+    for v in ticks:
+        y = _y(v, top)
+        text = _count_label(v, top) if counts else f"{v:g}"
         out.append(
             f'<line x1="{PAD_L}" x2="{W - PAD_R}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e5e7eb"/>'
-            f'<text x="{PAD_L - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end">{v:g}</text>'
+            f'<text class="tick-y" x="{PAD_L - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end">{text}</text>'
         )
     n = len(labels)
     step = max(1, (n + 7) // 8)  # at most about 8 labels on the x axis
     for i in range(0, n, step):
-        x = _x(i, n)
-        out.append(
-            f'<text x="{x:.1f}" y="{H - PAD_B + 14}" font-size="11" text-anchor="middle">{escape(labels[i])}</text>'
-        )
+        out.append(x_label(_x(i, n), labels[i]))
     return out
 
 
@@ -83,7 +122,7 @@ def line_chart(
         if y_max is not None
         else _nice(max((v for _, vs in series for v in vs if v is not None), default=1))
     )
-    body = _axes(top, labels)
+    body = _axes([top * k / 4 for k in range(5)], labels)
     for (name, values), color in zip(series, COLORS, strict=False):
         runs: list[list[str]] = [[]]
         for i, v in enumerate(values):
@@ -109,28 +148,43 @@ def line_chart(
     return _frame(title, desc[:2000], body, [(n, c) for (n, _), c in zip(series, COLORS, strict=False)])
 
 
-def bar_chart(title: str, labels: Sequence[str], series: Sequence[tuple[str, Sequence[int]]]) -> str:
-    """Stacked bars, one per label."""
-    totals = [sum(vs[i] for _, vs in series) for i in range(len(labels))]
-    top = _nice(max(totals, default=1))
-    body = _axes(top, labels)
-    n = len(labels)
-    bar_w = max(2.0, (W - PAD_L - PAD_R) / max(n, 1) * 0.7)
+Stack = tuple[str, Sequence[tuple[str, Sequence[int]]]]
+
+
+def bar_chart(title: str, labels: Sequence[str], bars: Sequence[Stack]) -> str:
+    """Per label, one bar per ``(name, series)`` in ``bars``, side by side, each a stack of its
+    series (pact outcomes in one bar, evaluations in the next: never one stack of both). A bar
+    with no count at any label is left out (an agent with no evaluations gets no empty slot)."""
+    colors = iter(COLORS)  # each series keeps its colour whichever bars are shown
+    painted = [(bar, series, [next(colors, COLORS[-1]) for _ in series]) for bar, series in bars]
+    shown = [(bar, series, cs) for bar, series, cs in painted if any(v for _, vs in series for v in vs)]
+    n, per = len(labels), max(len(shown), 1)
+    totals = [sum(vs[i] for _, vs in series) for _, series, _ in shown for i in range(n)]
+    ticks = count_ticks(max(totals, default=1))
+    top = ticks[-1]
+    body = _axes(ticks, labels, counts=True)
+    slot = (W - PAD_L - PAD_R) / max(n, 1)
+    bar_w = max(2.0, slot * 0.8 / per)
     for i, lab in enumerate(labels):
-        base = 0
-        for (name, values), color in zip(series, COLORS, strict=False):
-            v = values[i]
-            if v:
-                y0, y1 = _y(base, top), _y(base + v, top)
-                body.append(
-                    f'<rect x="{_x(i, n) - bar_w / 2:.1f}" y="{y1:.1f}" width="{bar_w:.1f}" '
-                    f'height="{y0 - y1:.1f}" fill="{color}"><title>{escape(name)} {escape(lab)}: {v}</title></rect>'
-                )
-            base += v
+        for b, (bar, series, palette) in enumerate(shown):
+            left = _x(i, n) - bar_w * per / 2 + bar_w * b
+            base = 0
+            for (name, values), color in zip(series, palette, strict=True):
+                v = values[i]
+                if v:
+                    y0, y1 = _y(base, top), _y(base + v, top)
+                    body.append(
+                        f'<rect data-bar="{escape(bar)}" x="{left + 0.5:.1f}" y="{y1:.1f}" '
+                        f'width="{bar_w - 1:.1f}" height="{y0 - y1:.1f}" fill="{color}">'
+                        f"<title>{escape(name)} {escape(lab)}: {v}</title></rect>"
+                    )
+                base += v
     desc = "; ".join(
-        f"{lab}: " + ", ".join(f"{name} {vs[i]}" for name, vs in series) for i, lab in enumerate(labels)
+        f"{lab}: " + ", ".join(f"{name} {vs[i]}" for _, series, _ in shown for name, vs in series)
+        for i, lab in enumerate(labels)
     )
-    return _frame(title, desc[:2000], body, [(n, c) for (n, _), c in zip(series, COLORS, strict=False)])
+    legend = [(name, c) for _, series, cs in shown for (name, _), c in zip(series, cs, strict=True)]
+    return _frame(title, desc[:2000], body, legend)
 
 
 def time_chart(title: str, points: Sequence[tuple[int, float]], name: str) -> str:
@@ -143,19 +197,17 @@ def time_chart(title: str, points: Sequence[tuple[int, float]], name: str) -> st
     t0, t1 = points[0][0], points[-1][0]
     span = max(t1 - t0, 1)
     fmt = "%H:%M:%S" if span < 600_000_000 else "%H:%M" if span < 2 * 86_400_000_000 else "%Y-%m-%d"
-    top = _nice(max(v for _, v in points))
+    ticks = count_ticks(max(v for _, v in points))
+    top = ticks[-1]
     plot_w = W - PAD_L - PAD_R - 20
 
     def x(t: int) -> float:
         return PAD_L + 10 + plot_w * (t - t0) / span
 
-    body = _axes(top, [])
+    body = _axes(ticks, [], counts=True)
     for k in range(5):
         t = t0 + span * k // 4
-        label = datetime.fromtimestamp(t / 1e6, UTC).strftime(fmt)
-        body.append(
-            f'<text x="{x(t):.1f}" y="{H - PAD_B + 14}" font-size="11" text-anchor="middle">{label}</text>'
-        )
+        body.append(x_label(x(t), datetime.fromtimestamp(t / 1e6, UTC).strftime(fmt)))
     pts = " ".join(f"{x(t):.1f},{_y(v, top):.1f}" for t, v in points)
     body.append(f'<polyline fill="none" stroke="{COLORS[0]}" stroke-width="2" points="{pts}"/>')
     first = datetime.fromtimestamp(t0 / 1e6, UTC).strftime("%Y-%m-%d %H:%M")

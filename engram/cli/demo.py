@@ -49,14 +49,19 @@ __all__ = ["run_demo"]
 
 _SESSIONS = 14
 DAY_US = 86_400_000_000
+#: The sessions' simulated days: one every four days from the demo's first day, so the
+#: web UI's plots show trends (weeks, months, a growing log), not one day's dot.
+_SESSION_EVERY_DAYS = 4
 
 
 class DemoClock:
-    """Simulated server time for the demo's own log: it starts 60 days ago and only moves
-    forward, so the lifecycle (decay, promotion) plays out in real timestamps that never
-    pass the present."""
+    """Simulated server time for the demo's own log (the ledger's ``clock``, as the recall
+    benchmark drives it): it starts 60 days ago and only moves forward, one session every
+    few days, so the lifecycle (decay, promotion) and the web UI's plots play out in real,
+    strictly increasing server timestamps that never pass the present."""
 
     def __init__(self, start_us: int) -> None:
+        self.start = start_us
         self.now = start_us
 
     def __call__(self) -> int:
@@ -65,6 +70,10 @@ class DemoClock:
 
     def advance_days(self, days: float) -> None:
         self.now += int(days * DAY_US)
+
+    def reach_day(self, day: float) -> None:
+        """Move on to ``day`` days after the start (never back: a later day only)."""
+        self.now = max(self.now, self.start + int(day * DAY_US))
 
 
 def _open_or_init(
@@ -127,6 +136,7 @@ class _Demo:
     sample: list[int] = field(default_factory=list)
     tiles_dir: Path | None = None
     bundle_path: Path | None = None
+    key_path: Path | None = None
     token_path: Path | None = None
     mems: dict[str, AgentMemory] = field(default_factory=dict)
 
@@ -154,6 +164,7 @@ def run_demo(
     _check_log(d)  # 5
     _export(d)  # 6
     _bundle(d)  # 7
+    _how_to_open(d, into_this_log=into_this_log)
     _how_to_check(d)
     assert d.support is not None
     assert d.research is not None
@@ -167,6 +178,7 @@ def run_demo(
         "digest_matches": d.digest_matches,
         "bundle": str(d.bundle_path),
         "token": str(d.token_path),
+        "key": str(d.key_path),
     }
 
 
@@ -207,17 +219,18 @@ def _work(d: _Demo) -> None:
     ) as progress:
         task = progress.add_task("sessions", total=_SESSIONS)
         for i in range(_SESSIONS):
+            if d.clock is not None:  # a session every few days, in working hours
+                d.clock.reach_day(i * _SESSION_EVERY_DAYS + (9 + i % 8) / 24)
             topic = rng.choice(TOPICS)
             sid = _mem(d, support).open_session(title=f"{topic} ticket #{1000 + i}")
             for role, content in turns(rng, topic):
                 _mem(d, support).turn(sid, role, content)
-            closed = _mem(d, support).close_session(sid)
-            distilled += closed.entries
-            decisions += closed.decisions
             ok = rng.random() < 0.9
             quality = rng.randint(80, 99) if ok else rng.randint(20, 60)
             fulfilled += ok
             qualities += quality
+            # the outcome is recorded before the session closes: the session is covered
+            # (the oracle's coverage counts closed sessions holding one of the agent's records)
             _mem(d, support).record(
                 "pact.outcome",
                 {
@@ -228,6 +241,9 @@ def _work(d: _Demo) -> None:
                     "task_type": topic.replace(" ", "-"),
                 },
             )
+            closed = _mem(d, support).close_session(sid)
+            distilled += closed.entries
+            decisions += closed.decisions
             _mem(d, research).record(
                 "eval.outcome",
                 {
@@ -509,6 +525,41 @@ def _command(name: str) -> str:
     if found is not None and (not here.exists() or Path(found).resolve() == here.resolve()):
         return name
     return str(here) if here.exists() else name
+
+
+#: The port the printed ``engram serve`` command listens on (its default).
+UI_PORT = 8080
+
+
+def _how_to_open(d: _Demo, *, into_this_log: bool) -> None:
+    """Save the support agent's key (its current one, after the rotation) beside the log and
+    print the two commands that open the log in the web UI: the service, and the agent's
+    memory through a one-time link its key signs (``engram ui``)."""
+    console, settings = d.console, d.settings
+    support, _ = _agents(d)
+    key_path = settings.home / f"{support.agent_id}.key"
+    if key_path.exists():  # a file left from another log: never overwritten
+        key_path = settings.home / f"{support.agent_id}-{secrets.token_hex(2)}.key"
+    support.save(key_path)  # 0600
+    engram, home, url = _command("engram"), settings.home, f"http://127.0.0.1:{UI_PORT}"
+    # ENGRAM_DEV_MODE: a local service without an operator token (it listens on loopback)
+    env = "ENGRAM_DEV_MODE=1" if into_this_log else f"ENGRAM_HOME={home} ENGRAM_DEV_MODE=1"
+    console.rule("[bold]Open it in the web UI")
+    console.print(
+        "Serve the log (the explorer, agent pages with plots, the bundle verifier):", soft_wrap=True
+    )
+    console.print(f"  {env} {engram} serve --port {UI_PORT}", soft_wrap=True, markup=False)
+    console.print(
+        f"then open {url}/ui (and {url}/ui/agents/{support.agent_id}); in another shell, "
+        f"{support.agent_id}'s memory as its owner sees it (a one-time link its key signs):",
+        soft_wrap=True,
+    )
+    console.print(
+        f"  {engram} ui --key-file {key_path} --server {url} --log-key '{d.ledger.vkey}'",
+        soft_wrap=True,
+        markup=False,
+    )
+    d.key_path = key_path
 
 
 def _how_to_check(d: _Demo) -> None:

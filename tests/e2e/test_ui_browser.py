@@ -9,6 +9,14 @@ browser with the same numbered checks and check names as ``engram-verify bundle 
 memory through ``engram ui`` (refused without the agent's authority). Every request the
 pages make stays on the service: nothing loads from a CDN.
 
+Issue 44, Deliver 3 and 6: the demo's log has a history (sessions over its simulated weeks:
+plots with many days and weeks, a growing log, the main agent's coverage above zero), and the
+commands the demo prints open it in the UI; the pages pass a newcomer's look at 1280x900 and
+at 390 px (the bundle verdict brought into view, ids in headings as large as the heading,
+ratios as percentages with their counts, x labels inside the plot and whole-number ticks,
+pact and eval outcomes in separate weekly bars, no horizontal scroll, the owner view on HOT,
+empty states naming the next step, a favicon, and HTML error pages for the UI's bad input).
+
 With ``ENGRAM_UI_SCREENSHOTS=DIR`` the test also writes the screenshots docs/ui.md shows.
 """
 
@@ -17,16 +25,19 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from tests.e2e.processes import ENGRAM, engram_serve
+from tests.e2e.processes import ENGRAM, engram_serve, free_port, listening
 from tests.e2e.test_cli import cli_db  # noqa: F401  (a fixture: both backends)
 from verifier.note import format_verifier_key
 from verifier.witness import _format_vkey
@@ -127,6 +138,70 @@ def _accessible(page: Any) -> None:
     assert not bad, (page.url, bad)
 
 
+_PLOT_LABELS = """svg => {
+  const width = svg.viewBox.baseVal.width;
+  return {
+    x: [...svg.querySelectorAll("text.tick-x")].map(t => { const b = t.getBBox(); return [t.textContent, b.x, b.x + b.width, width]; }),
+    y: [...svg.querySelectorAll("text.tick-y")].map(t => t.textContent),
+  };
+}"""
+
+
+def _plots_read_whole(page: Any) -> None:
+    """Every plot's x labels lie inside the plot (none clipped at an edge); the count plots'
+    y ticks are whole numbers (1k / 2M: whole thousands, millions)."""
+    for svg in page.locator("svg.plot").all():
+        labels = svg.evaluate(_PLOT_LABELS)
+        assert labels["x"], labels
+        for text, left, right, width in labels["x"]:
+            assert left >= 0 and right <= width, (text, left, right, width)
+        title = svg.locator("title").first.text_content() or ""
+        if title != "Quality by month":  # counts: entries, outcomes
+            for tick in labels["y"]:
+                assert re.fullmatch(r"\d+[kM]?", tick), (title, labels["y"])
+
+
+_WIDER_THAN_THE_PAGE = """() => {
+  const w = document.documentElement.clientWidth;
+  return [document.documentElement.scrollWidth, w, [...document.querySelectorAll("body *")]
+    .filter(e => e.getBoundingClientRect().right > w + 1)
+    .slice(0, 5).map(e => e.tagName + "." + e.className + ": " + (e.textContent || "").slice(0, 60))];
+}"""
+
+
+def _fits_the_width(page: Any) -> None:
+    """No horizontal scroll: nothing on the page is wider than the window."""
+    scroll, width, wider = page.evaluate(_WIDER_THAN_THE_PAGE)
+    assert scroll <= width, (page.url, scroll, width, wider)
+
+
+def _demo_ui_commands(out: str) -> tuple[dict[str, str], list[str], list[str]]:
+    """The two commands ``engram demo`` prints to open its log in the web UI: the service
+    (its environment and argv) and ``engram ui``'s argv."""
+    section = out.split("Open it in the web UI", 1)[1].split("How to check it yourself", 1)[0]
+    serve, ui = (shlex.split(line) for line in section.splitlines() if line.startswith("  "))
+    env = dict(a.split("=", 1) for a in serve if re.match(r"^[A-Z_]+=", a))
+    return env, [a for a in serve if a.split("=", 1)[0] not in env], ui
+
+
+@contextmanager
+def _serve_as_printed(env: dict[str, str], demo_out: str | None) -> Iterator[str]:
+    """The service for the test: after the demo, the very command it printed (on a free port
+    instead of 8080); else ``engram serve``."""
+    if demo_out is None:
+        with engram_serve(env) as url:
+            yield url
+        return
+    extra, argv, _ = _demo_ui_commands(demo_out)
+    assert argv[1:] == ["serve", "--port", "8080"] and extra["ENGRAM_HOME"] == env["ENGRAM_HOME"], (
+        extra,
+        argv,
+    )
+    port = free_port()
+    with listening([*argv[:-1], str(port)], {**env, **extra}, port, what="the demo's engram serve"):
+        yield f"http://127.0.0.1:{port}"
+
+
 def test_the_web_ui_in_a_real_browser(tmp_path: Path, cli_db: str | None) -> None:  # noqa: F811
     assert CHROMIUM is not None, "CI installs Debian's chromium (.ci/install-interop.sh)"
     from playwright.sync_api import Route, sync_playwright
@@ -141,8 +216,11 @@ def test_the_web_ui_in_a_real_browser(tmp_path: Path, cli_db: str | None) -> Non
     }
     env.pop("ENGRAM_DATABASE_URL", None)
     env["XDG_CONFIG_HOME"] = str(tmp_path / "config")  # the client's pins, not the user's
+    demo_out = None
     if cli_db is None:
-        _run(env, "demo")  # a fresh embedded log: 60 simulated days, so the plots have months and weeks
+        # a fresh embedded log: a session every few of 60 simulated days, so the plots have
+        # months, weeks and a growing log
+        demo_out = _run(env, "demo")
     else:
         env["ENGRAM_DATABASE_URL"] = cli_db
         _run(env, "init", "--origin", "example.com/engram-ui")
@@ -152,7 +230,7 @@ def test_the_web_ui_in_a_real_browser(tmp_path: Path, cli_db: str | None) -> Non
     _run(env, "agent", "create", "claude", "--key-file", str(key))
     shots = Path(SHOTS) if SHOTS else None
 
-    with engram_serve(env) as url, sync_playwright() as pw:
+    with _serve_as_printed(env, demo_out) as url, sync_playwright() as pw:
         s = ["--server", url, "--key-file", str(key)]
         for cat, content in (
             ("PREFERENCE", "The user wants short answers"),
@@ -170,12 +248,22 @@ def test_the_web_ui_in_a_real_browser(tmp_path: Path, cli_db: str | None) -> Non
             "--body",
             '{"pact":"p1","result":"fulfilled","quality":92}',
         )
+        _run(
+            env,
+            "event",
+            "append",
+            *s,
+            "--kind",
+            "eval.outcome",
+            "--body",
+            '{"eval":"e1","result":"pass","score":88}',
+        )
         claim = tmp_path / "claim.json"
         _run(env, "bundle", "create", "--agent", "claude", "-o", str(claim))
 
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport={"width": 1100, "height": 900})
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
             elsewhere: list[str] = []
             errors: list[str] = []
             page.on(
@@ -189,9 +277,24 @@ def test_the_web_ui_in_a_real_browser(tmp_path: Path, cli_db: str | None) -> Non
             page.wait_for_selector("#cp-check.ok", timeout=20_000)
             assert "Verified in your browser" in page.inner_text("#cp-check")
             assert page.locator("svg.plot").count() == 1  # the log's size over time
+            _plots_read_whole(page)
+            id_font = page.evaluate(
+                """() => { const h = document.querySelector("h1"), c = h.querySelector("code");
+                  return [getComputedStyle(h).fontSize, getComputedStyle(c).fontSize, getComputedStyle(c).fontFamily]; }"""
+            )
+            assert id_font[0] == id_font[1] and "mono" not in id_font[2], id_font  # the log's name reads
+            if demo_out is not None:  # the demo's log grew over its weeks, not in one step
+                cells = page.eval_on_selector_all(
+                    "#growth-h ~ details td:first-child", "tds => tds.map(td => td.textContent)"
+                )
+                days = {c.split(" ")[0] for c in cells}
+                assert len(days) >= 8, days
             if shots:
                 page.screenshot(path=str(shots / "explorer.png"), full_page=True)
             _accessible(page)
+            # a favicon (browsers ask every page of the service for /favicon.ico)
+            icon = page.request.get(url + "/favicon.ico")
+            assert icon.status == 200 and icon.headers["content-type"] == "image/svg+xml", icon.status
 
             # 2. find an agent, see its plots and figures
             page.fill("#q", "support")
@@ -201,9 +304,45 @@ def test_the_web_ui_in_a_real_browser(tmp_path: Path, cli_db: str | None) -> Non
             assert page.locator("svg.plot").count() == 2  # quality by month, outcomes by week
             assert int(page.inner_text("#fulfilled")) >= 1
             assert page.locator("text=Key history").count() == 1
+            _plots_read_whole(page)
+            # ratios as percentages with their counts; the demo's sessions are covered
+            coverage = page.inner_text("#coverage")
+            m = re.fullmatch(r"(\d+(?:\.\d)?)%\s+(\d+) of (\d+) closed sessions", coverage.strip())
+            assert m and float(m[1]) > 0 and int(m[2]) >= 14, coverage
+            assert re.fullmatch(
+                r"\d+(\.\d)?%\s+\d+ of \d+ with evidence", page.inner_text("#attestation").strip()
+            )
+            heading = page.evaluate(
+                """() => { const h = document.querySelector("h1"), c = h.querySelector("code");
+                  return [getComputedStyle(h).fontSize, getComputedStyle(c).fontSize, getComputedStyle(c).fontFamily]; }"""
+            )
+            assert heading[0] == heading[1] and "mono" not in heading[2], heading  # the agent's id reads
+            if demo_out is not None:  # sessions over the demo's weeks: many weeks, several months
+                weeks = page.locator("#o-h ~ details tbody tr").count()
+                months = page.locator("#q-h ~ details tbody tr").count()
+                assert weeks >= 6 and months >= 2, (weeks, months)
             if shots:
                 page.screenshot(path=str(shots / "agent.png"), full_page=True)
             _accessible(page)
+            # at a phone's width the agent's page fits: no horizontal scroll
+            phone = browser.new_page(viewport={"width": 390, "height": 844})
+            phone.goto(page.url)
+            assert phone.evaluate("document.documentElement.clientWidth") == 390
+            _fits_the_width(phone)
+            if shots:
+                phone.screenshot(path=str(shots / "agent-390.png"), full_page=True)
+            phone.close()
+            # claude has a pact and an evaluation outcome: two bars in its week, side by side
+            page.goto(url + "/ui/agents/claude")
+            bars = page.eval_on_selector_all(
+                "svg.plot rect[data-bar]",
+                "rs => rs.map(r => [r.dataset.bar, r.x.baseVal.value, r.x.baseVal.value + r.width.baseVal.value])",
+            )
+            pact = [b for b in bars if b[0] == "pact"]
+            evals = [b for b in bars if b[0] == "eval"]
+            assert pact and evals, bars
+            assert all(p[2] <= e[1] or e[2] <= p[1] for p in pact for e in evals), bars  # they do not overlap
+            page.go_back()
 
             # 3. an entry: inclusion verified in the browser; a proof altered in flight fails
             page.click("a:has-text('pact.outcome')")
@@ -235,6 +374,12 @@ def test_the_web_ui_in_a_real_browser(tmp_path: Path, cli_db: str | None) -> Non
             page.click("#verify-button")
             page.wait_for_selector("#verdict.ok, #verdict.bad", timeout=30_000)
             assert page.inner_text("#verdict") == "VERIFIED"
+            # the verdict is below the fold at 1280x900: the page brings it into view and focus
+            seen = page.evaluate(
+                """() => { const r = document.getElementById("verdict").getBoundingClientRect();
+                  return [r.top, r.bottom, window.innerHeight, document.activeElement.id]; }"""
+            )
+            assert seen[0] >= 0 and seen[1] <= seen[2] and seen[3] == "verdict", seen
             cli = _cli_report(claim, vkey)
             shown = page.eval_on_selector_all(
                 "#report-steps li", "els => els.map(e => [e.dataset.check, e.classList.contains('ok')])"
@@ -331,20 +476,53 @@ def test_the_web_ui_in_a_real_browser(tmp_path: Path, cli_db: str | None) -> Non
             assert "/ui/login?ticket=" in link and env.get("ENGRAM_OPERATOR_TOKEN", "\0") not in link
             page.goto(link)
             page.wait_for_selector('h1:has-text("claude\'s memory")')
+            # the view opens on HOT (the context every session starts with), the preference in it
+            assert page.inner_text(".tabs [aria-current=page]").startswith("HOT")
+            assert "The user wants short answers" in page.inner_text("main")
+            page.click(".tabs a:has-text('WARM')")
             assert "The user's editor is VS Code." in page.inner_text("main")
             page.fill("#recall-q", "What is the user's editor now?")
             page.click("button:has-text('Recall')")
             block = page.inner_text("#recall-block")
             assert block.startswith("<memory-context") and "VS Code" in block and "earlier: vim" in block
+            _fits_the_width(page)
             if shots:
                 page.screenshot(path=str(shots / "memory.png"), full_page=True)
             _accessible(page)
             page.click("a:has-text('Past values')")
             assert "The user's editor is vim." in page.inner_text("main")
+            # an empty tab says how memories get in, with the command to try
+            page.click(".tabs a:has-text('Archived')")
+            empty = page.inner_text("#empty-state")
+            assert "No archived memories yet" in empty and "engram memory write --key-file" in empty, empty
+            # a wrong query value on a UI route: an HTML page saying what is wrong (the API's
+            # routes keep their problem JSON)
+            for bad, names in (
+                ("/ui/agents/claude/memory?tier=WARMEST", "tier"),
+                ("/ui/entries?limit=999", "limit"),
+            ):
+                answer = page.goto(url + bad)
+                assert answer is not None and answer.status == 400, bad
+                assert answer.headers["content-type"].startswith("text/html"), answer.headers
+                assert names in page.inner_text(".error") and page.locator("h1").count() == 1, bad
+                _accessible(page)
+            answer = page.goto(url + "/ui/no-such-page")
+            assert answer is not None and answer.status == 404 and "No such page" in page.inner_text("h1")
+            api = page.request.get(url + "/v1/proofs/inclusion?index=-1")
+            assert api.status == 400 and api.headers["content-type"] == "application/problem+json"
             page.goto(url + "/ui/agents/support-bot/memory")
             assert "Not your agent" in page.inner_text("main")
             page.goto(link)  # the link works once
             assert "already used" in page.inner_text("main")
+
+            if demo_out is not None:
+                # the demo's own `engram ui` command, as printed, opens its main agent's memory
+                ui_cmd = [a.replace("http://127.0.0.1:8080", url) for a in _demo_ui_commands(demo_out)[2]]
+                printed = subprocess.run(ui_cmd, env=env, capture_output=True, text=True, timeout=120)
+                assert printed.returncode == 0, printed.stderr
+                page.goto(printed.stdout.strip().splitlines()[-1])
+                page.wait_for_selector('h1:has-text("support-bot\'s memory")')
+                assert page.inner_text(".tabs [aria-current=page]").startswith("HOT")
 
             assert not [u for u in elsewhere if not u.startswith("http://bundles.example/")], elsewhere
             assert not errors, errors

@@ -237,6 +237,9 @@ function showReport(title, report) {
   const claims = $("claims");
   claims.replaceChildren();
   for (const c of report.claims) claims.append(el("p", c.statement, c.holds ? "claim ok" : "claim bad"));
+  // The verdict is below the form: bring it into view (and to a screen reader's focus).
+  verdict.scrollIntoView({ block: "center" });
+  verdict.focus({ preventScroll: true });
 }
 
 async function readSource() {
