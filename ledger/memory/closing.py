@@ -77,7 +77,7 @@ class Closing:
 
     def after_close(self, closed: Receipt, agent_id: str, session: str) -> CloseResult:
         """What follows an appended ``session.closed``: distill and compact (per config)."""
-        self.follower.sync(closed.index + 1)
+        self.follower.sync(closed.index + 1, embed=False)
         if not self.config.compact_on_session_end:
             return CloseResult(closed=closed, distilled=None, entries=0)
         distilled, entries, decisions = self.finish_session(agent_id, session)
@@ -230,7 +230,7 @@ class Closing:
         for _ in range(16):
             head = self.ledger.stream_head(agent_id, "memory.distilled")
             if head is not None:
-                self.follower.sync(head.index + 1)
+                self.follower.sync(head.index + 1, embed=False)
             s = self.projection.session(agent_id, session)
             if s is None or s.distilled:
                 return None
@@ -244,7 +244,7 @@ class Closing:
                 [receipt] = self.ledger.append([event])
             except ConflictError:
                 continue
-            self.follower.sync(receipt.index + 1)
+            self.follower.sync(receipt.index + 1, embed=False)
             return receipt
         raise ConflictError(
             f"the distillation of {agent_id}'s session {session} kept conflicting",
