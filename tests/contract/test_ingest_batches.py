@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import pytest
 from sqlalchemy import event
 
 from engram.client.sdk import Agent
-from ledger.log import Ledger
+from ledger.log import Ledger, PolicyEvent
 from ledger.memory.follower import MAX_LAG
 from ledger.memory.service import MemoryService
 from tests.contract.test_memory_projection import memory_for
@@ -96,3 +97,48 @@ def test_a_closed_sessions_memories_are_embedded_in_a_batch_and_recalled_with_ve
     with ledger.store.engine.connect() as conn:
         embedded = conn.exec_driver_sql("SELECT embedded_size, applied_size FROM mem_cursor").one()
     assert embedded[0] == embedded[1]  # after the recall every applied item has its vector
+
+
+def test_a_closes_decisions_check_their_shared_checkpoint_signature_once(
+    ledger: Ledger, make_agent: Callable[..., Agent], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import engram.client.http as http
+
+    memory = MemoryService(ledger, access_log="off")
+    ada = memory_for(memory, make_agent("ada"))
+    sid = ada.open_session()
+    for i in range(4):
+        ada.turn(sid, "user", f"We decided to move service {i} to the new cluster on Friday.")
+    checked: list[bytes] = []
+    real = http.verify_checkpoint
+
+    def counting(data: bytes, *args: object, **kw: object) -> object:
+        checked.append(data)
+        return real(data, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(http, "verify_checkpoint", counting)
+    closed = ada.close_session(sid)
+    assert closed.decisions >= 2  # several decisions, verified before the close returned
+    assert len(checked) == len(set(checked))  # each checkpoint's signature checked once
+
+
+def test_a_receipt_is_refused_with_a_checkpoint_verified_for_other_bytes(
+    ledger: Ledger, make_agent: Callable[..., Agent]
+) -> None:
+    from engram.client.http import verify_receipt
+    from engram.protocol.errors import ProofError
+    from verifier.note import verify_checkpoint
+
+    memory = MemoryService(ledger, access_log="off")
+    ada = memory_for(memory, make_agent("ada"))
+    sid = ada.open_session()
+    ref = f"{ada.turn(sid, 'user', 'We decided to ship on Monday.').index}.0"
+    use = {"items": [ref]}
+    first = ledger.append([PolicyEvent(agent="ada", kind="memory.accessed", body=use, expect_head=None)])[0]
+    second = ledger.append(
+        [PolicyEvent(agent="ada", kind="memory.accessed", body=use, expect_head=first.index)]
+    )[0]
+    other = verify_checkpoint(first.checkpoint, ada.agent.log_key)
+    with pytest.raises(ProofError) as e:
+        verify_receipt(second, ada.agent.log_key, agent="ada", kinds={"memory.accessed"}, verified=other)
+    assert e.value.check == "receipt.checkpoint"
