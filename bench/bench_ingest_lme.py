@@ -137,7 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--data", type=Path, default=None, help="the set (default $ENGRAM_LME or ../shared/data)")
     ap.add_argument(
-        "--smoke", action="store_true", help="CI: one short history (the committed set), one round"
+        "--smoke",
+        action="store_true",
+        help="CI: one short history (the committed set, cut to its evidence sessions and 2 others), one round",
     )
     ap.add_argument("--json", type=Path, default=None, help="write the rounds and the medians")
     ap.add_argument("--worker", type=Path, default=None, help=argparse.SUPPRESS)
@@ -154,6 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(_worker(args.worker, data, qid, args.shrink)))
         return 0
     rounds = 1 if args.smoke else args.rounds
+    # The smoke run: the history cut to its evidence sessions and 2 others (bench/longmemeval.shrink).
+    shrink = 2 if args.smoke else None
     if rounds < 1:
         ap.error("--rounds must be at least 1")
     where = Path(tempfile.mkdtemp(prefix="engram-ingest-base-"))
@@ -163,8 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{rounds} round(s), interleaved")  # fmt: skip
         sides: dict[str, list[dict[str, Any]]] = {"base": [], "this": []}
         for n in range(rounds):
-            sides["base"].append(_run_side(base, data, qid, None))
-            sides["this"].append(_run_side(ROOT, data, qid, None))
+            sides["base"].append(_run_side(base, data, qid, shrink))
+            sides["this"].append(_run_side(ROOT, data, qid, shrink))
             print(f"round {n + 1}:")
             print(_line("base", sides["base"][-1]))
             print(_line("this", sides["this"][-1]))
