@@ -86,7 +86,7 @@ from engram.protocol.signer import AgentSigner
 from engram.protocol.wire import Receipt
 from verifier.event import Leaf
 from verifier.merkle import verify_inclusion
-from verifier.note import VerifierKey, b64encode, verify_checkpoint
+from verifier.note import VerifiedCheckpoint, VerifierKey, b64encode, verify_checkpoint
 from verifier.state import default_state_dir
 from verifier.token import mint, revocation_ids
 
@@ -191,9 +191,13 @@ class AgentMemory:
     def _check_policy(self, receipts: Sequence[Receipt]) -> None:
         """Policy decisions in this agent's streams: included in a log-signed checkpoint
         that is consistent with every checkpoint this agent saw."""
+        seen: dict[bytes, VerifiedCheckpoint] = {}  # a batch's decisions share one checkpoint
         for r in receipts:
-            _, cp = verify_receipt(r, self.agent.log_key, agent=self.agent_id, kinds=_POLICY)
-            self.agent.observe(cp)
+            known = seen.get(r.checkpoint)
+            _, cp = verify_receipt(r, self.agent.log_key, agent=self.agent_id, kinds=_POLICY, verified=known)
+            if known is None:
+                self.agent.observe(cp)
+                seen[r.checkpoint] = cp
 
     # -- sessions -----------------------------------------------------------------------
 

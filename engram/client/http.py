@@ -266,13 +266,29 @@ def _receipt(r: Mapping[str, Any]) -> Receipt:
 
 
 def verify_receipt(
-    receipt: Receipt, log_key: VerifierKey, *, agent: str, kinds: Collection[str]
+    receipt: Receipt,
+    log_key: VerifierKey,
+    *,
+    agent: str,
+    kinds: Collection[str],
+    verified: VerifiedCheckpoint | None = None,
 ) -> tuple[Leaf, VerifiedCheckpoint]:
     """Check a receipt for an event the caller did not sign itself (a policy decision in
     its streams): the checkpoint is the log's, the leaf is included in it, and the leaf is
     ``agent``'s, of one of ``kinds``, and exactly what the receipt's other fields say.
-    The caller also checks the checkpoint against the ones it saw (no fork)."""
-    cp = verify_checkpoint(receipt.checkpoint, log_key)
+    The caller also checks the checkpoint against the ones it saw (no fork).
+
+    ``verified``: what :func:`verify_checkpoint` returned for exactly these checkpoint bytes
+    (the receipts of one batch share their checkpoint), so its signature is not checked
+    again; given for other bytes, the receipt is refused."""
+    if verified is None:
+        cp = verify_checkpoint(receipt.checkpoint, log_key)
+    elif verified.note != receipt.checkpoint:
+        raise ProofError(
+            "the receipt names another checkpoint than the one verified", check="receipt.checkpoint"
+        )
+    else:
+        cp = verified
     leaf = Leaf.from_bytes(receipt.leaf, origin=cp.origin)
     env = leaf.envelope
     if (

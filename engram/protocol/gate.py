@@ -24,7 +24,7 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -286,10 +286,20 @@ class WriteGate:
         """Refuse a memory that only repeats one of its source records. Invisible characters
         count for nothing: a record keeps the zero-width spaces it was pasted with, the memory
         the gate's normal form, and neither may make a copy look new."""
+        WriteGate.check_not_among(content, WriteGate.verbatim_forms(sources))
+
+    @staticmethod
+    def verbatim_forms(sources: Iterable[str]) -> frozenset[str]:
+        """The forms :meth:`check_not_among` compares with, of ``sources`` (computed once when
+        many memories are checked against the same records: a session's distillation)."""
+        return frozenset(normalize_text(strip_for_scan(src)) for src in sources)
+
+    @staticmethod
+    def check_not_among(content: str, forms: Collection[str]) -> None:
+        """:meth:`check_not_verbatim` against sources given by :meth:`verbatim_forms`."""
         norm = normalize_text(strip_for_scan(content))
-        for src in sources:
-            if norm and norm == normalize_text(strip_for_scan(src)):
-                raise GateRejection(
-                    "verbatim_record",
-                    "the memory repeats its source record word for word; store the observation instead",
-                )
+        if norm and norm in forms:
+            raise GateRejection(
+                "verbatim_record",
+                "the memory repeats its source record word for word; store the observation instead",
+            )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,7 +77,7 @@ class Closing:
 
     def after_close(self, closed: Receipt, agent_id: str, session: str) -> CloseResult:
         """What follows an appended ``session.closed``: distill and compact (per config)."""
-        self.follower.sync(closed.index + 1)
+        self.follower.sync(closed.index + 1, embed=False)
         if not self.config.compact_on_session_end:
             return CloseResult(closed=closed, distilled=None, entries=0)
         distilled, entries, decisions = self.finish_session(agent_id, session)
@@ -175,8 +175,9 @@ class Closing:
         size limit; return entry position -> the known fact it states a new value of."""
         budget = self.ledger.max_body_bytes - len(canonical_bytes(body)) - 256  # 256: the stats
         updates: dict[int, str] = {}
+        forms = self.gate.verbatim_forms(t.content for t in turns)  # once, not once per entry
         for e in proposed:
-            entry = self._admitted(body, e, turns)
+            entry = self._admitted(body, e, forms)
             if entry is None:
                 continue  # a poisoned, malformed or copied entry adds nothing: drop it
             cost = len(canonical_bytes(entry)) + 1
@@ -189,7 +190,7 @@ class Closing:
         return updates
 
     def _admitted(
-        self, body: Mapping[str, Any], e: Mapping[str, Any], turns: Sequence[Turn]
+        self, body: Mapping[str, Any], e: Mapping[str, Any], forms: Collection[str]
     ) -> dict[str, Any] | None:
         """The entry as it is signed (gated text, its own nonce), or None when the write gate
         refuses it, the body schema does, or it only copies a turn."""
@@ -200,7 +201,7 @@ class Closing:
                 "nonce": self._rand(16).hex(),
             }
             validate_body("memory.distilled", {**body, "entries": [entry]})
-            self.gate.check_not_verbatim(text, [t.content for t in turns])
+            self.gate.check_not_among(text, forms)  # the turns' verbatim_forms
         except RejectedEventError:
             return None
         return entry
@@ -230,7 +231,7 @@ class Closing:
         for _ in range(16):
             head = self.ledger.stream_head(agent_id, "memory.distilled")
             if head is not None:
-                self.follower.sync(head.index + 1)
+                self.follower.sync(head.index + 1, embed=False)
             s = self.projection.session(agent_id, session)
             if s is None or s.distilled:
                 return None
@@ -244,7 +245,7 @@ class Closing:
                 [receipt] = self.ledger.append([event])
             except ConflictError:
                 continue
-            self.follower.sync(receipt.index + 1)
+            self.follower.sync(receipt.index + 1, embed=False)
             return receipt
         raise ConflictError(
             f"the distillation of {agent_id}'s session {session} kept conflicting",

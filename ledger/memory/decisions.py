@@ -92,7 +92,7 @@ class Decisions:
         """Decide on a synced projection and append with expected stream heads; on a
         conflict (a concurrent decision moved a stream), re-sync and decide again."""
         for attempt in range(attempts):
-            applied = self.follower.sync()
+            applied = self.follower.sync(embed=False)
             with self.projection.engine.connect() as conn:
                 decisions = decide(SqlState(conn))
             if not decisions:
@@ -111,7 +111,7 @@ class Decisions:
                 if attempt == attempts - 1:
                     raise
                 continue
-            self.follower.sync(receipts[-1].index + 1)
+            self.follower.sync(receipts[-1].index + 1, embed=False)
             return receipts
         raise ConflictError(
             f"policy decisions for {agent_id} kept conflicting",
@@ -157,10 +157,10 @@ class Decisions:
                     raise
                 continue
             if kind != "memory.accessed":
-                self.follower.sync(receipts[-1].index + 1)
+                self.follower.sync(receipts[-1].index + 1, embed=False)
                 return receipts[-1]
             with self.follower.applying_uses(r.index for r in receipts):
-                self.follower.sync(receipts[-1].index + 1)
+                self.follower.sync(receipts[-1].index + 1, embed=False)
             return receipts[-1]
         raise AssertionError("unreachable")  # pragma: no cover
 

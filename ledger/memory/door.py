@@ -29,7 +29,7 @@ from ledger.memory.projection import Projection
 from ledger.memory.state import Item, Session
 from verifier.event import Leaf
 
-__all__ = ["CAPPED_KINDS", "FOLDED_KINDS", "NAMES_ITEM", "OWN_ITEM", "Door", "Submitted"]
+__all__ = ["CAPPED_KINDS", "DEFERRED_KINDS", "FOLDED_KINDS", "NAMES_ITEM", "OWN_ITEM", "Door", "Submitted"]
 
 _log = logging.getLogger("engram.memory")
 
@@ -37,6 +37,13 @@ _log = logging.getLogger("engram.memory")
 FOLDED_KINDS = kinds_where(group="session") | kinds_where(group="memory") | kinds_where(group="record")
 #: Agent-signed changes to HOT: the caps are held after each.
 CAPPED_KINDS = frozenset({"memory.written", "memory.superseded"})
+#: Folded kinds whose answer reads nothing from the projection and whose arrival no rule
+#: follows at once (a session's opening and its turns, the ingest path): in process the door
+#: leaves them to the next sync (a read, a close, a write that needs the projection, or the
+#: lag bound :data:`ledger.memory.follower.MAX_LAG`), which applies and embeds them in one
+#: batch. Every read syncs first (read-your-writes); the log entry is durable before the
+#: answer, so nothing acknowledged waits on the projection.
+DEFERRED_KINDS = frozenset({"session.opened", "session.turn"})
 #: The kinds whose item is named by the entry alone (``<index>.0``: a record is never a
 #: duplicate of another), so that their answer needs no projection (ledger.memory.state).
 OWN_ITEM = kinds_where(group="record")
@@ -146,7 +153,9 @@ class Door:
         then apply the memory rules after every write, whichever way the events came
         (``POST /v1/events``, the memory routes, the in-process transport):
 
-        1. the projection is synced past them when it folds any (read-your-writes);
+        1. the projection is synced past them when it folds any (read-your-writes), except
+           a session's opening and turns (:data:`DEFERRED_KINDS`), which the next sync applies
+           in one batch: every read syncs first, so a reader still sees them;
         2. after a ``memory.written`` or ``memory.superseded``, the agent's HOT caps hold
            (what no longer fits moves to WARM: policy-signed decisions);
         3. after a ``session.closed``, the session is distilled and the session-end rules
@@ -199,8 +208,10 @@ class Door:
             # Answer on durability: the follower applies the entries
             # and holds the caps; a reader that must see them names them (Engram-Min-Index).
             self.follower.due(capped)
+        elif all(r.kind in DEFERRED_KINDS for r in folded):
+            self.follower.defer(max(r.index for r in folded) + 1)
         else:
-            self.follower.sync(max(r.index for r in folded) + 1)
+            self.follower.sync(max(r.index for r in folded) + 1, embed=False)
             for agent in capped:
                 self.decisions.hold_caps(agent)
         for p, r in zip(prepared, receipts, strict=True):

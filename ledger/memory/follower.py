@@ -21,13 +21,20 @@ from ledger.log import Ledger
 from ledger.memory.projection import Projection
 from ledger.memory.vectors import VectorIndex
 
-__all__ = ["FOLLOWER_WAIT_S", "Follower"]
+__all__ = ["EMBED_LAG", "FOLLOWER_WAIT_S", "MAX_LAG", "Follower"]
 
 _log = logging.getLogger("engram.memory")
 
 #: How long a caller waits for the background follower's round before it applies the log
 #: itself (Follower.sync): a few rounds under load; a stalled follower costs this once.
 FOLLOWER_WAIT_S = 2.0
+#: The most entries the door leaves unapplied in process (:meth:`Follower.defer`) before it
+#: applies them itself: the next reader never pays for more than this many at once.
+MAX_LAG = 256
+#: A write's sync leaves the embedding of what it applied to a later batch until this many
+#: applied entries wait for vectors (:meth:`Follower.sync` with ``embed=False``); a reader's
+#: sync embeds everything first, so recall ranks every item it can see with its vector.
+EMBED_LAG = 128
 
 
 class Follower:
@@ -62,6 +69,8 @@ class Follower:
         self._follower: int | None = None
         self._follower_applied = 0
         self._applied_cv = threading.Condition()
+        #: The first entry the door deferred (:meth:`defer`) since the last sync, or None.
+        self._deferred_from: int | None = None
 
     @property
     def following(self) -> bool:
@@ -75,9 +84,25 @@ class Follower:
             self._caps_due.update(agents)
         self._wake.set()
 
-    def sync(self, min_size: int | None = None) -> int:
+    def defer(self, size: int) -> None:
+        """The door appended entries up to ``size`` whose answer needs nothing from the
+        projection (``ledger.memory.door.DEFERRED_KINDS``): leave them to the next sync (every
+        read syncs before it reads), which applies and embeds them with the others in one
+        transaction and one embedder batch, instead of one of each per write. Once
+        :data:`MAX_LAG` entries wait, sync now."""
+        with self._due_lock:
+            first = self._deferred_from
+            if first is None:
+                self._deferred_from = first = size - 1
+        if size - first >= MAX_LAG:
+            self.sync(size, embed=False)
+
+    def sync(self, min_size: int | None = None, *, embed: bool = True) -> int:
         """Bring the projection to at least ``min_size`` (default: the latest checkpoint),
-        then embed what it added (an embedder failure never fails the caller).
+        then embed what it added (an embedder failure never fails the caller). With
+        ``embed=False`` (the writes' own syncs: a close, a decision), the embedding waits
+        until :data:`EMBED_LAG` applied entries lack vectors, then goes in one batch; every
+        reader's sync (recall, the queries) embeds what is pending before it reads.
 
         Concurrent callers of one process share the work: one at a time holds the
         projector, and it applies everything committed so far, so the callers queued behind
@@ -93,14 +118,21 @@ class Follower:
         if self._following and threading.get_ident() != self._follower:
             applied = self._by_follower(min_size)
             if applied is not None:
-                self.embed_pending()
+                self._embed_after(applied, embed)
                 return applied
         with self._projector:
             applied = self.projection.sync()
             if min_size is not None and applied < min_size:
                 applied = self.projection.sync(min_size)
-        self.embed_pending()
+            with self._due_lock:
+                if self._deferred_from is not None and self._deferred_from < applied:
+                    self._deferred_from = None
+        self._embed_after(applied, embed)
         return applied
+
+    def _embed_after(self, applied: int, embed: bool) -> None:
+        if embed or (self.vectors is not None and applied - self.projection.embedded_size() >= EMBED_LAG):
+            self.embed_pending()
 
     def _by_follower(self, min_size: int | None) -> int | None:
         """The applied size once the projection holds ``min_size`` entries (default: the

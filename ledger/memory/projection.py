@@ -100,6 +100,11 @@ class Projection:
         with self.engine.connect() as conn:
             return int(conn.exec_driver_sql("SELECT applied_size FROM mem_cursor WHERE id = 1").scalar_one())
 
+    def embedded_size(self) -> int:
+        """The applied size the vector index has embedded up to (``mem_cursor``)."""
+        with self.engine.connect() as conn:
+            return int(conn.exec_driver_sql("SELECT embedded_size FROM mem_cursor WHERE id = 1").scalar_one())
+
     def sync(self, upto: int | None = None) -> int:
         """Apply the log up to ``upto`` (default: the whole log); return the applied size."""
         target = self.store.latest_checkpoint().size if upto is None else upto

@@ -32,6 +32,7 @@ from ledger.memory.decisions import Decisions
 from ledger.memory.distill import Distiller, RuleBasedDistiller, Turn
 from ledger.memory.door import Door, Submitted
 from ledger.memory.embed import Embedder
+from ledger.memory.embed_batches import LengthBatched
 from ledger.memory.follower import Follower
 from ledger.memory.policy import Decision, PolicyConfig
 from ledger.memory.projection import Projection
@@ -73,7 +74,8 @@ class MemoryService:
         self.distiller: Distiller = distiller or RuleBasedDistiller()
         self.gate = ledger.gate  # one gate for the log and the memory service (ledger.compose)
         self.projection = Projection(ledger.store)
-        self.vectors = None if embedder is None else VectorIndex(ledger.store.engine, embedder)
+        # The follower embeds in batches; texts of similar length go together (embed_batches).
+        self.vectors = None if embedder is None else VectorIndex(ledger.store.engine, LengthBatched(embedder))
         self.access_mode = access_log
         # The rooms, wired bottom up; the follower's round holds the caps decisions take.
         self.follower = Follower(ledger, self.projection, self.vectors)

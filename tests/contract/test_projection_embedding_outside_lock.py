@@ -1,6 +1,8 @@
 """Issue 25, finding 7, on both backends: the embedding ran inside the projector lock, so a
 slow embedder endpoint made every write and recall of the process wait behind it. Now the
-projection is applied under the lock and the embedding runs after it is released."""
+projection is applied under the lock and the embedding runs after it is released. (A write's
+own sync leaves the embedding to a batch: issue 42, Deliver 5; the recall that follows embeds
+what is pending, so here the recall is the one held inside the embedder.)"""
 
 from __future__ import annotations
 
@@ -37,13 +39,15 @@ def test_embedding_runs_outside_the_projector_lock(ledger: Ledger, make_agent: C
     slow = SlowEmbedder()
     memory = MemoryService(ledger, embedder=slow, access_log="off")
     ada = memory_for(memory, make_agent("ada"))
-    writer = threading.Thread(
-        target=ada.write,
-        kwargs={"category": "LEARNING", "content": "Staging restarts nightly"},
-    )
+
+    def write_and_recall() -> None:
+        ada.write(category="LEARNING", content="Staging restarts nightly")
+        memory.recall("ada", "staging", record_access=False)
+
+    writer = threading.Thread(target=write_and_recall)
     writer.start()
     try:
-        assert slow.entered.wait(10)  # the writer is inside the embedder now
+        assert slow.entered.wait(10)  # the writer's recall is inside the embedder now
         bob = memory_for(memory, make_agent("bob"))
         t0 = time.monotonic()
         bob.write(category="LEARNING", content="Deploys happen on Tuesdays")

@@ -1,0 +1,39 @@
+"""Issue 42, Deliver 5: one write's text is scanned for secrets by the client, the signer and
+the log's edge; the scans after the first are answered from a bounded memo keyed by the
+text's digest, with the same answer, and the memo keeps no secret."""
+
+from __future__ import annotations
+
+import pytest
+
+from engram.protocol import redact
+
+TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+def test_a_text_scanned_again_is_answered_from_the_memo_without_keeping_the_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rounds: list[str] = []
+    real = redact._one_round
+
+    def counting(text: str, *args: object, **kw: object) -> tuple[str, list[str]]:
+        rounds.append(text)
+        return real(text, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(redact, "_one_round", counting)
+    text = f"deploy with token {TOKEN} tonight, memo test"
+    first = redact.redact_secrets(text)
+    scanned = len(rounds)
+    assert TOKEN not in first[0] and first[1]  # redacted, and the rule named
+    again = redact.redact_secrets(text)
+    assert again == first and len(rounds) == scanned  # no rule ran the second time
+    again[1].append("caller's own list")  # the answer is the caller's to change
+    assert redact.redact_secrets(text) == first
+    assert not any(TOKEN in out for out, _ in redact._SEEN.values())
+
+
+def test_the_memo_is_bounded() -> None:
+    for i in range(redact._SEEN_MAX + 50):
+        redact.redact_secrets(f"note number {i} about the staging database")
+    assert len(redact._SEEN) <= redact._SEEN_MAX
