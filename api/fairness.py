@@ -47,7 +47,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from api.limits import read_body, replaying
 from engram.protocol.errors import EngramError
 from engram.protocol.httpsign import NONCE_PATTERN, TIMESTAMP_PATTERN, WINDOW_S, request_signing_input
-from verifier.event import Envelope, verify_event_signature
+from ledger.envelopes import parse_envelope
+from verifier.event import verify_event_signature
 
 __all__ = ["FairAdmission", "FairScheduler", "KnownKeys", "identity_of"]
 
@@ -259,7 +260,7 @@ def _event_agent(body: bytes, known: KnownKeys, *, lookup: bool = False) -> str 
     try:
         raw = base64.b64decode(env_m.group(1), validate=True)
         signature = base64.b64decode(sig_m.group(1), validate=True)
-        env = Envelope.from_bytes(raw)
+        env = parse_envelope(raw)  # the parse the route's prepare edge takes up again (one per request)
     except (ValueError, binascii.Error, RecursionError, EngramError):
         return None
     keys = known.keys_of(env.agent)

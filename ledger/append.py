@@ -301,7 +301,13 @@ class Appender(PrepareEdge):
             and isinstance(submissions[0], Submission | Prepared)
             and self.group_commit is not None
         ):
-            return [self.group_commit.append(submissions[0], operator=operator, system=system)]
+            one = submissions[0]
+            if isinstance(one, Submission):
+                # The stateless checks in the caller's thread, before it queues: a leader
+                # appends what is already checked, and callers check their own events
+                # while a batch commits (a bad event is refused here, alone, as before).
+                one = self.prepare(one, operator=operator, system=system)
+            return [self.group_commit.append(one, operator=operator, system=system)]
         return self.append_batch(submissions, operator=operator, system=system)
 
     def append_batch(

@@ -34,6 +34,7 @@ from engram.protocol.errors import (
 )
 from engram.protocol.gate import WriteGate
 from engram.protocol.kinds import gated_texts, require_kind, validate_body
+from engram.protocol.redact import iter_strings
 from engram.protocol.wire import Submission
 from ledger.envelopes import Prepared, parse_envelope
 from ledger.storage.store import SqlStore
@@ -163,8 +164,15 @@ class PrepareEdge:
             )
         body = verify_body(envelope, sub.salt, sub.body, max_bytes=self.max_body_bytes)
         validate_body(envelope.kind, body)
-        self.rules.gate.check_stored(gated_texts(envelope.kind, body))
+        texts = gated_texts(envelope.kind, body)
+        # Every string of the body is scanned for secrets once: the gated texts are strings
+        # of the body, so the whole-body check covers them (a gated text that is not one of
+        # them, e.g. a non-string the schema let through, is checked on its own).
+        self.rules.gate.check_stored(texts, secrets=False)
         self.rules.gate.check_body_secrets(body)
+        if texts:
+            strings = {s for _, s in iter_strings(body)}
+            self.rules.gate.check_no_secrets([t for t in texts if t not in strings])
         return Prepared(
             sub=sub,
             envelope=envelope,

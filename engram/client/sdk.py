@@ -21,6 +21,7 @@ Example::
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -55,6 +56,27 @@ class Transport(Protocol):
     def head(self, agent: str, kind: str) -> StreamState | None: ...
 
     def consistency(self, old_size: int, new_size: int) -> Sequence[bytes]: ...
+
+
+#: Checkpoint notes this process verified, by (exact note bytes, log key): the agents of one
+#: process that a batch answered all carry its checkpoint, and a note's verification is a
+#: pure function of those two (a note that fails is checked again each time). Bounded.
+_VERIFIED_NOTES = 1024
+_verified: dict[tuple[bytes, VerifierKey], VerifiedCheckpoint] = {}
+_verified_lock = threading.Lock()
+
+
+def verified_checkpoint(note: bytes, log_key: VerifierKey) -> VerifiedCheckpoint:
+    """:func:`verifier.note.verify_checkpoint`, once per note and key in this process."""
+    key = (note, log_key)
+    cp = _verified.get(key)
+    if cp is None:
+        cp = verify_checkpoint(note, log_key)
+        with _verified_lock:
+            while len(_verified) >= _VERIFIED_NOTES:
+                _verified.pop(next(iter(_verified)))
+            _verified[key] = cp
+    return cp
 
 
 def _now_us() -> int:
@@ -137,7 +159,7 @@ class Agent:
     def _check_receipt(self, sub: Submission, receipt: Receipt) -> Leaf:
         """Accept a receipt only if the log signed a checkpoint that includes our event and
         that is consistent with every checkpoint this agent saw before (no fork)."""
-        cp = verify_checkpoint(receipt.checkpoint, self.log_key)
+        cp = verified_checkpoint(receipt.checkpoint, self.log_key)
         leaf = Leaf.from_bytes(receipt.leaf, origin=self.signer.origin)
         if leaf.envelope.canonical() != sub.envelope or leaf.signature != sub.signature:
             raise SignatureError(

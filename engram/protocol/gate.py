@@ -244,10 +244,11 @@ class WriteGate:
         (text to sign, redactions)."""
         return redact_secrets(self.scan(text))
 
-    def check_stored(self, texts: Iterable[str]) -> None:
+    def check_stored(self, texts: Iterable[str], *, secrets: bool = True) -> None:
         """Ledger side, before storing a signed body: scan, refuse text that is not in the
         gate's normal form (signed bytes cannot be changed, as with secrets), and refuse
-        unredacted secrets."""
+        unredacted secrets (``secrets=False``: the caller checks them itself, as the log's
+        edge does for the whole body with :meth:`check_body_secrets`)."""
         for text in texts:
             normal = self.scan(text)
             if normal != text:
@@ -259,7 +260,8 @@ class WriteGate:
                     f"U+{ord(text[at]):04X} at offset {at} is removed by the gate's normal form; "
                     "sign the text WriteGate.prepare returns",
                 )
-            self.check_no_secrets([text])
+            if secrets:
+                self.check_no_secrets([text])
 
     @staticmethod
     def check_no_secrets(texts: Iterable[str]) -> None:

@@ -345,3 +345,35 @@ def test_fair_admission_reports_only_the_signatures_it_verified() -> None:
         known.verified = lambda s, e, k, t=told: t.append((s, e, k))
         identity_of(route, body, known, lookup=True)
         assert told == expected
+
+
+def test_fair_admission_parses_the_envelope_the_route_takes_up_again_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 43 (Deliver 5): fair admission parses the first event's envelope to know whose
+    it is; the route's prepare edge (``ledger.envelopes.parse_envelope``) takes that parse up
+    again for the same bytes instead of parsing the envelope a second time."""
+    from ledger import envelopes
+    from verifier.event import Envelope
+
+    calls: list[bytes] = []
+    real = Envelope.from_bytes
+
+    def counting(data: bytes, *args: Any, **kw: Any) -> Envelope:
+        calls.append(data)
+        return real(data, *args, **kw)
+
+    monkeypatch.setattr(Envelope, "from_bytes", staticmethod(counting))
+    bob = Ed25519PrivateKey.generate()
+    signer = AgentSigner("bob", bob, origin=ORIGIN)
+    sub = signer.event("commitment", {"promise": "parsed once"}, version=0, prev=None, client_time_us=7)
+    body = json.dumps(
+        {k: base64.b64encode(getattr(sub, k)).decode() for k in ("envelope", "signature", "body", "salt")}
+    ).encode()
+    known = KnownKeys()
+    known.learn("bob", bob.public_key().public_bytes_raw())
+    route = _scope("/v1/agents/bob/records", method="POST")
+    calls.clear()  # the signer parsed what it signed
+    assert identity_of(route, body, known) == "agent:bob@10.0.0.7"
+    assert envelopes.parse_envelope(sub.envelope).agent == "bob"  # what prepare calls
+    assert calls == [sub.envelope]
