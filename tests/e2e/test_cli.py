@@ -249,7 +249,7 @@ def test_memory_lifecycle_through_the_cli(tmp_path: Path, cli_db: str | None) ->
         run(home, "memory", "distill-report", "--agent", "bob", "--json", db_url=cli_db).stdout
     )
     [row] = report["sessions"]
-    assert row["session"] == sid and row["entries"] == 3 and row["distiller"] == "engram.rules/3"
+    assert row["session"] == sid and row["entries"] == 3 and row["distiller"] == "engram.rules/4"
     assert (
         row["stats"]["turns"] == 2
         and row["stats"]["turns_kept"] == 2
