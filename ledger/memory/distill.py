@@ -329,7 +329,9 @@ class _RulePass:
             if t.role not in ("user", "assistant") or (agent and _SELF_DISCLAIMER.search(s)):
                 continue
             self.seen.append(frozenset(words))
-            kept.append((salience(s, self.asked), n, s))
+            # A reply is weighed by the words of what it answers; a person's statement is not
+            # (echoing the last reply is not news).
+            kept.append((salience(s, self.asked if agent else ()), n, s))
         asked = frozenset(content_words(text[:4000]))
         if agent:
             self._gist(t, text, kept, listener)

@@ -134,7 +134,7 @@ def strip_directive(sentence: str) -> str:
     return s[:1].upper() + s[1:] if s else s
 
 
-_PROPER = re.compile(r"(?<=[\s(\"'\u201c])[A-Z][\w'\u2019&.-]+")
+_PROPER = re.compile(r"(?<=[\s(\"'\u201c])(?!I[\'\u2019])[A-Z][\w'\u2019&.-]+")
 _NUMBER = re.compile(r"\d")
 
 

@@ -290,6 +290,8 @@ def _third_person(verb: str) -> str:
     if low in _IRREGULAR_PRESENT:
         return _IRREGULAR_PRESENT[low]
     past = low.endswith("ed") and low not in _PRESENT_IN_ED
+    if len(low) > 4 and low.endswith("ly"):
+        return verb  # an adverb before the verb ("I initially aimed"), not a verb
     if low in _MODALS or low in _IRREGULAR_PAST or past or low.endswith("n't") or not low.isalpha():
         return verb
     if low.endswith(("s", "sh", "ch", "x", "z", "o")):

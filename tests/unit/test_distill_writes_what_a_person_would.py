@@ -115,3 +115,24 @@ def test_the_labelled_commitment_set_keeps_precision_on_both_halves() -> None:
         assert r["precision"] >= 0.95 and r["recall"] >= 0.5, (half, r)
     drawn = {s.drawn_by for s in STATEMENTS if not s.promise}
     assert drawn >= {"note", "check", "hypo", "user_req", "user_will", "reported"}
+
+
+def test_a_persons_news_outranks_an_echo_of_the_last_reply() -> None:
+    """Regression (LongMemEval 078150f1): a person's statements were weighed by the words of
+    the reply before them, so echoes of its tips ("I'll start by setting goals ...") filled
+    the memory and the news in the same turn (a charity ride and its goal) was left out; and
+    "I initially aimed" became "the user initiallies aimed"."""
+    entries = _distill(
+        (
+            "assistant",
+            "Here are tips: set specific goals, track your workouts with a fitness app, celebrate small wins.",
+        ),
+        (
+            "user",
+            "I think I'll start by setting specific goals and tracking my workouts with a fitness app. "
+            "I'll also celebrate small wins to stay motivated. "
+            "I recently rode a charity cycling event where I initially aimed to raise $200 for the hospital.",
+        ),
+    )
+    [memory] = [e["content"] for e in entries if e["provenance"][0]["source_ref"] == "11"]
+    assert "the user initially aimed to raise $200" in memory
