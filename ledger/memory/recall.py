@@ -18,7 +18,8 @@
   otherwise time only breaks ties, and uses never count.
 * Decay never hides evidence: archived memories stay candidates, ranked at
   :data:`ARCHIVED_WEIGHT` of their score (``include_archived``: at full score), and marked.
-* A record is left out when a memory ranked above it cites its turn (the memory covers it).
+* A record is left out when a memory ranked above it cites its turn (the memory covers it),
+  or when a record ranked above it says the same words (a reply said again is shown once).
 * Each result carries its log index, age in days and the command that proves it.
 
 The rows and the block they render to live in :mod:`ledger.memory.block` (re-exported
@@ -238,7 +239,8 @@ def merge_pools(
     include_archived: bool,
 ) -> list[tuple[Item, float]]:
     """One ranking of memories and records: archived memories and records weighted (see the
-    module doc); a record whose turn a memory ranked above it cites is left out."""
+    module doc); a record whose turn a memory ranked above it cites is left out, and so is a
+    record whose words a record ranked above it already says."""
     weighted = [
         (it, score * (ARCHIVED_WEIGHT if it.status == "archived" and not include_archived else 1.0))
         for it, score in memories
@@ -250,10 +252,14 @@ def merge_pools(
         for p in it.provenance:
             if p.get("source_type") in ("turn", "log"):
                 cited[p["source_ref"]] = max(cited.get(p["source_ref"], 0.0), score)
-    weighted += [
-        (it, score * RECORD_WEIGHT)
-        for it, score in records
-        if cited.get(str(it.index), -1.0) < score * RECORD_WEIGHT
-    ]
+    # A turn said again word for word (a repeated reply) is one record: the best ranked of
+    # its copies stands for it, so RECORDS never shows the same words twice.
+    said: set[str] = set()
+    for it, score in sorted(records, key=lambda cs: (-cs[1], -cs[0].created_us, ref_key(cs[0].ref))):
+        words = " ".join(it.content.casefold().split())
+        if words in said or cited.get(str(it.index), -1.0) >= score * RECORD_WEIGHT:
+            continue
+        said.add(words)
+        weighted.append((it, score * RECORD_WEIGHT))
     weighted.sort(key=lambda cs: (-cs[1], -cs[0].created_us, ref_key(cs[0].ref)))
     return weighted

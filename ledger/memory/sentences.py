@@ -13,6 +13,7 @@ from ledger.memory.terms import STOP_WORDS
 
 __all__ = [
     "FIRST_PERSON",
+    "PROMISE_RULE",
     "RELATIVE_DATE",
     "ROLE_SUBJECTS",
     "SECOND_PERSON",
@@ -45,21 +46,15 @@ class StatementRule:
 STATEMENT_RULES = (
     StatementRule(
         "COMMITMENT",
-        re.compile(r"\b(we decided|decision:|decided to|agreed to)\b", re.I),
+        # a decision of the team or the project, not a person's ("I decided to rest")
+        re.compile(
+            r"\b(we(?: have|'ve)? decided|we(?: have|'ve)? agreed|decision:|the team (?:decided|agreed)|"
+            r"(?:it was|it's been|it has been) decided)\b",
+            re.I,
+        ),
         ("decision",),
         "Decision",
         85,
-    ),
-    StatementRule(
-        "COMMITMENT",
-        re.compile(
-            r"\b(i will|i'll|we will|i promise|i commit to|by (monday|tuesday|wednesday|thursday|friday|tomorrow|end of day))\b",
-            re.I,
-        ),
-        ("task",),
-        "Commitment",
-        80,
-        ("assistant",),
     ),
     StatementRule(
         "PREFERENCE",
@@ -96,11 +91,22 @@ STATEMENT_RULES = (
     ),
     StatementRule(
         "LEARNING",
-        re.compile(r"\b(learned|turns out|it appears|root cause|the fix (is|was)|note that)\b", re.I),
+        re.compile(r"\b(learned|turns out|it appears|root cause|the fix (is|was))\b", re.I),
         ("learning",),
         "Learned",
         70,
     ),
+)
+
+
+#: A promise by the agent (ledger.memory.promises decides; the pattern only names it).
+PROMISE_RULE = StatementRule(
+    "COMMITMENT",
+    re.compile(r"\b(?:will|'ll|promise|commit)\b", re.I),
+    ("task",),
+    "Commitment",
+    80,
+    ("assistant",),
 )
 
 
@@ -117,7 +123,13 @@ _SPEAKER = re.compile(r"\s*([A-Z][\w'\u2019-]*(?: [A-Z][\w'\u2019-]*){0,2}):[ \t
 _LABELS = _wordset(
     "error warning note notes decision update todo info q a ps summary re fyi edit tl;dr "
     "question answer result output input step status reminder tip important update fix "
-    "user assistant system tool"
+    "user assistant system tool "
+    # words that open a sentence before a colon and are no one's name ("Noted: ...")
+    "noted remember reminder done confirmed updated understood acknowledged agreed got ok okay "
+    "sure yes no correct great thanks context background goal task plan example tip hint "
+    "warning caution heads fact facts fyi btw also and but so then now next finally first "
+    "second third last important key bonus recap overview conclusion result results "
+    "solution problem issue bug fixed resolved learned lesson observation action todo done"
 )
 #: Who a turn without a named speaker is, by its role.
 ROLE_SUBJECTS = {"user": "the user", "assistant": "the assistant", "tool": "a tool", "system": "the system"}
@@ -269,11 +281,18 @@ _IRREGULAR_PAST = _wordset(
 )
 
 
+#: Verbs in the present that end like a past ("I need" -> "needs").
+_PRESENT_IN_ED = _wordset("need feed proceed succeed exceed speed heed bleed breed seed weed embed shed")
+
+
 def _third_person(verb: str) -> str:
     low = verb.casefold()
     if low in _IRREGULAR_PRESENT:
         return _IRREGULAR_PRESENT[low]
-    if low in _MODALS or low in _IRREGULAR_PAST or low.endswith(("ed", "n't")) or not low.isalpha():
+    past = low.endswith("ed") and low not in _PRESENT_IN_ED
+    if len(low) > 4 and low.endswith("ly"):
+        return verb  # an adverb before the verb ("I initially aimed"), not a verb
+    if low in _MODALS or low in _IRREGULAR_PAST or past or low.endswith("n't") or not low.isalpha():
         return verb
     if low.endswith(("s", "sh", "ch", "x", "z", "o")):
         return verb + "es"

@@ -107,7 +107,7 @@ def test_an_empty_distillation_is_recorded(
     result = alice.close_session(sid)
     assert result.entries == 0 and result.distilled is not None
     body = parse_strict(memory.ledger.store.body(result.distilled)[1], max_bytes=1 << 20)
-    assert body["entries"] == [] and body["distiller"] == {"name": "engram.rules", "version": "3"}
+    assert body["entries"] == [] and body["distiller"] == {"name": "engram.rules", "version": "4"}
     assert body["input"]["start"] < body["input"]["end"]
     assert body["stats"]["turns"] == 1 and body["stats"]["turns_dropped"] == 1
 

@@ -249,7 +249,7 @@ def test_memory_lifecycle_through_the_cli(tmp_path: Path, cli_db: str | None) ->
         run(home, "memory", "distill-report", "--agent", "bob", "--json", db_url=cli_db).stdout
     )
     [row] = report["sessions"]
-    assert row["session"] == sid and row["entries"] == 3 and row["distiller"] == "engram.rules/3"
+    assert row["session"] == sid and row["entries"] == 3 and row["distiller"] == "engram.rules/4"
     assert (
         row["stats"]["turns"] == 2
         and row["stats"]["turns_kept"] == 2
@@ -293,7 +293,7 @@ def test_memory_lifecycle_through_the_cli(tmp_path: Path, cli_db: str | None) ->
     block = run(home, "memory", "recall", "--agent", "bob", "ie11", "--include-cold", db_url=cli_db).stdout
     assert (
         block.startswith("<memory-context")
-        and "Decision: The user said that we decided to drop IE11 support." in block
+        and "Decision: The user said to the assistant: \u201cWe decided to drop IE11 support.\u201d" in block
     )
     item = json.loads(
         run(home, "memory", "show", "--agent", "bob", "--ref", shown["hot"][0]["ref"], db_url=cli_db).stdout
