@@ -298,8 +298,8 @@ def memory_recall(
         if agent is not None and agent != mem_r.agent_id:
             raise MalformedError(f"--agent {agent} is not the key file's agent {mem_r.agent_id}")
         got = mem_r.recall(query, **opts)
-        if as_json:
-            out.print_json(json.dumps(got.to_json()))
+        if as_json:  # results (one shape with MCP); hot and ranked kept for one release
+            out.print_json(json.dumps({**got.to_json(), **got.results_json()}))
         else:
             sys.stdout.write(got.context)
         return
@@ -308,8 +308,8 @@ def memory_recall(
     ledger, mem = memory_from_env()
     require_agent(ledger, agent)
     res = mem.recall(agent, query, record_access=not no_record, **opts)
-    if as_json:
-        out.print_json(json.dumps(dataclasses.asdict(res)))
+    if as_json:  # results (one shape with MCP); the old keys (hot, ranked, ...) for one release
+        out.print_json(json.dumps({**dataclasses.asdict(res), **res.answer().results_json()}))
     else:
         sys.stdout.write(res.render())
 
