@@ -721,7 +721,7 @@ def connect_remote(
 ) -> AgentMemory:
     """The agent of ``key_file`` on the Engram service at ``url``. ``lite`` uses the standard
     library's HTTP client (fast start-up, for hooks and the CLI) instead of httpx."""
-    service_url(url)  # refuses what is not a service's URL, saying what one looks like
+    base = service_url(url)  # refuses what is not a service's URL, saying what one looks like
     if not key_file.is_file():
         raise ConfigError(missing_key_file(key_file))
     http: Any = None
@@ -729,6 +729,6 @@ def connect_remote(
         from engram.client.litehttp import LiteHttp
 
         http = LiteHttp(timeout_s=timeout_s)
-    transport = HttpTransport(url, http=http, timeout_s=timeout_s)
+    transport = HttpTransport(base, http=http, timeout_s=timeout_s)  # " HTTP://h:80/" is http://h
     vkey = resolve_log_key(url, log_key, transport)
     return AgentMemory(Agent.load(key_file, log_vkey=vkey, transport=transport))

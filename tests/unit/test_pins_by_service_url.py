@@ -101,3 +101,24 @@ def test_a_pin_kept_under_the_typed_url_is_still_read_and_moved(state: Path) -> 
     assert resolve_log_key("http://127.0.0.1:8080", None, _Service(old)) == old  # type: ignore[arg-type]
     assert reset_pin(typed) is not None
     assert not legacy.exists() and pinned_key(typed) is None
+
+
+def test_a_spelled_out_url_reaches_the_service_at_its_normal_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An outsider's spellings (upper-case scheme, a stray space, the default port) reach the
+    same service: the transport is given the normalised URL, not the text as typed."""
+    from engram.client import agent_memory
+    from engram.protocol.keyfiles import format_agent_key, write_private_file
+
+    key = tmp_path / "ada.key"
+    write_private_file(key, format_agent_key("ada", Ed25519PrivateKey.generate()))
+    seen: list[str] = []
+
+    def resolve(url: str, log_key: str | None, transport: Any) -> str:
+        seen.append(transport.base_url)
+        return _vkey("ada.example/log")
+
+    monkeypatch.setattr(agent_memory, "resolve_log_key", resolve)
+    agent_memory.connect_remote(" HTTP://127.0.0.1:80/ ", key)
+    assert seen == ["http://127.0.0.1"]
