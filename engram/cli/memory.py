@@ -182,10 +182,12 @@ def memory_exempt(
     key_file: KeyFile,
     ref: Annotated[str, typer.Option(help="The item, <index>.<n>.")],
     reason: Annotated[str, typer.Option(help="Why it must not decay.")],
+    server: Server = None,
+    log_key: LogKey = None,
     as_json: AsJson = False,
 ) -> None:
     """Exempt a memory from decay."""
-    r = agent_memory(key_file, None, None).exempt(ref, reason=reason)
+    r = agent_memory(key_file, server, log_key).exempt(ref, reason=reason)
     emit(
         as_json,
         {"index": r.index, "ref": ref, "redacted": r.redacted},

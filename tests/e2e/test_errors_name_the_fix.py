@@ -187,3 +187,36 @@ def test_a_refused_share_token_prints_its_check_once(setup: Setup) -> None:
     with pytest.raises(VerificationError) as raised:
         buyer.bundle(forged, agent="claude", kinds=["pact.outcome"])
     assert str(raised.value).count(f"[{raised.value.check}]") == 1, str(raised.value)
+
+
+def test_flags_override_the_environment_and_the_environment_reaches_every_agent_command(setup: Setup) -> None:
+    """Issue 44, the README's exports: ENGRAM_URL and ENGRAM_KEY_FILE reach every agent command
+    (``memory exempt`` and ``token revoke`` acted on the embedded log only), and ``--server``
+    / ``--key-file`` given on a command line win over them."""
+    wrong = {**setup.env, "ENGRAM_URL": setup.plain, "ENGRAM_KEY_FILE": str(setup.key) + ".missing"}
+    flags = _run(
+        wrong,
+        *("memory", "write", "--server", setup.url, "--key-file", str(setup.key)),
+        *("--category", "CONTEXT", "--content", "The flags win."),
+    )
+    assert flags.returncode == 0 and "written as ref" in flags.stdout, flags.stderr
+    env = {**setup.env, "ENGRAM_URL": setup.url, "ENGRAM_KEY_FILE": str(setup.key)}
+    ref = re.search(r"ref (\d+\.\d+)", flags.stdout)
+    assert ref is not None
+    exempt = _run(env, "memory", "exempt", "--ref", ref.group(1), "--reason", "keep it")
+    assert exempt.returncode == 0 and "exempt from decay" in exempt.stdout, exempt.stderr
+    token = _run(env, "token", "mint", "--audience", "buyer", "--kind", "pact.outcome")
+    assert token.returncode == 0, token.stderr
+    revoked = _run(env, "token", "revoke", token.stdout.strip())
+    assert revoked.returncode == 0 and "revoked token" in revoked.stdout, revoked.stderr
+
+
+def test_one_pin_for_the_spellings_of_one_service_url(setup: Setup) -> None:
+    """Issue 44, finding 5: each spelling of one URL pinned (and trusted) a key of its own."""
+    env = {**setup.env, "ENGRAM_VERIFIER_STATE": str(setup.home_a.parent / "pins")}
+    first = _run(env, "memory", "recall", "--server", setup.url, "--key-file", str(setup.key), "x")
+    assert first.returncode == 0, first.stderr
+    for spelling in (setup.url + "/", setup.url.replace("http://", "HTTP://")):
+        shown = _run(env, "log", "pin", "--server", spelling)
+        assert shown.returncode == 0 and "pinned for" in shown.stdout, shown.stderr
+    assert len(list((setup.home_a.parent / "pins" / "log-keys").iterdir())) == 1
