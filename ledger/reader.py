@@ -51,7 +51,7 @@ def inclusion_proofs(store: SqlStore, indices: Sequence[int], size: int) -> list
     for i in indices:
         if not 0 <= i < size:
             raise MalformedError(
-                f"there is no entry {i} in the tree of size {size} (its entries are 0 to {size - 1})",
+                f"there is no entry at index {i} in the tree of size {size} (its entries are 0 to {size - 1})",
                 check="proof.index",
             )
     plans = [(i, inclusion_ranges(i, size)) for i in indices]
