@@ -177,7 +177,14 @@ class RequestAuthenticator:
         key_id = self.store.active_key_id(agent)
         record = next((k for k in self.store.keys_of(agent) if k.key_id == key_id), None)
         if key_id is None or record is None:
-            raise AuthError(f"agent {agent} has no active key in this log", check="auth.signer")
+            # Most often the client's --server names another log's service than the one the
+            # agent was registered on: say which log this is and what to check.
+            raise AuthError(
+                f"agent {agent} has no active key in the log {self.origin} served here: point --server / "
+                "ENGRAM_URL at the service the agent was registered on, or register it on this one "
+                f"(`engram agent create {agent} --key-file FILE` where this log is)",
+                check="auth.signer",
+            )
         return Principal(signer=signer, agent=agent, key_id=key_id, public_key=record.public_key), (
             record.public_key
         )

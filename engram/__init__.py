@@ -6,6 +6,26 @@ The distribution is ``engram-ledger`` (the name ``engram`` on the package index 
 unrelated project). It is not published there: install from a checkout or a built
 wheel, e.g. ``pip install './[client]'``. The command (``engram``) and the import names stay."""
 
+#: Libraries only the service needs (the ``server`` extra): the embedded log, ``engram serve``.
+SERVER_LIBRARIES = frozenset(
+    {
+        "sqlalchemy",
+        "alembic",
+        "psycopg",
+        "fastapi",
+        "starlette",
+        "uvicorn",
+        "numpy",
+        "wordllama",
+        "bpe_openai",
+        "jinja2",
+        "swagger_ui_bundle",
+    }
+)
+#: Libraries of the ``client`` extra the command line needs (typer, rich, pydantic for MCP).
+CLIENT_LIBRARIES = frozenset(
+    {"typer", "click", "rich", "httpx", "pydantic", "pydantic_core", "detect_secrets"}
+)
 #: This project's distribution name (``importlib.metadata``, pip).
 DISTRIBUTION = "engram-ledger"
 

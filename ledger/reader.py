@@ -50,7 +50,10 @@ def inclusion_proofs(store: SqlStore, indices: Sequence[int], size: int) -> list
         raise MalformedError(f"size {size} holds no leaf", check="proof.size")
     for i in indices:
         if not 0 <= i < size:
-            raise MalformedError(f"index {i} is not below size {size}", check="proof.index")
+            raise MalformedError(
+                f"there is no entry at index {i} in the tree of size {size} (its entries are 0 to {size - 1})",
+                check="proof.index",
+            )
     plans = [(i, inclusion_ranges(i, size)) for i in indices]
     coords: list[tuple[int, int]] = [(0, i) for i in indices]
     for _, ranges in plans:

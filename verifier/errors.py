@@ -57,7 +57,11 @@ class VerificationError(EngramError):
 
     def __init__(self, message: str, *, check: str | None = None) -> None:
         self.check = check or self.default_check
-        super().__init__(f"[{self.check}] {message}")
+        # The one place a check name is put in front of a message, once: a message that
+        # already starts with it (a service's problem detail decoded by the client, an error
+        # re-raised with its own check) is kept as it is, never "[c] [c] ...".
+        prefix = f"[{self.check}] "
+        super().__init__(message if message.startswith(prefix) else prefix + message)
 
 
 class MalformedError(VerificationError):

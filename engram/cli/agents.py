@@ -13,8 +13,6 @@ from engram.cli.common import (
     out,
 )
 from engram.protocol.errors import MalformedError
-from ledger.compose import open_services
-from ledger.config import Settings
 from verifier.note import b64encode
 
 agent_app = typer.Typer(
@@ -105,6 +103,9 @@ def event_append(
         rec = remote.record(kind, parsed_r)
         out.print_json(json.dumps({**rec.to_json(), "stream": [remote.agent_id, kind]}))
         return
+    from ledger.compose import open_services
+    from ledger.config import Settings
+
     services = open_services(Settings.from_env())  # memory kinds go in through the memory door
     ledger = services.ledger
     a = Agent.load(key_file, log_vkey=ledger.vkey, transport=services.transport())

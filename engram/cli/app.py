@@ -11,10 +11,11 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
+from typer.models import DefaultPlaceholder
 
 from engram.cli.agents import agent_app, event_app
 from engram.cli.common import (
@@ -30,8 +31,6 @@ from engram.cli.share import bundle_app, token_app
 from engram.cli.ui import ui_cmd
 from engram.cli.witness import witness_app
 from engram.protocol.errors import EngramError
-from ledger.compose import init_ledger, open_services
-from ledger.config import Settings
 
 app = typer.Typer(
     rich_markup_mode=None,
@@ -54,6 +53,56 @@ app.add_typer(witness_app, name="witness")
 app.command("ui")(ui_cmd)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        from engram import DISTRIBUTION
+
+        out.print(f"engram {version(DISTRIBUTION)}")
+        raise typer.Exit
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", "-V", help="Print the version and exit.", is_eager=True, callback=_version),
+    ] = False,
+) -> None:
+    """Engram: verifiable AI-agent memory on an RFC 9162 Merkle log."""
+
+
+_PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+
+
+def _fast(command: str, ctx: typer.Context) -> None:
+    """The commands the entry point serves without typer (engram.harness.cli), run from here
+    too (e.g. ``python -m engram.cli.app mcp``): their own parser reads the arguments."""
+    from engram.cli.embedded import open_embedded
+    from engram.harness.cli import run
+
+    raise typer.Exit(run(command, ctx.args, open_embedded))
+
+
+@app.command("mcp", context_settings=_PASS_THROUGH, add_help_option=False)
+def mcp_cmd(ctx: typer.Context) -> None:
+    """Serve one agent's memory over MCP (stdio, or streamable HTTP on loopback); engram mcp --help."""
+    _fast("mcp", ctx)
+
+
+@app.command("hook", context_settings=_PASS_THROUGH, add_help_option=False)
+def hook_cmd(ctx: typer.Context) -> None:
+    """Run one Claude Code or Codex lifecycle hook (payload on stdin); engram hook --help."""
+    _fast("hook", ctx)
+
+
+@app.command("hermes", context_settings=_PASS_THROUGH, add_help_option=False)
+def hermes_cmd(ctx: typer.Context) -> None:
+    """Install Engram's memory provider for Hermes Agent; engram hermes --help."""
+    _fast("hermes", ctx)
+
+
 @app.command()
 def init(
     origin: Annotated[
@@ -64,6 +113,9 @@ def init(
     ] = None,
 ) -> None:
     """Create the database, the log signing key (0600) and the policy key under ENGRAM_HOME."""
+    from ledger.compose import init_ledger
+    from ledger.config import Settings
+
     settings = Settings.from_env()
     ledger = init_ledger(settings, origin)
     cp = ledger.latest_checkpoint()
@@ -103,6 +155,7 @@ def demo(
         run_server_demo(server, out, operator_token=os.environ.get("ENGRAM_OPERATOR_TOKEN"), log_vkey=log_key)
         return
     from engram.cli.demo import run_demo
+    from ledger.config import Settings
 
     settings = Settings.from_env()
     if os.environ.get("ENGRAM_DATABASE_URL") and not into_this_log:
@@ -149,6 +202,7 @@ def serve(
     import uvicorn
 
     from api.settings import ApiSettings
+    from ledger.compose import open_services
 
     if not 0 < port < 65536 or not 1 <= workers <= 64:
         err.print(f"engram serve: --port must be 1-65535 and --workers 1-64 (got {port}, {workers})")
@@ -239,6 +293,32 @@ def rebuild_all() -> None:
     memory_rebuild()
 
 
+def _first_sentence(text: str | None) -> str | None:
+    if not text:
+        return None
+    para = " ".join(text.strip().split("\n\n")[0].split())
+    end = para.find(". ")
+    return para if end < 0 else para[: end + 1]
+
+
+def _whole_short_helps(t: typer.Typer) -> None:
+    """``engram --help`` lists each command with its whole first sentence (click cut them at
+    45 characters with "..."): each command and group gets it as its short help."""
+    for info in t.registered_commands:
+        if info.short_help is None and info.callback is not None:
+            info.short_help = _first_sentence(info.help or info.callback.__doc__)
+    for group in t.registered_groups:
+        sub = group.typer_instance
+        if sub is not None and isinstance(group.short_help, (DefaultPlaceholder, type(None))):
+            own = sub.info.help
+            group.short_help = _first_sentence(own if isinstance(own, str) else None)
+        if sub is not None:
+            _whole_short_helps(sub)
+
+
+_whole_short_helps(app)
+
+
 def main() -> None:
     """Console entry point: typed errors become one clear line and exit code 1.
 
@@ -249,6 +329,35 @@ def main() -> None:
     except EngramError as e:
         err.print(f"[bold red]error:[/] {type(e).__name__}: {escape(str(e))}")
         raise SystemExit(1) from None
+    except ModuleNotFoundError as e:
+        from engram import SERVER_LIBRARIES
+
+        if (e.name or "").split(".")[0] not in SERVER_LIBRARIES:
+            raise
+        sys.stderr.write(_needs_service(sys.argv[1:], e.name or "") + "\n")
+        raise SystemExit(2) from None
+
+
+def _needs_service(argv: list[str], missing: str) -> str:
+    """What a command that needs the service's libraries says on the client extra alone: the
+    extra to install, and ``--server`` when the command can act on a service instead."""
+    from engram import install_hint
+
+    cmd: Any = typer.main.get_command(app)
+    path: list[str] = []
+    for word in argv:
+        sub = getattr(cmd, "commands", {}).get(word)
+        if sub is None:
+            break
+        cmd, path = sub, [*path, word]
+    name = " ".join(["engram", *path])
+    if any(p.name == "server" for p in cmd.params):
+        return (
+            f"{name}: without --server it acts on the embedded log, which needs the service's libraries "
+            f"(missing {missing}): give --server URL (or export ENGRAM_URL) to act on a running Engram "
+            f"service, or install the service: {install_hint('server')}"
+        )
+    return f"{name} needs the service's libraries (missing {missing}): {install_hint('server')}"
 
 
 if __name__ == "__main__":

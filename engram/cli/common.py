@@ -15,13 +15,15 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from engram.protocol.errors import ConfigError, MalformedError
-from ledger.compose import open_ledger, open_services
-from ledger.config import Settings
-from ledger.log import ConsistencyProof, InclusionProof, Ledger
 from verifier.note import b64encode
 
 if TYPE_CHECKING:
     from engram.client.agent_memory import AgentMemory
+    from ledger.log import ConsistencyProof, InclusionProof, Ledger
+
+# The service (ledger) is imported inside the functions that open the embedded log, never
+# here: the agent's commands run with --server on the client extra alone (issue 44), and a
+# command that needs the service says which extra it needs (engram.cli.app.main).
 
 out = Console(highlight=False, soft_wrap=True)
 
@@ -30,6 +32,9 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)  # one line per erro
 
 
 def log_from_env() -> Ledger:
+    from ledger.compose import open_ledger
+    from ledger.config import Settings
+
     return open_ledger(Settings.from_env())
 
 
@@ -92,6 +97,9 @@ def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
 
 
 def memory_from_env() -> tuple[Ledger, Any]:
+    from ledger.compose import open_services
+    from ledger.config import Settings
+
     services = open_services(Settings.from_env())
     return services.ledger, services.memory
 

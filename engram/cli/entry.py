@@ -3,42 +3,21 @@
 ``engram mcp``, ``engram hook`` and ``engram --version`` take the fast front
 (:mod:`engram.harness.cli`: argparse, the client only; the embedded log is loaded only when
 they act on it), so a hook against an Engram service starts in well under 0.2 s. Everything
-else is the service CLI (:mod:`engram.cli.app`), or a clear message when only the client or the
-verifier is installed (the ``client`` extra has no database driver, no web server
-and no CLI framework)."""
+else is the typer CLI (:mod:`engram.cli.app`), which the ``client`` extra runs too: the
+agent's commands act on a service with ``--server`` / ``ENGRAM_URL``, and a command that
+needs the service's libraries (the embedded log, ``serve``, ``init``, ``demo``) says so and
+names the ``server`` extra. With the verifier alone (no extra) it names the ``client`` extra."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import Any
 
-from engram import install_hint
+from engram import CLIENT_LIBRARIES, SERVER_LIBRARIES, install_hint
+from engram.cli.embedded import open_embedded
 
-#: Libraries only the service needs (the ``server`` extra).
-SERVER_LIBRARIES = frozenset({"sqlalchemy", "alembic", "psycopg", "typer", "fastapi", "uvicorn"})
 FAST_COMMANDS = ("mcp", "hook", "hermes")
 
-__all__ = ["main", "open_embedded"]
-
-
-def open_embedded(key_file: Path) -> Any:
-    """The embedded log for ``key_file`` (:mod:`engram.cli.local`), or a clear error without it.
-
-    Handed to the MCP server and the hooks; registered as the ``engram.embedded`` entry point
-    for the Hermes provider, which Hermes loads, not this command."""
-    try:
-        from engram.cli.local import open_local
-    except ModuleNotFoundError as e:
-        if (e.name or "").split(".")[0] not in SERVER_LIBRARIES:
-            raise
-        from engram.protocol.errors import ConfigError
-
-        raise ConfigError(
-            f"the embedded log is not installed here (missing {e.name}): give --server URL / ENGRAM_URL, "
-            f"or {install_hint('server')}"
-        ) from None
-    return open_local(key_file)
+__all__ = ["CLIENT_LIBRARIES", "SERVER_LIBRARIES", "main", "open_embedded"]
 
 
 def main() -> None:
@@ -65,13 +44,13 @@ def main() -> None:
     try:
         from engram.cli.app import main as cli_main
     except ModuleNotFoundError as e:
-        if (e.name or "").split(".")[0] not in SERVER_LIBRARIES:
+        if (e.name or "").split(".")[0] not in CLIENT_LIBRARIES | SERVER_LIBRARIES:
             raise
+        extra = "server" if (e.name or "").split(".")[0] in SERVER_LIBRARIES else "client"
         sys.stderr.write(
-            f"engram: the service is not installed here (missing {e.name}). Install it with\n"
-            f"    {install_hint('server')}\n"
-            "The client (engram.client), engram mcp --server and engram hook --server, and\n"
-            "engram-verify work without it.\n"
+            f"engram: the command line is not installed here (missing {e.name}). Install it with\n"
+            f"    {install_hint(extra)}\n"
+            "engram-verify works without it.\n"
         )
         raise SystemExit(2) from None
     cli_main()

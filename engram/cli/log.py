@@ -21,7 +21,6 @@ from engram.cli.common import (
     tlog_proof_text,
 )
 from engram.protocol.errors import ConfigError, MalformedError
-from ledger.config import Settings
 from verifier.note import b64encode
 
 log_app = typer.Typer(
@@ -115,6 +114,7 @@ def log_reanchor(
     """Re-anchor the signer's record of the last checkpoint it signed (ledger.signed_head),
     after it was lost or could not be written. Refused unless the database's log extends the
     checkpoint anchored to; the log signs nothing until the record is sound again."""
+    from ledger.config import Settings
     from ledger.signed_head import SignedHead, SignedHeadRecord
     from verifier.note import verify_checkpoint
 

@@ -182,10 +182,12 @@ def memory_exempt(
     key_file: KeyFile,
     ref: Annotated[str, typer.Option(help="The item, <index>.<n>.")],
     reason: Annotated[str, typer.Option(help="Why it must not decay.")],
+    server: Server = None,
+    log_key: LogKey = None,
     as_json: AsJson = False,
 ) -> None:
     """Exempt a memory from decay."""
-    r = agent_memory(key_file, None, None).exempt(ref, reason=reason)
+    r = agent_memory(key_file, server, log_key).exempt(ref, reason=reason)
     emit(
         as_json,
         {"index": r.index, "ref": ref, "redacted": r.redacted},
@@ -298,8 +300,8 @@ def memory_recall(
         if agent is not None and agent != mem_r.agent_id:
             raise MalformedError(f"--agent {agent} is not the key file's agent {mem_r.agent_id}")
         got = mem_r.recall(query, **opts)
-        if as_json:
-            out.print_json(json.dumps(got.to_json()))
+        if as_json:  # results (one shape with MCP); hot and ranked kept for one release
+            out.print_json(json.dumps({**got.to_json(), **got.results_json()}))
         else:
             sys.stdout.write(got.context)
         return
@@ -308,8 +310,8 @@ def memory_recall(
     ledger, mem = memory_from_env()
     require_agent(ledger, agent)
     res = mem.recall(agent, query, record_access=not no_record, **opts)
-    if as_json:
-        out.print_json(json.dumps(dataclasses.asdict(res)))
+    if as_json:  # results (one shape with MCP); the old keys (hot, ranked, ...) for one release
+        out.print_json(json.dumps({**dataclasses.asdict(res), **res.answer().results_json()}))
     else:
         sys.stdout.write(res.render())
 

@@ -102,6 +102,35 @@ def mesh_leave(
     emit(as_json, {**r.to_json(), "mesh": mesh}, f"left {mesh} at index {r.index}")
 
 
+@mesh_app.command("remove")
+def mesh_remove(
+    key_file: KeyFile,
+    mesh: MeshId,
+    agent: Annotated[str, typer.Option(help="The member to remove (never the creator).")],
+    server: Server = None,
+    log_key: LogKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Remove a member (the creator only): nothing flows to or from it from the next recall;
+    it may join again only if invited again."""
+    r = agent_memory(key_file, server, log_key).mesh_remove(mesh, agent)
+    emit(
+        as_json,
+        {**r.to_json(), "mesh": mesh, "agent": agent},
+        f"removed {agent} from {mesh} at index {r.index}",
+    )
+
+
+@mesh_app.command("dissolve")
+def mesh_dissolve(
+    key_file: KeyFile, mesh: MeshId, server: Server = None, log_key: LogKey = None, as_json: AsJson = False
+) -> None:
+    """Dissolve a mesh (the creator only): nothing flows in it from the next recall, and
+    nothing can happen in it afterwards (the log keeps its history)."""
+    r = agent_memory(key_file, server, log_key).mesh_dissolve(mesh)
+    emit(as_json, {**r.to_json(), "mesh": mesh}, f"dissolved {mesh} at index {r.index}")
+
+
 @mesh_app.command("show")
 def mesh_show(
     key_file: KeyFile, server: Server = None, log_key: LogKey = None, as_json: AsJson = False

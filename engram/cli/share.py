@@ -11,6 +11,9 @@ from rich.markup import escape
 
 from engram.cli.common import (
     KeyFile,
+    LogKey,
+    Server,
+    agent_memory,
     agent_of,
     agent_public_keys,
     duration_s,
@@ -134,10 +137,17 @@ def token_attenuate(
 def token_revoke(
     key_file: KeyFile,
     token: Annotated[str, typer.Argument(help="The token to revoke (and all tokens attenuated from it).")],
+    server: Server = None,
+    log_key: LogKey = None,
 ) -> None:
     """Revoke a token: a share.revoked entry in the agent's log that every bundle must carry."""
     from verifier.token import revocation_ids
 
+    if server:
+        remote = agent_memory(key_file, server, log_key)
+        ids = revocation_ids(token, agent_keys=[remote.agent.signer.public_key])
+        out.print(f"revoked token {ids[0][:16]}... at index {remote.revoke_token(token).index}")
+        return
     ledger = log_from_env()
     agent = agent_of(ledger, key_file)
     ids = revocation_ids(token, agent_keys=agent_public_keys(ledger, agent.agent_id))

@@ -62,8 +62,17 @@ from engram.protocol.bodies import (
     written_body,
 )
 from engram.protocol.erasure import ErasurePlan, plan_erasure
-from engram.protocol.errors import ConfigError, EngramError, NotFoundError, ProofError, RejectedEventError
+from engram.protocol.errors import (
+    ConfigError,
+    EngramError,
+    NotFoundError,
+    ProofError,
+    RejectedEventError,
+    StorageError,
+    VerificationError,
+)
 from engram.protocol.gate import WriteGate
+from engram.protocol.keyfiles import missing_key_file
 from engram.protocol.kinds import kinds_where
 from engram.protocol.longtext import recall_query
 from engram.protocol.queries import (
@@ -391,7 +400,16 @@ class AgentMemory:
         a session's title or summary), planned from the agent's items and sessions; the
         service checks the same plan when the erasure arrives. Another agent's entry is
         refused here, named as such (its leaf, verified against the log key)."""
-        owner = self.prove(index).agent
+        try:
+            owner = self.prove(index).agent
+        except VerificationError as e:
+            if e.check != "proof.index":
+                raise
+            raise NotFoundError(
+                f"cannot erase entry {index}: {str(e).removeprefix('[proof.index] ')}; erase the index a "
+                "write answered (`written as ref N.0 at index N`) or that `engram memory recall --json` shows",
+                check="memory.erase_index",
+            ) from None
         if owner != self.agent_id:
             raise RejectedEventError(f"entry {index} is not one of {self.agent_id}'s", check="memory.erase")
         items = [*self.items(status="all"), *self.items(tier="RECORD", status="all")]
@@ -535,11 +553,60 @@ class AgentMemory:
         return note.decode("utf-8")
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def service_url(url: str) -> str:
+    """``url`` (``--server`` / ``ENGRAM_URL``) in the one spelling pins are kept under: the
+    scheme and host in lower case, the scheme's default port left out, no trailing slash, so
+    ``http://127.0.0.1:8080``, ``HTTP://127.0.0.1:8080/`` and ``http://127.0.0.1:80`` spelled
+    as ``http://127.0.0.1`` name one service and trust one key. Different host names stay
+    different services, strictly: ``localhost`` and ``127.0.0.1`` are two (a name can resolve
+    elsewhere). A path is kept (a service behind a proxy at a prefix); user info, a query or a
+    fragment is refused."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        raise ConfigError(
+            f"--server / ENGRAM_URL must be the service's http(s) URL, such as http://127.0.0.1:8080, not {url!r}"
+        )
+    if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
+        raise ConfigError(
+            "--server / ENGRAM_URL is the service's URL alone, such as http://127.0.0.1:8080: "
+            f"{url!r} carries user info, a query or a fragment"
+        )
+    try:
+        port = parts.port
+    except ValueError:
+        raise ConfigError(f"--server / ENGRAM_URL {url!r} names no valid port (1-65535)") from None
+    host = parts.hostname.lower()
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None and port != _DEFAULT_PORTS[scheme]:
+        netloc += f":{port}"
+    return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
+
+
+def _pin_name(spelling: str) -> str:
+    return hashlib.sha256(spelling.encode("utf-8")).hexdigest()
+
+
 def _pinned_key(url: str) -> Path | None:
     state = default_state_dir()
     if state is None:
         return None
-    return Path(state) / "log-keys" / hashlib.sha256(url.encode("utf-8")).hexdigest()
+    return Path(state) / "log-keys" / _pin_name(service_url(url))
+
+
+def _legacy_pins(url: str) -> list[Path]:
+    """Pins written before pins were keyed by :func:`service_url` (then by the URL as typed):
+    the spelling given now and the usual spellings of the same service."""
+    state = default_state_dir()
+    if state is None:
+        return []
+    norm = service_url(url)
+    spellings = dict.fromkeys((url, url.strip(), norm + "/"))
+    spellings.pop(norm, None)
+    return [Path(state) / "log-keys" / _pin_name(s) for s in spellings]
 
 
 def pin_file(url: str) -> Path | None:
@@ -548,13 +615,71 @@ def pin_file(url: str) -> Path | None:
 
 
 def reset_pin(url: str) -> Path | None:
-    """Forget the log key pinned for ``url`` (``engram log pin --reset``); the next
-    connection pins the key the service serves then. Returns the file removed, if any."""
+    """Forget the log key pinned for ``url`` (``engram log pin --reset``), with any pin an
+    older version kept under another spelling of it; the next connection pins the key the
+    service serves then. Returns the file removed, if any."""
     pin = _pinned_key(url)
-    if pin is None or not pin.is_file():
+    gone = None
+    for p in ([] if pin is None else [pin]) + _legacy_pins(url):
+        if p.is_file():
+            p.unlink()
+            gone = gone or p
+    return gone
+
+
+def pinned_key(url: str) -> str | None:
+    """The key pinned for ``url``; a pin an older version kept under the URL as typed is
+    read and kept again under the normalised URL."""
+    pin = _pinned_key(url)
+    if pin is None:
         return None
-    pin.unlink()
-    return pin
+    if pin.is_file():
+        return pin.read_text(encoding="utf-8").strip()
+    for old in _legacy_pins(url):
+        if old.is_file():
+            key = old.read_text(encoding="utf-8").strip()
+            _write_pin(pin, key)
+            return key
+    return None
+
+
+def _write_pin(pin: Path, key: str) -> None:
+    pin.parent.mkdir(parents=True, exist_ok=True)
+    tmp = pin.with_suffix(".tmp")
+    tmp.write_text(key + "\n", encoding="utf-8")
+    os.replace(tmp, pin)
+
+
+def _served_key(url: str, transport: HttpTransport) -> str:
+    """The log key the service at ``url`` serves, or an error that says what answers at that
+    URL instead and what to give (a page or API path, another web server, a stray port)."""
+    try:
+        served = transport.request("GET", "/v1/log/key").text.strip()
+    except (NotFoundError, StorageError) as e:
+        if isinstance(e, StorageError) and not str(e).startswith("the service answered"):
+            raise  # nothing answers at all: the transport's message names the URL
+        path = urlsplit(url.strip()).path.rstrip("/")
+        root = service_url(url)
+        hint = (
+            f"give the service's root URL, without the path {path}: {root[: len(root) - len(path)]}"
+            if path
+            else "check the host and port (`engram serve` prints them, and /healthz answers there)"
+        )
+        what = (
+            "an Engram service answers there, but not at this path"
+            if isinstance(e, NotFoundError)
+            else f"GET /v1/log/key answered HTTP {str(e).removeprefix('the service answered ').split(':')[0]}, "
+            "so another web server answers there"
+        )
+        raise ConfigError(f"no Engram service at {url} ({what}): {hint} (--server / ENGRAM_URL)") from None
+    try:
+        VerifierKey.parse(served)
+    except VerificationError:
+        raise ConfigError(
+            f"no Engram service at {url}: /v1/log/key there answers no log verifier key; "
+            "check the host and port (--server / ENGRAM_URL)"
+        ) from None
+    return served
 
 
 def resolve_log_key(url: str, log_key: str | None, transport: HttpTransport) -> str:
@@ -564,7 +689,7 @@ def resolve_log_key(url: str, log_key: str | None, transport: HttpTransport) -> 
     whose key differs from the given or pinned one is refused with one message naming both
     keys, the pin and how to re-pin (it once read as "the request signature does not
     verify" on every request)."""
-    served = transport.request("GET", "/v1/log/key").text.strip()
+    served = _served_key(url, transport)
     if log_key:
         VerifierKey.parse(log_key)
         if served != log_key:
@@ -575,8 +700,8 @@ def resolve_log_key(url: str, log_key: str | None, transport: HttpTransport) -> 
             )
         return log_key
     pin = _pinned_key(url)
-    if pin is not None and pin.is_file():
-        pinned = pin.read_text(encoding="utf-8").strip()
+    pinned = pinned_key(url)
+    if pinned is not None:
         if served != pinned:
             raise ConfigError(
                 f"the service at {url} serves the log key {served!r}, but {pinned!r} was pinned for "
@@ -585,12 +710,8 @@ def resolve_log_key(url: str, log_key: str | None, transport: HttpTransport) -> 
                 "trust this service"
             )
         return pinned
-    VerifierKey.parse(served)
     if pin is not None:
-        pin.parent.mkdir(parents=True, exist_ok=True)
-        tmp = pin.with_suffix(".tmp")
-        tmp.write_text(served + "\n", encoding="utf-8")
-        os.replace(tmp, pin)
+        _write_pin(pin, served)
     return served
 
 
@@ -604,16 +725,14 @@ def connect_remote(
 ) -> AgentMemory:
     """The agent of ``key_file`` on the Engram service at ``url``. ``lite`` uses the standard
     library's HTTP client (fast start-up, for hooks and the CLI) instead of httpx."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"--server / ENGRAM_URL must be an http(s) URL, not {url!r}")
+    base = service_url(url)  # refuses what is not a service's URL, saying what one looks like
     if not key_file.is_file():
-        raise ConfigError(f"no agent key file at {key_file} (--key-file / ENGRAM_KEY_FILE)")
+        raise ConfigError(missing_key_file(key_file))
     http: Any = None
     if lite:
         from engram.client.litehttp import LiteHttp
 
         http = LiteHttp(timeout_s=timeout_s)
-    transport = HttpTransport(url, http=http, timeout_s=timeout_s)
+    transport = HttpTransport(base, http=http, timeout_s=timeout_s)  # " HTTP://h:80/" is http://h
     vkey = resolve_log_key(url, log_key, transport)
     return AgentMemory(Agent.load(key_file, log_vkey=vkey, transport=transport))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from engram import DISTRIBUTION, install_hint
 from engram.client.agent_memory import AgentMemory
@@ -27,37 +27,59 @@ def version() -> str:
         return "0+unknown"
 
 
+class _Help(argparse.HelpFormatter):
+    """The help in the typer commands' style (``Usage:``, ``Arguments``, ``Options``)."""
+
+    def add_usage(self, usage: str | None, actions: Any, groups: Any, prefix: str | None = None) -> None:
+        super().add_usage(usage, actions, groups, "Usage: " if prefix is None else prefix)
+
+
+def _parser(
+    prog: str, description: str, cls: type[argparse.ArgumentParser] = argparse.ArgumentParser
+) -> argparse.ArgumentParser:
+    """An argparse parser whose help reads like the rest of ``engram --help``."""
+    p = cls(prog=prog, description=description, formatter_class=_Help, add_help=False)
+    p._positionals.title = "Arguments"
+    p._optionals.title = "Options"
+    p.add_argument("-h", "--help", action="help", help="Show this message and exit.")
+    return p
+
+
 def _target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--server", metavar="URL", help="an Engram service (default: $ENGRAM_URL, else the embedded log)"
+        "--server", metavar="URL", help="An Engram service (default: $ENGRAM_URL, else the embedded log)."
     )
     p.add_argument(
         "--key-file",
         metavar="FILE",
-        help="the agent's key file (default: $ENGRAM_KEY_FILE, else $ENGRAM_HOME/agent.key)",
+        help="The agent's key file (default: $ENGRAM_KEY_FILE, else $ENGRAM_HOME/agent.key).",
     )
     p.add_argument(
         "--log-key",
         metavar="VKEY",
-        help="the log's verifier key (default: $ENGRAM_LOG_KEY, else pinned on first use)",
+        help="The log's verifier key (default: $ENGRAM_LOG_KEY, else pinned on first use).",
     )
 
 
 def mcp_main(argv: Sequence[str], local: LocalFactory | None) -> int:
-    p = argparse.ArgumentParser(
-        prog="engram mcp",
-        description="Serve one agent's Engram memory over MCP (stdio, or streamable HTTP on loopback).",
+    p = _parser(
+        "engram mcp", "Serve one agent's Engram memory over MCP (stdio, or streamable HTTP on loopback)."
     )
     _target_args(p)
-    p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
-    p.add_argument("--host", default="127.0.0.1", help="HTTP: the address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8765, help="HTTP: the port (default 8765)")
-    p.add_argument("--path", default="/mcp", help="HTTP: the endpoint path (default /mcp)")
+    p.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio, or streamable HTTP (default stdio).",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="HTTP: the address to listen on (default 127.0.0.1).")
+    p.add_argument("--port", type=int, default=8765, help="HTTP: the port (default 8765).")
+    p.add_argument("--path", default="/mcp", help="HTTP: the endpoint path (default /mcp).")
     p.add_argument(
         "--token-file",
         metavar="FILE",
         help="HTTP: the bearer token clients must send, created 0600 if absent "
-        "(default: $ENGRAM_MCP_TOKEN_FILE, else <key-file>.mcp-token)",
+        "(default: $ENGRAM_MCP_TOKEN_FILE, else <key-file>.mcp-token).",
     )
     a = p.parse_args(list(argv))
     if not 0 < a.port < 65536:
@@ -121,11 +143,12 @@ def hook_main(argv: Sequence[str], local: LocalFactory | None) -> int:
     mistyped command line would read as "block this prompt" to both harnesses."""
     from engram.harness.hooks import HARNESSES, HOOK_TIMEOUT_S, run_hook
 
-    p = _HookParser(
-        prog="engram hook",
-        description="Run one lifecycle hook: reads the harness's JSON payload on stdin, prints context to inject.",
+    p = _parser(
+        "engram hook",
+        "Run one lifecycle hook: reads the harness's JSON payload on stdin, prints context to inject.",
+        _HookParser,
     )
-    p.add_argument("harness", choices=sorted(HARNESSES))
+    p.add_argument("harness", choices=sorted(HARNESSES), help="The harness whose hook payload stdin holds.")
     _target_args(p)
     try:
         a = p.parse_args(list(argv))
@@ -147,12 +170,12 @@ def pin_main(argv: Sequence[str]) -> int:
     from engram.client.agent_memory import pin_file, reset_pin, resolve_log_key
     from engram.client.http import HttpTransport
 
-    p = argparse.ArgumentParser(
-        prog="engram log pin",
-        description="Show the log key pinned for a service; --reset forgets it and pins the key it serves now.",
+    p = _parser(
+        "engram log pin",
+        "Show the log key pinned for a service; --reset forgets it and pins the key it serves now.",
     )
-    p.add_argument("--server", metavar="URL", help="the Engram service (default: $ENGRAM_URL)")
-    p.add_argument("--reset", action="store_true", help="forget the pinned key, then pin the service's key")
+    p.add_argument("--server", metavar="URL", help="The Engram service (default: $ENGRAM_URL).")
+    p.add_argument("--reset", action="store_true", help="Forget the pinned key, then pin the service's key.")
     a = p.parse_args(list(argv))
     url = a.server or os.environ.get("ENGRAM_URL")
     if not url:
@@ -178,13 +201,19 @@ def hermes_main(argv: Sequence[str]) -> int:
     """``engram hermes install [--hermes-home DIR]``: the plugin directory Hermes discovers."""
     from engram.harness.hermes_install import hermes_home, install_plugin
 
-    p = argparse.ArgumentParser(prog="engram hermes", description="Engram for Hermes Agent.")
-    sub = p.add_subparsers(dest="action", required=True)
+    p = _parser("engram hermes", "Engram for Hermes Agent: install its memory provider.")
+    sub = p.add_subparsers(dest="action", required=True, title="Commands")
     inst = sub.add_parser(
-        "install", help="write $HERMES_HOME/plugins/engram/, where Hermes discovers memory providers"
+        "install",
+        help="Write $HERMES_HOME/plugins/engram/, where Hermes discovers memory providers.",
+        description="Write $HERMES_HOME/plugins/engram/, where Hermes discovers memory providers.",
+        formatter_class=_Help,
+        add_help=False,
     )
+    inst._optionals.title = "Options"
+    inst.add_argument("-h", "--help", action="help", help="Show this message and exit.")
     inst.add_argument(
-        "--hermes-home", metavar="DIR", help="Hermes' home (default: $HERMES_HOME, else ~/.hermes)"
+        "--hermes-home", metavar="DIR", help="Hermes' home (default: $HERMES_HOME, else ~/.hermes)."
     )
     a = p.parse_args(list(argv))
     result = install_plugin(hermes_home(a.hermes_home))
@@ -206,7 +235,7 @@ def run(command: str, argv: Sequence[str], local: LocalFactory | None) -> int:
         if command == "hermes":
             return hermes_main(argv)
         return hook_main(argv, local)
-    except EngramError as e:
-        check = getattr(e, "check", None)
-        sys.stderr.write(f"engram {command}: {e}" + (f" [{check}]" if check else "") + "\n")
+    except EngramError as e:  # the message carries its check name once ([check] ...)
+        name = "log pin" if command == "log-pin" else command
+        sys.stderr.write(f"engram {name}: {e}\n")
         return 1

@@ -219,7 +219,8 @@ class EngramMemoryProvider(_hermes_base()):  # type: ignore[misc]
     def _failed(self, what: str, error: BaseException) -> None:
         """Record what could not be done and why (kept in :attr:`errors`, bounded, and logged)."""
         check = getattr(error, "check", None)
-        line = f"{what}: {error}" + (f" [{check}]" if check else "")
+        text = str(error)  # a check name once: a VerificationError's message starts with it
+        line = f"{what}: {text}" + (f" [{check}]" if check and f"[{check}]" not in text else "")
         self.errors = [*self.errors[-99:], line]
         _log.warning("engram: %s", line)
 

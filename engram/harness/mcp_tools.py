@@ -347,12 +347,9 @@ def define(factory: Callable[[], AgentMemory]) -> ToolSet:
                 meshes=meshes,
             )
         )
-        return {
-            "context": out.context,
-            "results": [_as_read(r.to_json()) for r in (*out.hot, *out.ranked)],
-            "notes": out.notes,
-            "as_of_size": out.as_of_size,
-        }
+        answer = out.results_json()  # the CLI's --json shape
+        answer["results"] = [_as_read(r) for r in answer["results"]]
+        return answer
 
     @tool(
         description=(

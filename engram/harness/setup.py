@@ -77,8 +77,9 @@ CLAUDE_EVENTS = (
     ("SubagentStop", 15),
     ("SessionEnd", 60),
 )
-#: Codex 0.169's hook events (it has no SessionEnd; PreCompact distils what came before).
-CODEX_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact")
+#: Codex's hook events: 0.171 added SessionEnd (closes and distils; 0.169 accepts the entry);
+#: PreCompact distils what came before.
+CODEX_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
 #: A harness configuration larger than this is not one we merge into (``~/.claude.json`` keeps
 #: per-project history; a few MiB is common, 32 MiB is not).
 MAX_CONFIG_BYTES = 32 << 20

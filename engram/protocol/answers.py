@@ -185,6 +185,18 @@ class Recalled(_Json):
             as_of_size=as_of_size,
         )
 
+    def results_json(self) -> dict[str, Any]:
+        """The one JSON shape of a recall, for ``engram memory recall --json`` and the MCP tool
+        ``memory_recall`` alike (issue 44): ``context`` (the block), ``results`` (the HOT rows
+        first, then the ranked ones; each row says its ``tier``), ``notes`` and ``as_of_size``.
+        The CLI also answers ``hot`` and ``ranked``, its old keys, for one release."""
+        return {
+            "context": self.context,
+            "results": [r.to_json() for r in (*self.hot, *self.ranked)],
+            "notes": list(self.notes),
+            "as_of_size": self.as_of_size,
+        }
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Proven(_Json):

@@ -105,7 +105,8 @@ class LogIntegrityError(StorageError):
 
     def __init__(self, message: str, *, check: str) -> None:
         self.check = check
-        super().__init__(f"[{check}] {message}")
+        prefix = f"[{check}] "  # once, as VerificationError puts it
+        super().__init__(message if message.startswith(prefix) else prefix + message)
 
 
 class ConfigError(EngramError):

@@ -28,6 +28,7 @@ __all__ = [
     "fsync_dir",
     "load_agent_key",
     "load_log_key",
+    "missing_key_file",
     "parse_log_signer_key",
     "write_private_file",
 ]
@@ -103,11 +104,20 @@ def write_private_file(path: Path, content: str) -> None:
 _MAX_KEY_FILE_BYTES = 4096
 
 
-def _read_private_file(path: Path) -> str:
+def missing_key_file(path: Path) -> str:
+    """What a command says when an agent's key file is not there, and how to make one."""
+    return (
+        f"no agent key file at {path} (--key-file / ENGRAM_KEY_FILE): create the agent's key with "
+        f"`engram agent create AGENT --key-file {path}` where the log is (it registers the key), "
+        "or give the path of the agent's existing key"
+    )
+
+
+def _read_private_file(path: Path, *, missing: str | None = None) -> str:
     try:
         st = path.stat()
     except FileNotFoundError as e:
-        raise ConfigError(f"key file {path} does not exist; run `engram init`") from e
+        raise ConfigError(missing or f"key file {path} does not exist; run `engram init`") from e
     if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise ConfigError(f"key file {path} is readable by others; chmod 600 it")
     if st.st_size > _MAX_KEY_FILE_BYTES:
@@ -134,7 +144,7 @@ def format_agent_key(agent: str, key: Ed25519PrivateKey) -> str:
 
 def load_agent_key(path: Path) -> tuple[str, Ed25519PrivateKey]:
     try:
-        obj = json.loads(_read_private_file(path))
+        obj = json.loads(_read_private_file(path, missing=missing_key_file(path)))
         if obj.get("format") != "engram.agent-key/v1":
             raise ConfigError(f"{path} is not an engram agent key")
         agent = check_agent_id(obj["agent"])

@@ -163,7 +163,9 @@ def _entry(memory: MemoryService, asker: Asker, q: EntryQuery) -> EntryProof:
     ledger = memory.ledger
     leaf = ledger.leaf(q.index)
     if leaf is None:
-        raise NotFoundError(f"the log has no entry {q.index}", check="proof.index")
+        raise NotFoundError(
+            f"the log has no entry {q.index} (its entries are 0 to {ledger.size() - 1})", check="proof.index"
+        )
     inc = ledger.prove_inclusion(q.index)
     assert inc.checkpoint is not None  # the latest checkpoint is always published
     return EntryProof(

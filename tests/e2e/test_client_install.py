@@ -1,9 +1,12 @@
 """``pip install '<checkout>[client]'`` (the engram-ledger distribution) in a fresh virtual environment: the client installs without
 the server's libraries, and from there runs the user journeys against a real ``engram serve``
-(started from the full install)."""
+(started from the full install): the SDK's demo, and (issue 44) every agent-side command of
+``engram`` (``--help``, ``--version``, ``memory``, ``mesh``, ``ui``, ``mcp``, ``hook``) with
+``--server`` / ``ENGRAM_URL``; a command that needs the service says which extra."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -25,7 +28,7 @@ SERVER_ONLY = (
     "fastapi",
     "starlette",
     "uvicorn",
-    "typer",
+    "numpy",
     "pydantic_settings",
 )
 
@@ -91,12 +94,25 @@ def test_client_extra_installs_no_server_library(client_venv: Path) -> None:
 
 
 def test_engram_command_says_how_to_install_the_service(client_venv: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "HOME": str(client_venv), "COLUMNS": "400"}
     run = subprocess.run(
-        [str(client_venv / "bin" / "engram"), "demo"], capture_output=True, text=True, check=False
+        [str(client_venv / "bin" / "engram"), "init"], capture_output=True, text=True, check=False, env=env
     )
     assert run.returncode == 2
+    assert "engram init needs the service's libraries (missing " in run.stderr
     assert "[server]' (the engram-ledger distribution)" in run.stderr
     assert "Traceback" not in run.stderr
+    # an agent command without --server would open the embedded log: it names both ways out
+    embedded = subprocess.run(
+        [str(client_venv / "bin" / "engram"), "memory", "recall", "--agent", "a", "x"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert embedded.returncode == 2 and "Traceback" not in embedded.stderr, embedded.stderr
+    assert "engram memory recall: without --server it acts on the embedded log" in embedded.stderr
+    assert "give --server URL (or export ENGRAM_URL)" in embedded.stderr and "[server]'" in embedded.stderr
     verify = subprocess.run(
         [str(client_venv / "bin" / "engram-verify"), "--help"], capture_output=True, text=True, check=False
     )
@@ -199,3 +215,105 @@ def test_the_readme_wheel_line_installs_engram_ledger(tmp_path: Path) -> None:
     assert show.returncode == 0 and show.stdout.strip() == "0.1.0", show.stderr
     version = subprocess.run([str(venv / "bin" / "engram"), "--version"], capture_output=True, text=True)
     assert version.stdout.strip() == "engram 0.1.0", version.stdout + version.stderr
+
+
+def _engram(
+    venv: Path, env: dict[str, str], *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(venv / "bin" / "engram"), *args],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_client_only_install_runs_every_agent_command_against_a_server(
+    client_venv: Path, server: tuple[str, dict[str, str]], tmp_path: Path
+) -> None:
+    """Issue 44, finding 2: on the client extra, ``engram --help`` and ``engram memory recall
+    --server`` said "the service is not installed here (missing typer)" and ``engram mcp``
+    that pydantic was missing."""
+    url, server_env = server
+    keys = {}
+    for agent in ("ada", "ben"):
+        keys[agent] = tmp_path / f"{agent}.key"
+        subprocess.run(
+            [ENGRAM, "agent", "create", agent, "--key-file", str(keys[agent])],
+            env=server_env,
+            check=True,
+            capture_output=True,
+        )
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "ENGRAM_VERIFIER_STATE": str(tmp_path / "state"),
+        "ENGRAM_URL": url,  # the agent's commands take the service and the key from the environment
+        "ENGRAM_KEY_FILE": str(keys["ada"]),
+        "COLUMNS": "400",
+    }
+    venv = client_venv
+
+    def ok(*args: str, stdin: str | None = None) -> str:
+        run = _engram(venv, env, *args, stdin=stdin)
+        assert run.returncode == 0, (args, run.stdout, run.stderr)
+        return run.stdout
+
+    top = ok("--help")
+    for command in ("memory", "mesh", "ui", "mcp", "hook", "hermes", "--version"):
+        assert command in top, command
+    assert ok("--version").strip() == "engram 0.1.0"
+    assert "written as ref" in ok(
+        "memory", "write", "--category", "LEARNING", "--content", "Deploys need the cache warmed."
+    )
+    assert "cache warmed" in ok("memory", "recall", "what before a deploy?")
+    recalled = json.loads(ok("memory", "recall", "what before a deploy?", "--json"))
+    assert any("cache warmed" in r["content"] for r in recalled["results"])
+    assert ok("mesh", "create", "--name", "team").strip() == "ada/team"
+    ok("mesh", "invite", "--mesh", "ada/team", "--agent", "ben")
+    ok("mesh", "join", "--mesh", "ada/team", "--key-file", str(keys["ben"]))
+    assert "ben" in ok("mesh", "show")
+    assert "removed ben from ada/team" in ok("mesh", "remove", "--mesh", "ada/team", "--agent", "ben")
+    assert "dissolved ada/team" in ok("mesh", "dissolve", "--mesh", "ada/team")
+    link = ok("ui").strip().splitlines()[-1]
+    assert link.startswith(f"{url}/ui/login?ticket=")
+    # engram mcp over stdio (pydantic validates the tools' arguments)
+    script = "".join(
+        json.dumps(m) + "\n"
+        for m in (
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            },
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "memory_recall", "arguments": {"query": "what before a deploy?"}},
+            },
+        )
+    )
+    answers = [json.loads(line) for line in ok("mcp", stdin=script).splitlines()]
+    assert answers[-1]["id"] == 2 and "cache warmed" in json.dumps(answers[-1]["result"]), answers[-1]
+    mcp = answers[-1]["result"]["structuredContent"]  # one recall shape: the CLI's --json minus its old keys
+    assert set(mcp) == set(recalled) - {"hot", "ranked"}, (sorted(mcp), sorted(recalled))
+    # engram hook (Claude Code's SessionStart): the agent's memory as context
+    payload = {
+        "session_id": "s1",
+        "transcript_path": str(tmp_path / "s1.jsonl"),
+        "cwd": str(tmp_path),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    started = json.loads(ok("hook", "claude-code", stdin=json.dumps(payload)))
+    assert started["hookSpecificOutput"]["additionalContext"].startswith("<memory-context")

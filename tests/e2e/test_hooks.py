@@ -57,7 +57,8 @@ def test_the_readme_wires_every_event_the_hook_handles() -> None:
         "PreCompact",
         "SessionEnd",
     }
-    assert set(cmds["codex"]) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}
+    # issue 44: Codex 0.171 has SessionEnd too, and the block wires it
+    assert set(cmds["codex"]) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"}
 
 
 def _base_env(tmp_path: Path) -> dict[str, str]:

@@ -90,3 +90,15 @@ def test_unknown_problem_types_are_not_trusted() -> None:
     )
     with pytest.raises(StorageError, match="418"):
         _raise_problem(resp)
+
+
+@pytest.mark.parametrize(
+    "row", [r for r in PROBLEMS if issubclass(r.error, VerificationError)], ids=lambda r: r.slug
+)
+def test_a_check_name_prints_once_after_the_round_trip(row: ProblemType) -> None:
+    """Issue 44: the service's detail already starts with ``[check]``, and the client put it in
+    front again (``[token.signature] [token.signature] ...``, ``[auth.signer] [auth.signer]``)."""
+    error = row.error("bad input", check="some.check")
+    with pytest.raises(row.error) as raised:
+        _raise_problem(_response(error))
+    assert str(raised.value) == str(error) == "[some.check] bad input"

@@ -60,3 +60,19 @@ def test_a_recall_row_has_the_row_fields_and_its_scope() -> None:
         context="<memory-context/>", hot=[], ranked=[{"ref": "4.0"}], notes=("n",), as_of_size=9
     )
     assert rec.to_json()["ranked"][0]["ref"] == "4.0" and rec.notes == ["n"]
+
+
+def test_recall_json_is_one_shape_for_the_cli_and_mcp() -> None:
+    """Issue 44: ``engram memory recall --json`` answered ``hot``/``ranked`` while the MCP tool
+    answered ``results``; both answer ``Recalled.results_json()`` now: HOT rows first."""
+    rec = Recalled.of(
+        context="<memory-context/>",
+        hot=[{"ref": "1.0", "tier": "HOT"}],
+        ranked=[{"ref": "4.0", "tier": "WARM"}],
+        notes=("n",),
+        as_of_size=9,
+    )
+    shape = rec.results_json()
+    assert set(shape) == {"context", "results", "notes", "as_of_size"}
+    assert [r["ref"] for r in shape["results"]] == ["1.0", "4.0"]
+    assert [r["tier"] for r in shape["results"]] == ["HOT", "WARM"]

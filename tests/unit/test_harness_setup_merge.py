@@ -103,7 +103,7 @@ def test_codex_block_is_valid_toml_with_spaces_and_quotes() -> None:
     server = parsed["mcp_servers"]["engram"]
     assert server["command"] == ENGRAM
     assert server["args"][server["args"].index("--key-file") + 1] == str(key)
-    assert set(parsed["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}
+    assert set(parsed["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"}
 
 
 def test_codex_merge_keeps_the_users_config_and_comments_and_is_idempotent() -> None:
