@@ -85,19 +85,82 @@ SINGLE_HEADERS = frozenset(
 )
 
 
+#: The methods a request may use: the ones llhttp (the httptools parser) reads, which refuses
+#: any other token where h11 hands it on; Engram answers those it does not route 405.
+#: (tests/unit/test_http_parser_setting.py checks the list against the installed llhttp.)
+METHODS = frozenset(
+    [
+        "DELETE",
+        "GET",
+        "HEAD",
+        "POST",
+        "PUT",
+        "CONNECT",
+        "OPTIONS",
+        "TRACE",
+        "COPY",
+        "LOCK",
+        "MKCOL",
+        "MOVE",
+        "PROPFIND",
+        "PROPPATCH",
+        "SEARCH",
+        "UNLOCK",
+        "BIND",
+        "REBIND",
+        "UNBIND",
+        "ACL",
+        "REPORT",
+        "MKACTIVITY",
+        "CHECKOUT",
+        "MERGE",
+        "M-SEARCH",
+        "NOTIFY",
+        "SUBSCRIBE",
+        "UNSUBSCRIBE",
+        "PATCH",
+        "PURGE",
+        "MKCALENDAR",
+        "LINK",
+        "UNLINK",
+        "SOURCE",
+        "QUERY",
+    ]
+)
+
+
 def _malformed_head(scope: Scope) -> str | None:
     """Why the request head is refused (400), or None. The target must be origin-form
     (``/path``): this is an origin server, and an absolute-form target (``http://h/p``)
-    would make the signed target and the routed path two different strings."""
+    would make the signed target and the routed path two different strings. The checks
+    after it make both HTTP parsers (api/server.py) refuse the same requests: each one
+    passes something through that the other refuses."""
     raw = scope.get("raw_path") or scope.get("path", "").encode()
     if not raw.startswith(b"/"):
         return "the request target must be a path (origin-form, /...), not an absolute URL"
+    if b"#" in raw or b"#" in scope.get("query_string", b""):
+        return "the request target must not carry a fragment (#...)"
+    if scope.get("http_version") not in ("1.0", "1.1"):
+        return "the request must be HTTP/1.0 or HTTP/1.1"
+    if scope.get("method") not in METHODS:
+        return "the method is not one of HTTP's registered methods"
     seen: set[bytes] = set()
+    upgrade = chunked = False
     for name, _ in scope.get("headers") or []:
         if name in SINGLE_HEADERS:
             if name in seen:
                 return f"the header {name.decode('latin-1')} appears more than once"
             seen.add(name)
+        elif name == b"upgrade":
+            upgrade = True
+        elif name == b"transfer-encoding":
+            chunked = True
+    if upgrade:
+        return "this server speaks HTTP/1.1 only: no Upgrade"
+    if chunked and b"content-length" in seen:
+        return "a request carries Content-Length or Transfer-Encoding, not both"
+    if b"host" not in seen and scope.get("http_version") == "1.1":
+        return "an HTTP/1.1 request must carry a Host header"
     return None
 
 
@@ -113,7 +176,8 @@ class RequestLimits:
             return
         refused = _malformed_head(scope)
         if refused is not None:
-            await _problem(send, 400, "malformed", "Malformed request", refused, [])
+            # closed after it: what follows a malformed head is not read as a request
+            await _problem(send, 400, "malformed", "Malformed request", refused, [(b"connection", b"close")])
             return
         client = scope.get("client")
         try:

@@ -25,7 +25,7 @@ from pydantic import SecretStr
 from engram.protocol.errors import ConfigError
 from ledger.config import Settings, bool_env, int_env
 
-__all__ = ["ApiSettings"]
+__all__ = ["HTTP_PARSERS", "ApiSettings"]
 
 _KNOWN_BAD = {"", "changeme", "change-me", "secret", "operator", "admin", "password", "dev"}
 #: the least estimated entropy of an operator token (a random 24-character URL-safe token has about 100)
@@ -48,6 +48,7 @@ def token_bits(token: str) -> float:
 _BOUNDS: dict[str, tuple[str, int, int]] = {
     "max_request_bytes": ("ENGRAM_MAX_REQUEST_BYTES", 1024, 64 * 1024 * 1024),
     "max_header_bytes": ("ENGRAM_MAX_HEADER_BYTES", 4096, 1_048_576),
+    "max_headers": ("ENGRAM_MAX_HEADERS", 16, 1000),
     "request_timeout_s": ("ENGRAM_REQUEST_TIMEOUT_S", 1, 600),
     "signature_window_s": ("ENGRAM_SIGNATURE_WINDOW_S", 5, 3600),
     "rate_limit_per_minute": ("ENGRAM_RATE_LIMIT_PER_MINUTE", 1, 1_000_000),
@@ -59,6 +60,8 @@ _BOUNDS: dict[str, tuple[str, int, int]] = {
     "witness_interval_s": ("ENGRAM_WITNESS_INTERVAL_S", 0, 86_400),
 }
 _SCOPES = ("host", "process")
+#: ENGRAM_HTTP_PARSER: the C parser (llhttp through httptools) or the pure-Python h11
+HTTP_PARSERS = ("httptools", "h11")
 
 
 def _service_from_env() -> Settings:
@@ -77,6 +80,10 @@ class ApiSettings:
     max_request_bytes: int = 1_048_576
     #: request line plus headers, bytes (engram serve answers 431 beyond; api/server.py)
     max_header_bytes: int = 65_536
+    #: header lines in one request head (431 beyond; api/server.py)
+    max_headers: int = 100
+    #: the HTTP/1.1 parser engram serve runs behind those bounds: "httptools" or "h11"
+    http_parser: str = "httptools"
     #: a request must arrive in full this many seconds after its first byte (or after the
     #: connection opened); otherwise 408 and the connection closes (engram serve)
     request_timeout_s: int = 15
@@ -110,6 +117,8 @@ class ApiSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
                 raise ConfigError(f"{var}={value!r} is outside [{lo}, {hi}]")
+        if self.http_parser not in HTTP_PARSERS:
+            raise ConfigError(f"ENGRAM_HTTP_PARSER={self.http_parser!r} is not httptools or h11")
         if self.rate_limit_scope not in _SCOPES:
             raise ConfigError(f"ENGRAM_RATE_LIMIT_SCOPE={self.rate_limit_scope!r} is not host or process")
         token = self.operator_secret
@@ -134,6 +143,7 @@ class ApiSettings:
             operator_token=SecretStr(env.get("ENGRAM_OPERATOR_TOKEN", "")),
             dev_mode=bool_env(env, "ENGRAM_DEV_MODE", False),
             rate_limit_scope=(env.get("ENGRAM_RATE_LIMIT_SCOPE") or "host").strip(),
+            http_parser=(env.get("ENGRAM_HTTP_PARSER") or "httptools").strip(),
             service=Settings.from_env(env),
             **numbers,
         )

@@ -1,8 +1,8 @@
 """The floor of the write path (issue 28, Deliver 1): the least a signed durable log must do,
 on the same stack, and one load generator shared by it and Engram.
 
-The floor server (``uvicorn bench.floor:app_factory --factory --workers 2``, Starlette, no
-SQLAlchemy) answers ``POST /append`` with a signed event in Engram's wire form (base64
+The floor server (``uvicorn bench.floor:app_factory --factory --workers 2 --http httptools``,
+Starlette, no SQLAlchemy; ``--http h11`` beside it for the parser comparison) answers ``POST /append`` with a signed event in Engram's wire form (base64
 ``envelope``, ``signature``, ``body``, ``salt``):
 
 1. parse the JSON request and the envelope (``verifier.event.Envelope.from_bytes``, the
@@ -306,7 +306,11 @@ def _port() -> int:
 class FloorServer:
     """The floor on loopback: ``workers`` uvicorn processes over one database."""
 
-    def __init__(self, db_url: str, keys: dict[str, str], workdir: Path, workers: int = 2) -> None:
+    def __init__(
+        self, db_url: str, keys: dict[str, str], workdir: Path, workers: int = 2, *, parser: str = "httptools"
+    ) -> None:
+        """``parser``: uvicorn's HTTP parser, ``httptools`` (what ``engram serve`` runs by default) or
+        ``h11`` (its ``ENGRAM_HTTP_PARSER=h11``)."""
         workdir.mkdir(parents=True, exist_ok=True)
         keys_file = workdir / "floor-keys.json"
         keys_file.write_text(json.dumps(keys))
@@ -339,7 +343,7 @@ class FloorServer:
                 "warning",
                 "--no-access-log",
                 "--http",
-                "h11",
+                parser,
             ],
             env=env,
             cwd=str(Path(__file__).resolve().parents[1]),

@@ -190,8 +190,24 @@ def _http(backend: str) -> Callable[[Config], list[str]]:
         out += [f"reads.{backend}.{p}" for p in ("checkpoint", "tile", "entries")]
         out += [
             f"{k}.{m}"
-            for k in (f"floor.http.{backend}", f"ingest.http.{backend}.raw", f"hook.http.{backend}")
+            for k in (
+                f"floor.http.{backend}",
+                f"floor.http.{backend}.h11",
+                f"ingest.http.{backend}.raw",
+                f"ingest.http.{backend}.raw.h11",
+                f"hook.http.{backend}",
+            )
             for m in ("rate", "p50", "p99")
+        ]
+        # the parsers side by side (issue 43, Deliver 3): each server's httptools/h11 ratios,
+        # and Engram to the floor under each parser
+        out += [
+            f"{k}.{m}"
+            for k in (f"floor.http.{backend}", f"ingest.http.{backend}.raw")
+            for m in ("parser_ratio", "parser_p99_ratio")
+        ]
+        out += [
+            f"ingest.http.{backend}.raw{p}.{m}" for p in ("", ".h11") for m in ("vs_floor", "p99_vs_floor")
         ]
         return [*out, f"http.{backend}.server_rss"]
 

@@ -269,52 +269,115 @@ def _register(url: str, registrations: Sequence[dict[str, str]]) -> None:
 
 def against_floor(cfg: Config, out: list[Figure], backend: str, server: Server) -> None:
     """Engram and the floor (bench.floor) under one load generator, interleaved: the same
-    pre-signed events (fresh ones each round), 64 requests in flight, on the same backend."""
+    pre-signed events (fresh ones each round), 64 requests in flight, on the same backend;
+    each under both HTTP parsers (issue 43, Deliver 3): the floor with uvicorn's httptools and
+    h11, Engram with ``ENGRAM_HTTP_PARSER`` httptools (``server``, the default) and h11 (a second
+    ``engram serve`` over its own database)."""
     s = cfg.sizes
     name = "SQLite" if backend == "sqlite" else "PostgreSQL"
     rounds = 1 if s.http_events < 512 else 2
     n = max(64, s.http_events)
     inflight = min(64, n)
     origin = VerifierKey.parse(server.vkey).name
-    sets = [
-        (presign(origin, n, f"{backend}-e{r}"), presign(origin, n, f"{backend}-f{r}")) for r in range(rounds)
-    ]
-    keys = {k: v for _, f in sets for k, v in f.keys.items()}
-    with database(backend, cfg.pg_url, cfg.workdir, "floor") as furl:
-        floor = FloorServer(
-            furl if backend == "sqlite" else plain_pg(furl), keys, Path(cfg.workdir) / f"floor-{backend}"
-        )
-        try:
-            warm = presign(origin, 8, f"{backend}-warm")
-            _register(server.url, warm.registrations)
-            load(
-                server.url,
-                [(f"/v1/agents/{a}/records", b) for a, b in zip(warm.agents, warm.records, strict=True)],
-            )
-            engram, base = [], []
-            for eng, flo in sets:
-                base.append(
-                    load(
-                        floor.url,
-                        [("/append", b) for b in flo.records],
-                        inflight=inflight,
-                        procs=s.load_procs,
-                    )
-                )
-                _register(server.url, eng.registrations)
-                jobs = [(f"/v1/agents/{a}/records", b) for a, b in zip(eng.agents, eng.records, strict=True)]
-                engram.append(load(server.url, jobs, inflight=inflight, procs=s.load_procs))
-        finally:
-            floor.stop()
-    note = f"{n} pre-signed events x {rounds} round(s), {inflight} in flight, {s.load_procs} load processes"
-    for who, runs, label in (
-        ("floor", base, f"the floor (bench.floor), {s.http_workers} workers, {name}"),
-        ("raw", engram, f"Engram, the floor's load (record route), {s.http_workers} workers, {name}"),
+    legs = ("floor", "floor.h11", "raw", "raw.h11")
+    sets = [{leg: presign(origin, n, f"{backend}-{leg}-{r}") for leg in legs} for r in range(rounds)]
+    keys = {k: v for one in sets for leg in ("floor", "floor.h11") for k, v in one[leg].keys.items()}
+    runs: dict[str, list[Any]] = {leg: [] for leg in legs}
+    work = Path(cfg.workdir)
+    with (
+        database(backend, cfg.pg_url, cfg.workdir, "floor") as furl,
+        database(backend, cfg.pg_url, cfg.workdir, "floor-h11") as furl11,
+        database(backend, cfg.pg_url, cfg.workdir, "http-h11") as eurl11,
     ):
-        key = f"floor.http.{backend}" if who == "floor" else f"ingest.http.{backend}.raw"
-        out.append(fig(f"{key}.rate", label, median([r.rate for r in runs]), "events/s", note=note))
-        out.append(fig(f"{key}.p50", f"{label}, p50", median([r.p50_ms for r in runs]), "ms", note=note))
-        out.append(fig(f"{key}.p99", f"{label}, p99", median([r.p99_ms for r in runs]), "ms", note=note))
+        db = (lambda u: u) if backend == "sqlite" else plain_pg
+        floors = {
+            "floor": FloorServer(db(furl), keys, work / f"floor-{backend}", parser="httptools"),
+            "floor.h11": FloorServer(db(furl11), keys, work / f"floor-h11-{backend}", parser="h11"),
+        }
+        engram_h11 = Server(
+            work / f"http-h11-{backend}",
+            None if backend == "sqlite" else plain_pg(eurl11),
+            s.http_workers,
+            env={"ENGRAM_HTTP_PARSER": "h11"},
+        )
+        engrams = {"raw": server, "raw.h11": engram_h11}
+        try:
+            for leg, eng in engrams.items():
+                warm = presign(origin, 8, f"{backend}-{leg}-warm")
+                _register(eng.url, warm.registrations)
+                load(
+                    eng.url,
+                    [(f"/v1/agents/{a}/records", b) for a, b in zip(warm.agents, warm.records, strict=True)],
+                )
+            for one in sets:
+                for leg in legs:  # interleaved: each round runs every leg once, in turn
+                    events = one[leg]
+                    if leg in floors:
+                        jobs = [("/append", b) for b in events.records]
+                        url = floors[leg].url
+                    else:
+                        url = engrams[leg].url
+                        _register(url, events.registrations)
+                        jobs = [
+                            (f"/v1/agents/{a}/records", b)
+                            for a, b in zip(events.agents, events.records, strict=True)
+                        ]
+                    runs[leg].append(load(url, jobs, inflight=inflight, procs=s.load_procs))
+        finally:
+            for f in floors.values():
+                f.stop()
+            engram_h11.stop()
+    note = f"{n} pre-signed events x {rounds} round(s), {inflight} in flight, {s.load_procs} load processes"
+    labels = {
+        "floor": f"the floor (bench.floor), {s.http_workers} workers, httptools, {name}",
+        "floor.h11": f"the floor (bench.floor), {s.http_workers} workers, h11, {name}",
+        "raw": f"Engram, the floor's load (record route), {s.http_workers} workers, httptools, {name}",
+        "raw.h11": f"Engram, the floor's load (record route), {s.http_workers} workers, h11, {name}",
+    }
+    for leg, label in labels.items():
+        key = {
+            "floor": f"floor.http.{backend}",
+            "floor.h11": f"floor.http.{backend}.h11",
+            "raw": f"ingest.http.{backend}.raw",
+            "raw.h11": f"ingest.http.{backend}.raw.h11",
+        }[leg]
+        out.append(fig(f"{key}.rate", label, median([r.rate for r in runs[leg]]), "events/s", note=note))
+        out.append(fig(f"{key}.p50", f"{label}, p50", median([r.p50_ms for r in runs[leg]]), "ms", note=note))
+        out.append(fig(f"{key}.p99", f"{label}, p99", median([r.p99_ms for r in runs[leg]]), "ms", note=note))
+
+    def ratio(a: str, b: str) -> float:
+        return float(median([r.rate for r in runs[a]]) / median([r.rate for r in runs[b]]))
+
+    for who, fast, slow in (("floor", "floor", "floor.h11"), ("Engram", "raw", "raw.h11")):
+        prefix = f"floor.http.{backend}" if who == "floor" else f"ingest.http.{backend}.raw"
+        out.append(
+            fig(
+                f"{prefix}.parser_ratio",
+                f"{who}: httptools' rate / h11's, {name}",
+                ratio(fast, slow),
+                "x",
+                note=note,
+            )
+        )
+        p99 = median([r.p99_ms for r in runs[fast]]) / median([r.p99_ms for r in runs[slow]])
+        out.append(
+            fig(f"{prefix}.parser_p99_ratio", f"{who}: httptools' p99 / h11's, {name}", p99, "x", note=note)
+        )
+    for parser, eng, flo in (("httptools", "raw", "floor"), ("h11", "raw.h11", "floor.h11")):
+        key = f"ingest.http.{backend}.raw" + ("" if parser == "httptools" else ".h11")
+        out.append(
+            fig(
+                f"{key}.vs_floor",
+                f"Engram / the floor, both {parser}, rate, {name}",
+                ratio(eng, flo),
+                "x",
+                note=note,
+            )
+        )
+        p99 = median([r.p99_ms for r in runs[eng]]) / median([r.p99_ms for r in runs[flo]])
+        out.append(
+            fig(f"{key}.p99_vs_floor", f"Engram / the floor, both {parser}, p99, {name}", p99, "x", note=note)
+        )
 
 
 def run(cfg: Config, out: list[Figure], backend: str) -> None:

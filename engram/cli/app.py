@@ -208,20 +208,26 @@ def serve(
         err.print(f"engram serve: --port must be 1-65535 and --workers 1-64 (got {port}, {workers})")
         raise typer.Exit(2)
     try:
-        open_services(ApiSettings.from_env().service)
+        settings = ApiSettings.from_env()
+        open_services(settings.service)
     except EngramError as e:
         err.print(f"engram serve: {escape(str(e))}")
         raise typer.Exit(2) from None
 
-    # h11 (strict parsing) with a bounded request head and a request deadline (api/server.py);
-    # h11's own buffer bound sits above ENGRAM_MAX_HEADER_BYTES so that the 431 answers first.
+    from api.server import PROTOCOLS
+
+    # ENGRAM_HTTP_PARSER (httptools, or h11) behind the same bounds: the request head's size
+    # and lines, a request deadline, pipelined requests bounded alike (api/server.py); h11's
+    # own buffer bound sits above ENGRAM_MAX_HEADER_BYTES so that the 431 answers first. No
+    # WebSocket: an Upgrade would hand the connection to a protocol outside those bounds.
     uvicorn.run(
         "api.main:app_factory",
         factory=True,
         host=host,
         port=port,
         workers=workers,
-        http="api.server:BoundedH11Protocol",
+        http=PROTOCOLS[settings.http_parser],
+        ws="none",
         h11_max_incomplete_event_size=2 * 1_048_576,
     )
 
