@@ -21,6 +21,7 @@ from ledger.memory.embed import (
     WordLlamaEmbedder,
     verify_pinned,
 )
+from ledger.memory.vectors import decode_vector, encode_vector
 
 
 def test_wordllama_is_deterministic_unit_and_semantic() -> None:
@@ -57,6 +58,17 @@ def test_verify_pinned_reads_only_pinned_bytes(tmp_path: Any) -> None:
     f.write_bytes(b"weightz")
     with pytest.raises(EmbedderError, match=r"\[embedder\.weights_hash\]"):
         verify_pinned(f, {"model.bin": good})
+
+
+def test_vectors_are_stored_as_float16_and_float32_rows_still_read() -> None:
+    v = WordLlamaEmbedder().embed(["my dog loves the park"])[0]
+    blob = encode_vector(v)
+    assert len(blob) == 2 * v.shape[0]
+    back = decode_vector(blob, v.shape[0])
+    assert back is not None and back.dtype == np.float32 and abs(float(back @ v) - 1.0) < 1e-3
+    old = decode_vector(v.astype("<f4").tobytes(), v.shape[0])
+    assert old is not None and np.array_equal(old, v)
+    assert decode_vector(blob[:-2], v.shape[0]) is None  # another dimension is never mixed in
 
 
 class _Fake:
