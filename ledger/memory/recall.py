@@ -5,7 +5,9 @@
   prompt caches hold.
 * WARM (and COLD with ``include_cold``) memories, and the **records tier** (the agent's
   logged session turns, verbatim), are ranked by reciprocal rank fusion,
-  ``score = sum(1 / (k + rank))`` with k = 60, over up to four rankings, each computed in
+  ``score = sum(w / (k + rank))`` with k = 60 and each ranking's weight ``w``
+  (:class:`Fusion`; issue 42 cross-validated them on LongMemEval-S), over up to four
+  rankings, each computed in
   the database or the vector index and bounded (recall never loads every item):
   1. structured envelope match: the query names the item's category, one of its tags (a
      distilled memory is tagged with its subject), its session, or one of its provenance
@@ -87,8 +89,13 @@ RRF_K = 60
 ARCHIVED_WEIGHT = 0.8
 #: A record (raw turn) competes at this share of its fused score.
 RECORD_WEIGHT = 0.7
-#: Weight of the embedding ranking in the fusion (the envelope and full-text rankings: 1).
+#: Weight of the embedding ranking in the fusion. Issue 42's cross-validation on LongMemEval-S
+#: (``bench/bench_fusion_cv.py``, docs/benchmarks.md) chose 3-6x the full text's weight in every
+#: fold, but held out it scored the same as 1 and it cost the synthetic benchmark 8 points of
+#: hit@10: the weights stay 1.
 VECTOR_WEIGHT = 1.0
+#: Weight of the full-text ranking (the same cross-validation).
+FULLTEXT_WEIGHT = 1.0
 #: Weight of the fact ranking: a memory that states the very fact the query asks about
 #: (its subject and attribute) is a structured answer, as strong as three signals agreeing.
 FACT_WEIGHT = 3.0
@@ -105,7 +112,7 @@ class Fusion:
     keyed to a kind of question."""
 
     envelope: float = 1.0
-    fulltext: float = 1.0
+    fulltext: float = FULLTEXT_WEIGHT
     similar: float = VECTOR_WEIGHT
     facts: float = FACT_WEIGHT
     time: float = 1.0

@@ -163,7 +163,7 @@ def test_fusion_weighs_each_signal_as_its_weights_say() -> None:
     """Issue 42: the fusion's weights are a value (ledger.memory.recall.Fusion) the stage
     takes: a paraphrase only the embedding finds rises above a word match as its weight
     grows, and a neighbour under the similarity floor is not a match on its own."""
-    from ledger.memory.recall import FUSION, Fusion
+    from ledger.memory.recall import Fusion
 
     word = item("1.0", "dinner plans for tonight")
     meaning = item("2.0", "I have been vegetarian for years")
@@ -177,9 +177,9 @@ def test_fusion_weighs_each_signal_as_its_weights_say() -> None:
     def order(fusion: Fusion) -> list[str]:
         return [it.ref for it, _ in fuse_pools(signals, q, fusion) if it.ref in ("1.0", "2.0")]
 
-    assert order(FUSION) == ["1.0", "2.0"]
+    assert order(Fusion(fulltext=1.0, similar=1.0)) == ["1.0", "2.0"]
     assert order(Fusion(fulltext=0.5, similar=2.0)) == ["2.0", "1.0"]
-    assert order(Fusion(min_similarity=0.55)) == ["1.0"]
+    assert order(Fusion(fulltext=1.0, similar=1.0, min_similarity=0.55)) == ["1.0"]
 
 
 def test_the_newest_are_listed_newest_first_with_falling_scores() -> None:
