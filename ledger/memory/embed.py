@@ -13,7 +13,11 @@ seen and re-embedded, and never part of a signed body or a digest an auditor com
   wheel installs it under ``tokenizers/`` and then tries to download it; we load the two
   files directly instead (and do not import ``wordllama.inference``, which reconfigures the
   root logger on import). Encoding is the model's: token vectors, mean-pooled over the
-  attention mask, L2-normalised.
+  attention mask, L2-normalised. Both files are pinned by SHA-256 (:data:`WORDLLAMA_SHA256`)
+  and checked when the model loads: other bytes under the same names (another release, a
+  tampered install) are an :class:`EmbedderError` naming ``embedder.weights_hash``, never
+  vectors silently from another model. Issue 42 measured the packaged embedders that carry
+  their weights (``bench/bench_embedders.py``, docs/benchmarks.md) and kept this one.
 
 Every embedder returns float32 arrays of shape ``(len(texts), dim)`` whose rows have unit
 norm (a text with no known token gets the zero vector, which matches nothing).
@@ -42,14 +46,29 @@ if TYPE_CHECKING:
 else:
     Vectors = Any
 
-__all__ = ["Embedder", "EmbedderError", "OpenAIEmbedder", "Vectors", "WordLlamaEmbedder", "unit_rows"]
+__all__ = [
+    "WORDLLAMA_SHA256",
+    "Embedder",
+    "EmbedderError",
+    "OpenAIEmbedder",
+    "Vectors",
+    "WordLlamaEmbedder",
+    "unit_rows",
+    "verify_pinned",
+]
 
 #: Longest text embedded (characters); longer texts are embedded by their first part.
 MAX_EMBED_CHARS = 8000
 
 
 class EmbedderError(EngramError):
-    """The embedder failed or answered outside its contract; recall degrades without it."""
+    """The embedder failed or answered outside its contract; recall degrades without it.
+
+    ``check`` names the failed check when there is one (``embedder.weights_hash``)."""
+
+    def __init__(self, message: str, *, check: str | None = None) -> None:
+        self.check = check
+        super().__init__(message if check is None else f"[{check}] {message}")
 
 
 class Embedder(Protocol):
@@ -76,6 +95,11 @@ def unit_rows(m: Vectors) -> Vectors:
 
 _WL_CONFIG = "l2_supercat"
 _WL_DIM = 256
+#: SHA-256 of the files the model is loaded from (wordllama 0.4.0.post1's wheel), by name.
+WORDLLAMA_SHA256 = {
+    f"{_WL_CONFIG}_{_WL_DIM}.safetensors": "64b47a2dc493cb8e85944076601189739852d7b64e0e1eedcb1937a251cd9fd5",
+    f"{_WL_CONFIG}_tokenizer_config.json": "93248f2a9ec36c7b35f700a033d5f36228aae48db61aee31007fa49062cdeb68",
+}
 
 
 @dataclass(slots=True)
@@ -83,6 +107,8 @@ class WordLlamaEmbedder:
     """The ``wordllama`` l2_supercat 256-d static embedding, loaded from the installed wheel."""
 
     batch_size: int = 256
+    #: The pinned hashes checked at load (file name -> SHA-256 hex).
+    pins: dict[str, str] = field(default_factory=lambda: dict(WORDLLAMA_SHA256))
     _model: tuple[Any, Any] | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -97,7 +123,7 @@ class WordLlamaEmbedder:
     def _load(self) -> tuple[Any, Any]:
         with self._lock:
             if self._model is None:
-                self._model = _load_wordllama()
+                self._model = _load_wordllama(self.pins)
             return self._model
 
     def embed(self, texts: Sequence[str]) -> Vectors:
@@ -135,12 +161,29 @@ def _version() -> str:
         return "missing"
 
 
-def _load_wordllama() -> tuple[Any, Any]:
+def verify_pinned(path: Path, pins: dict[str, str]) -> bytes:
+    """The bytes of ``path``, read once, after their SHA-256 matched the pin for its name;
+    an unpinned name or other bytes are an :class:`EmbedderError` (``embedder.weights_hash``)."""
+    import hashlib
+
+    want = pins.get(path.name)
+    if want is None:
+        raise EmbedderError(f"{path.name} has no pinned SHA-256", check="embedder.weights_hash")
+    data = path.read_bytes()
+    got = hashlib.sha256(data).hexdigest()
+    if got != want:
+        raise EmbedderError(
+            f"{path} has SHA-256 {got}, not the pinned {want}: refusing to load another model's weights",
+            check="embedder.weights_hash",
+        )
+    return data
+
+
+def _load_wordllama(pins: dict[str, str]) -> tuple[Any, Any]:
     # The package is located, not imported: importing it configures the root logger.
     spec = importlib.util.find_spec("wordllama")
     try:
         import numpy as np
-        from safetensors import safe_open
         from tokenizers import Tokenizer
     except ImportError as e:  # pragma: no cover - a server install always has them
         raise EmbedderError(f"the wordllama embedder is not installed ({e}); {install_hint('server')}") from e
@@ -161,11 +204,15 @@ def _load_wordllama() -> tuple[Any, Any]:
     )
     if not weights.is_file() or tok_file is None:
         raise EmbedderError(f"the wordllama wheel at {pkg} lacks its weights or tokenizer file")
-    tokenizer = Tokenizer.from_file(str(tok_file))
+    # Both files are read once, hashed, and parsed from the bytes that were hashed.
+    tokenizer = Tokenizer.from_str(verify_pinned(tok_file, pins).decode("utf-8"))
     tokenizer.no_padding()
     tokenizer.no_truncation()
-    with safe_open(str(weights), framework="np", device="cpu") as f:
-        table = np.ascontiguousarray(f.get_tensor("embedding.weight").astype(np.float32))
+    from safetensors.numpy import load as load_tensors
+
+    table = np.ascontiguousarray(
+        load_tensors(verify_pinned(weights, pins))["embedding.weight"], dtype=np.float32
+    )
     return table, tokenizer
 
 

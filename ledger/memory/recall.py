@@ -5,7 +5,9 @@
   prompt caches hold.
 * WARM (and COLD with ``include_cold``) memories, and the **records tier** (the agent's
   logged session turns, verbatim), are ranked by reciprocal rank fusion,
-  ``score = sum(1 / (k + rank))`` with k = 60, over up to four rankings, each computed in
+  ``score = sum(w / (k + rank))`` with k = 60 and each ranking's weight ``w``
+  (:class:`Fusion`; issue 42 cross-validated them on LongMemEval-S), over up to four
+  rankings, each computed in
   the database or the vector index and bounded (recall never loads every item):
   1. structured envelope match: the query names the item's category, one of its tags (a
      distilled memory is tagged with its subject), its session, or one of its provenance
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from engram.protocol.schemas import CATEGORIES
 from ledger.memory.block import (
@@ -55,8 +58,10 @@ from ledger.memory.terms import STOP_WORDS, asks_for_recency
 __all__ = [
     "ARCHIVED_WEIGHT",
     "DAY_US",
+    "FUSION",
     "MIN_SIMILARITY",
     "RRF_K",
+    "Fusion",
     "RecallLine",
     "RecallResult",
     "Recalled",
@@ -85,13 +90,39 @@ RRF_K = 60
 ARCHIVED_WEIGHT = 0.8
 #: A record (raw turn) competes at this share of its fused score.
 RECORD_WEIGHT = 0.7
-#: Weight of the embedding ranking in the fusion (the envelope and full-text rankings: 1).
+#: Weight of the embedding ranking in the fusion. Issue 42's cross-validation on LongMemEval-S
+#: (``bench/bench_fusion_cv.py``, docs/benchmarks.md) chose 3-6x the full text's weight in every
+#: fold, but held out it scored the same as 1 and it cost the synthetic benchmark 8 points of
+#: hit@10: the weights stay 1.
 VECTOR_WEIGHT = 1.0
+#: Weight of the full-text ranking (the same cross-validation).
+FULLTEXT_WEIGHT = 1.0
 #: Weight of the fact ranking: a memory that states the very fact the query asks about
 #: (its subject and attribute) is a structured answer, as strong as three signals agreeing.
 FACT_WEIGHT = 3.0
 #: Cosine similarity from which an embedding neighbour counts as a match on its own.
 MIN_SIMILARITY = 0.25
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fusion:
+    """The weights of recall's rank fusion: each signal's weight, the fusion's ``k`` and the
+    similarity from which an embedding neighbour matches on its own. :data:`FUSION` is the
+    default; ``bench/bench_fusion_cv.py`` chooses it on the development set by k-fold
+    cross-validation (docs/benchmarks.md), over all question types at once: no weight is
+    keyed to a kind of question."""
+
+    envelope: float = 1.0
+    fulltext: float = FULLTEXT_WEIGHT
+    similar: float = VECTOR_WEIGHT
+    facts: float = FACT_WEIGHT
+    time: float = 1.0
+    k: int = RRF_K
+    min_similarity: float = MIN_SIMILARITY
+
+
+#: The fusion recall uses.
+FUSION = Fusion()
 
 
 def envelope_matches(item: Item, query: str) -> int:
@@ -118,6 +149,7 @@ def fuse_signals(
     facets: Sequence[Item] = (),
     facts: Sequence[Item] = (),
     intent: TimeIntent | None = None,
+    fusion: Fusion = FUSION,
 ) -> list[tuple[Item, float]]:
     """Relevance first: reciprocal rank fusion of envelope match, full-text rank and
     embedding similarity over the candidates the three signals brought (best first each).
@@ -146,16 +178,18 @@ def fuse_signals(
     content_rank = {ref: min(fts_rank.get(ref, 1 << 30), vec_rank.get(ref, 1 << 30)) for ref in cands}
     fact_refs = {it.ref for it in facts}
     env_rank = _envelope_rank(query, cands.values(), content_rank, fact_refs)
-    matches = {*env_rank, *fts_rank, *fact_refs, *(it.ref for it, sim in similar if sim >= MIN_SIMILARITY)}
+    sure = fusion.min_similarity
+    matches = {*env_rank, *fts_rank, *fact_refs, *(it.ref for it, sim in similar if sim >= sure)}
     matched = [c for c in cands.values() if c.ref in matches]
     # Each signal is a ranking with its weight: a new signal is one more row here.
-    rankings = [(env_rank, 1.0), (fts_rank, 1.0), (vec_rank, VECTOR_WEIGHT)]
+    rankings = [(env_rank, fusion.envelope), (fts_rank, fusion.fulltext), (vec_rank, fusion.similar)]
     if facts:
-        rankings.append((_fact_rank(facts, intent), FACT_WEIGHT))
+        rankings.append((_fact_rank(facts, intent), fusion.facts))
     timed = _time_rank(query, matched, intent, content_rank)
     if timed is not None:
-        rankings.append((timed, 1.0))
-    out = [(c, sum(w / (RRF_K + rank[c.ref]) for rank, w in rankings if c.ref in rank)) for c in matched]
+        rankings.append((timed, fusion.time))
+    k = fusion.k
+    out = [(c, sum(w / (k + rank[c.ref]) for rank, w in rankings if c.ref in rank)) for c in matched]
     out.sort(key=lambda cs: (-cs[1], -cs[0].created_us, ref_key(cs[0].ref)))
     return out
 

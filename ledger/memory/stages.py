@@ -47,7 +47,7 @@ from ledger.memory.block import (
 )
 from ledger.memory.facts import TimeIntent, asked_fact_keys, fact_of, time_intent
 from ledger.memory.projection import Projection
-from ledger.memory.recall import RRF_K, fuse_signals, merge_pools
+from ledger.memory.recall import FUSION, RRF_K, Fusion, fuse_signals, merge_pools
 from ledger.memory.state import RECORD, Item, Session
 from ledger.memory.terms import content_terms
 from ledger.memory.tokens import count_tokens
@@ -217,17 +217,24 @@ def past_values_only(found: Sequence[_T]) -> list[_T]:
 # -- 3. fuse --------------------------------------------------------------------------
 
 
-def fuse_pools(signals: Signals, q: RecallQuery) -> list[Scored]:
+def fuse_pools(signals: Signals, q: RecallQuery, fusion: Fusion = FUSION) -> list[Scored]:
     """Stage 3: one ranking, best first: each pool's signals fused (reciprocal rank
-    fusion), then memories and records merged (archived memories and records weighted; a
-    record a memory above it cites is left out). An empty query lists the newest first."""
+    fusion with ``fusion``'s weights), then memories and records merged (archived memories
+    and records weighted; a record a memory above it cites is left out). An empty query
+    lists the newest first."""
     if signals.newest is not None:
         return [(it, 1 / (RRF_K + r)) for r, it in enumerate(signals.newest, start=1)]
     m, r = signals.memories, signals.records
     memories = fuse_signals(
-        q.text, fulltext=m.fulltext, similar=m.similar, facets=m.facets, facts=m.facts, intent=signals.intent
+        q.text,
+        fulltext=m.fulltext,
+        similar=m.similar,
+        facets=m.facets,
+        facts=m.facts,
+        intent=signals.intent,
+        fusion=fusion,
     )
-    records = fuse_signals(q.text, fulltext=r.fulltext, similar=r.similar, facets=r.facets)
+    records = fuse_signals(q.text, fulltext=r.fulltext, similar=r.similar, facets=r.facets, fusion=fusion)
     return merge_pools(memories, records, include_archived=q.include_archived)
 
 

@@ -17,6 +17,11 @@ Vectors are derived data, never signed: the embedding of an item's text by the c
   ``mem_cursor.vec_generation`` moves (rows were deleted: rebuild, erasure, model change).
   A query is one matrix-vector product and a partial sort: brute-force cosine is exact, and
   at per-agent scale (10^5 items: 100 MB, a few ms) needs no approximate index.
+* **Stored compactly**: a vector is written as little-endian float16 (:func:`encode_vector`,
+  half the bytes of float32; a unit vector's cosine moves by under 1e-3) and read back as
+  float32. Rows an older version wrote as float32 are still read (:func:`decode_vector` tells
+  the two by their length), so an existing log keeps its vectors and recalls as before;
+  they become float16 when their item is embedded again (a rebuild, a model change).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from ledger.memory.embed import Embedder, Vectors
 from ledger.memory.state import RECORD
 from ledger.storage.db import WRITE_OPTION
 
-__all__ = ["VectorHit", "VectorIndex"]
+__all__ = ["VectorHit", "VectorIndex", "decode_vector", "encode_vector"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +75,25 @@ _LOAD = text(
     "SELECT ref, record, vec FROM mem_vectors WHERE agent = :agent AND model = :model "
     "AND seq > :lo AND seq <= :hi"
 )
+
+
+def encode_vector(v: Any) -> bytes:
+    """A vector's stored bytes: little-endian float16."""
+    import numpy as np
+
+    return np.ascontiguousarray(v, dtype="<f2").tobytes()
+
+
+def decode_vector(blob: bytes, dim: int) -> Any | None:
+    """A stored vector as float32: float16 (this version) or float32 (older rows), told
+    apart by length; None for any other length (never mix dimensions)."""
+    import numpy as np
+
+    if len(blob) == 2 * dim:
+        return np.frombuffer(blob, dtype="<f2").astype(np.float32)
+    if len(blob) == 4 * dim:
+        return np.frombuffer(blob, dtype="<f4")
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,8 +200,6 @@ class VectorIndex:
         return out
 
     def _write(self, rows: Sequence[Any], vecs: Vectors, *, model: str, gen: int, hi: int) -> None:
-        import numpy as np
-
         params = [
             {
                 "agent": r.agent,
@@ -185,7 +207,7 @@ class VectorIndex:
                 "record": r.tier == RECORD,
                 "model": model,
                 "norm_hash": r.norm_hash,
-                "vec": np.ascontiguousarray(v, dtype="<f4").tobytes(),
+                "vec": encode_vector(v),
                 "seq": hi,
             }
             for r, v in zip(rows, vecs, strict=True)
@@ -217,8 +239,6 @@ class VectorIndex:
             return cache.memories.top(q, k), cache.records.top(q, k)
 
     def _refresh(self, agent: str) -> _AgentCache:
-        import numpy as np
-
         model = self.embedder.model_id
         with self.engine.connect() as conn:
             _, gen, embedded, _ = conn.execute(_CURSOR).one()
@@ -232,8 +252,8 @@ class VectorIndex:
                 for r in rows:
                     if r.ref in cache.seen:
                         continue  # re-written by a later range (same text): keep the first
-                    vec = np.frombuffer(bytes(r.vec), dtype="<f4")
-                    if vec.shape != (dim,):
+                    vec = decode_vector(bytes(r.vec), dim)
+                    if vec is None:
                         continue  # never mix dimensions
                     cache.seen.add(r.ref)
                     (cache.records if r.record else cache.memories).add(r.ref, vec, dim)

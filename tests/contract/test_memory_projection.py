@@ -30,6 +30,7 @@ from ledger.memory.service import MemoryService
 from ledger.memory.state import InMemoryState, LoggedEvent, digest, evolve, stand_in, stand_ins
 from ledger.memory.tokens import count_tokens
 from ledger.memory.transport import InProcessMemory
+from ledger.memory.vectors import decode_vector
 from ledger.storage.db import make_engine
 from tests.conftest import StepClock
 from tests.contract.conftest import MemoryOf
@@ -414,7 +415,8 @@ def assert_same_vectors(got: dict[Any, Any], want: dict[Any, Any]) -> None:
     assert got.keys() == want.keys()
     for k, (record, model, norm_hash, vec) in want.items():
         assert got[k][:3] == (record, model, norm_hash)
-        assert np.allclose(np.frombuffer(got[k][3], "<f4"), np.frombuffer(vec, "<f4"), atol=1e-6)
+        dim = EMBEDDER.dim
+        assert np.allclose(decode_vector(got[k][3], dim), decode_vector(vec, dim), atol=1e-6)
 
 
 @pytest.mark.slow

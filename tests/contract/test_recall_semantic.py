@@ -204,7 +204,7 @@ def test_a_model_change_re_embeds_and_never_mixes_dimensions(
     second.recall("ada", "cameras", record_access=False)
     with ledger.store.engine.connect() as conn:
         rows = conn.execute(text("SELECT model, length(vec) FROM mem_vectors")).all()
-    assert [(m, n) for m, n in rows] == [("test/other:8", 32)]
+    assert [(m, n) for m, n in rows] == [("test/other:8", 16)]  # 8 float16 numbers
     # The first process's cache sees the generation move and reloads (and re-embeds).
     assert first.recall("ada", "cameras", record_access=False).ranked
 
@@ -251,3 +251,37 @@ def test_the_default_embedder_leaves_logging_alone() -> None:
     WordLlamaEmbedder().embed(["hello there"])
     assert logging.getLogger().level == level
     assert not any(m == "wordllama" or m.startswith("wordllama.") for m in sys.modules)
+
+
+def test_vectors_are_stored_as_float16_and_older_float32_rows_still_recall(
+    ledger: Ledger, make_agent: Callable[..., Agent]
+) -> None:
+    """Issue 42: a vector takes half the bytes of float32; a log whose vectors an older
+    version wrote as float32 keeps them and recalls the paraphrase as before."""
+    memory = MemoryService(ledger, embedder=EMBEDDER)
+    ada = memory_for(memory, make_agent("ada"))
+    want = _warm(ada, "Caroline adopted a greyhound and named him Biscuit")
+    _warm(ada, "The quarterly report is due on Friday")
+    assert [r.ref for r in memory.recall("ada", "Which dog does she have?", record_access=False).ranked][
+        :1
+    ] == [want]
+    with ledger.store.engine.connect() as conn:
+        sizes = {n for (n,) in conn.execute(text("SELECT length(vec) FROM mem_vectors"))}
+    assert sizes == {2 * EMBEDDER.dim}
+    # An older version's rows: the same vectors as float32, read by a fresh process.
+    full = EMBEDDER.embed(
+        ["Caroline adopted a greyhound and named him Biscuit", "The quarterly report is due on Friday"]
+    )
+    with ledger.store.engine.begin() as conn:
+        refs = [r for (r,) in conn.execute(text("SELECT ref FROM mem_vectors ORDER BY ref"))]
+        for ref, v in zip(refs, full, strict=True):
+            conn.execute(
+                text("UPDATE mem_vectors SET vec = :v WHERE ref = :r"),
+                {"v": v.astype("<f4").tobytes(), "r": ref},
+            )
+    older = MemoryService(ledger, embedder=EMBEDDER)
+    assert [r.ref for r in older.recall("ada", "Which dog does she have?", record_access=False).ranked][
+        :1
+    ] == [want]
+    with ledger.store.engine.connect() as conn:
+        assert {n for (n,) in conn.execute(text("SELECT length(vec) FROM mem_vectors"))} == {4 * EMBEDDER.dim}

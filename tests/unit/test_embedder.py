@@ -14,7 +14,14 @@ import pytest
 
 from ledger.compose import embedder
 from ledger.config import Settings
-from ledger.memory.embed import EmbedderError, OpenAIEmbedder, WordLlamaEmbedder
+from ledger.memory.embed import (
+    WORDLLAMA_SHA256,
+    EmbedderError,
+    OpenAIEmbedder,
+    WordLlamaEmbedder,
+    verify_pinned,
+)
+from ledger.memory.vectors import decode_vector, encode_vector
 
 
 def test_wordllama_is_deterministic_unit_and_semantic() -> None:
@@ -27,6 +34,41 @@ def test_wordllama_is_deterministic_unit_and_semantic() -> None:
     assert v[0] @ v[1] > v[0] @ v[2]
     assert np.array_equal(e.embed(texts), v)
     assert e.model_id.endswith(":256")
+
+
+def test_wordllama_refuses_weights_other_than_the_pinned_ones() -> None:
+    """Issue 42: the model's files are checked against their pinned SHA-256 at load; other
+    bytes are a typed error naming the check, and no vector is made."""
+    name = next(n for n in WORDLLAMA_SHA256 if n.endswith(".safetensors"))
+    e = WordLlamaEmbedder(pins={**WORDLLAMA_SHA256, name: "0" * 64})
+    with pytest.raises(EmbedderError, match=r"^\[embedder\.weights_hash\] .*not the pinned") as info:
+        e.embed(["hello"])
+    assert info.value.check == "embedder.weights_hash"
+
+
+def test_verify_pinned_reads_only_pinned_bytes(tmp_path: Any) -> None:
+    f = tmp_path / "model.bin"
+    f.write_bytes(b"weights")
+    import hashlib
+
+    good = hashlib.sha256(b"weights").hexdigest()
+    assert verify_pinned(f, {"model.bin": good}) == b"weights"
+    with pytest.raises(EmbedderError, match=r"\[embedder\.weights_hash\] .*no pinned"):
+        verify_pinned(f, {})
+    f.write_bytes(b"weightz")
+    with pytest.raises(EmbedderError, match=r"\[embedder\.weights_hash\]"):
+        verify_pinned(f, {"model.bin": good})
+
+
+def test_vectors_are_stored_as_float16_and_float32_rows_still_read() -> None:
+    v = WordLlamaEmbedder().embed(["my dog loves the park"])[0]
+    blob = encode_vector(v)
+    assert len(blob) == 2 * v.shape[0]
+    back = decode_vector(blob, v.shape[0])
+    assert back is not None and back.dtype == np.float32 and abs(float(back @ v) - 1.0) < 1e-3
+    old = decode_vector(v.astype("<f4").tobytes(), v.shape[0])
+    assert old is not None and np.array_equal(old, v)
+    assert decode_vector(blob[:-2], v.shape[0]) is None  # another dimension is never mixed in
 
 
 class _Fake:

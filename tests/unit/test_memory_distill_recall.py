@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ledger.memory.distill import ChatCompletionsDistiller, DistillerError, RuleBasedDistiller, Turn
-from ledger.memory.recall import Recalled, RecallResult, fuse, render, to_recalled
+from ledger.memory.recall import FUSION, Recalled, RecallResult, fuse, render, to_recalled
 from ledger.memory.state import Item
 
 TURNS = [
@@ -232,7 +232,9 @@ def test_rank_fusion_rewards_agreement_between_rankings() -> None:
     fused = fuse(items, ["2.0", "3.0"], "billing")
     assert [i.ref for i, _ in fused] == ["2.0", "3.0"]  # 4.0 matches neither: not returned
     scores = dict((i.ref, s) for i, s in fused)
-    assert scores["2.0"] == pytest.approx(1 / 61 + 1 / 61)  # time is not a ranking (issue 11)
+    # each ranking adds its weight (issue 42: ledger.memory.recall.FUSION); time is not a
+    # ranking (issue 11)
+    assert scores["2.0"] == pytest.approx(FUSION.envelope / 61 + FUSION.fulltext / 61)
     # An empty query lists everything newest first.
     assert [i.ref for i, _ in fuse(items, [], "")] == ["4.0", "3.0", "2.0", "1.0"]
 

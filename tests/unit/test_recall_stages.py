@@ -159,6 +159,29 @@ def test_fusion_ranks_what_more_signals_agree_on_first_and_drops_a_cited_turn() 
     assert ranked[0][1] > ranked[1][1]
 
 
+def test_fusion_weighs_each_signal_as_its_weights_say() -> None:
+    """Issue 42: the fusion's weights are a value (ledger.memory.recall.Fusion) the stage
+    takes: a paraphrase only the embedding finds rises above a word match as its weight
+    grows, and a neighbour under the similarity floor is not a match on its own."""
+    from ledger.memory.recall import Fusion
+
+    word = item("1.0", "dinner plans for tonight")
+    meaning = item("2.0", "I have been vegetarian for years")
+    other = item("3.0", "a recipe blog I follow")
+    signals = Signals(
+        intent=TimeIntent("now"),
+        memories=Pool(fulltext=[word], similar=[(other, 0.6), (meaning, 0.5)]),
+    )
+    q = RecallQuery.of("what should I cook for dinner tonight")
+
+    def order(fusion: Fusion) -> list[str]:
+        return [it.ref for it, _ in fuse_pools(signals, q, fusion) if it.ref in ("1.0", "2.0")]
+
+    assert order(Fusion(fulltext=1.0, similar=1.0)) == ["1.0", "2.0"]
+    assert order(Fusion(fulltext=0.5, similar=2.0)) == ["2.0", "1.0"]
+    assert order(Fusion(fulltext=1.0, similar=1.0, min_similarity=0.55)) == ["1.0"]
+
+
 def test_the_newest_are_listed_newest_first_with_falling_scores() -> None:
     ranked = fuse_pools(
         Signals(intent=TimeIntent("now"), newest=[item("9.0"), item("3.0")]), RecallQuery.of("")
