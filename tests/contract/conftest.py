@@ -10,6 +10,7 @@ import pytest
 
 from engram.client.agent_memory import AgentMemory
 from engram.client.sdk import Agent
+from engram.protocol.wire import Submission
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
 from ledger.memory.transport import InProcessMemory
@@ -59,3 +60,16 @@ def unchecked_bundle(ledger: Ledger, claim: Mapping[str, Any], **options: Any) -
         "at_size": None,
     }
     return _assemble(ledger, claim, **(defaults | options))
+
+
+def signed_commitment(agent: Agent, promise: str) -> Submission:
+    """A commitment ``agent`` signs as its next event, not yet sent (the tests of what the
+    log's edge and group commit do with one submission)."""
+    version, prev = agent._next("commitment")
+    return agent.signer.event(
+        "commitment",
+        {"promise": promise, "counterparty": "ops"},
+        version=version,
+        prev=prev,
+        client_time_us=1,
+    )

@@ -14,17 +14,7 @@ from engram.protocol.errors import SignatureError
 from engram.protocol.wire import Receipt, Submission
 from ledger.envelopes import Prepared
 from ledger.log import Ledger
-
-
-def _commitment(agent: Agent, promise: str) -> Submission:
-    version, prev = agent._next("commitment")
-    return agent.signer.event(
-        "commitment",
-        {"promise": promise, "counterparty": "ops"},
-        version=version,
-        prev=prev,
-        client_time_us=1,
-    )
+from tests.contract.conftest import signed_commitment
 
 
 def test_a_single_append_is_prepared_in_its_callers_thread_before_it_queues(
@@ -45,7 +35,7 @@ def test_a_single_append_is_prepared_in_its_callers_thread_before_it_queues(
     good = agent.append("commitment", {"promise": "checked before it queued"})
     assert len(queued) == 1 and isinstance(queued[0], Prepared)
     assert ledger.leaf(good.index) == good.leaf
-    forged = _commitment(agent, "forged")
+    forged = signed_commitment(agent, "forged")
     forged = Submission(envelope=forged.envelope, signature=bytes(64), body=forged.body, salt=forged.salt)
     with pytest.raises(SignatureError):
         ledger.append([forged])

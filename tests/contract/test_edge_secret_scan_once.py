@@ -12,21 +12,10 @@ from engram.client.sdk import Agent
 from engram.protocol import redact
 from engram.protocol import signer as signer_module
 from engram.protocol.errors import RejectedEventError
-from engram.protocol.wire import Submission
 from ledger.log import Ledger
+from tests.contract.conftest import signed_commitment
 
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape
-
-
-def _commitment(agent: Agent, promise: str) -> Submission:
-    version, prev = agent._next("commitment")
-    return agent.signer.event(
-        "commitment",
-        {"promise": promise, "counterparty": "ops"},
-        version=version,
-        prev=prev,
-        client_time_us=1,
-    )
 
 
 def test_the_edge_scans_each_string_of_a_body_for_secrets_once(
@@ -36,7 +25,7 @@ def test_the_edge_scans_each_string_of_a_body_for_secrets_once(
     the whole-body secret check covers them, and the gate's own check no longer scans them
     a second time."""
     agent = make_agent("once")
-    sub = _commitment(agent, "promise: ship the retry loop with idempotency keys")
+    sub = signed_commitment(agent, "promise: ship the retry loop with idempotency keys")
     scanned: list[str] = []
     real = redact.redact_secrets
 

@@ -13,20 +13,9 @@ import pytest
 from engram.client import sdk
 from engram.client.sdk import Agent
 from engram.protocol.errors import SignatureError
-from engram.protocol.wire import Submission
 from ledger.log import Ledger
+from tests.contract.conftest import signed_commitment
 from verifier.note import verify_checkpoint
-
-
-def _commitment(agent: Agent, promise: str) -> Submission:
-    version, prev = agent._next("commitment")
-    return agent.signer.event(
-        "commitment",
-        {"promise": promise, "counterparty": "ops"},
-        version=version,
-        prev=prev,
-        client_time_us=1,
-    )
 
 
 def test_agents_of_one_process_verify_a_batchs_checkpoint_note_once(
@@ -35,7 +24,7 @@ def test_agents_of_one_process_verify_a_batchs_checkpoint_note_once(
     """Two agents answered by one batch carry one checkpoint note: it is verified once in
     the process; a note that does not verify is refused every time (never remembered)."""
     ann, bob = make_agent("ann"), make_agent("bob")
-    subs = [_commitment(ann, "ann's promise"), _commitment(bob, "bob's promise")]
+    subs = [signed_commitment(ann, "ann's promise"), signed_commitment(bob, "bob's promise")]
     receipts = ledger.append(subs)
     assert receipts[0].checkpoint == receipts[1].checkpoint
     calls: list[bytes] = []
