@@ -77,7 +77,7 @@ CLAUDE_EVENTS = (
     ("SubagentStop", 15),
     ("SessionEnd", 60),
 )
-#: Codex's hook events: 0.171 added SessionEnd (closes and distils; 0.169 accepts the entry);
+#: Codex's hook events (0.171, the version the interop tests run; SessionEnd closes and distils);
 #: PreCompact distils what came before.
 CODEX_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
 #: A harness configuration larger than this is not one we merge into (``~/.claude.json`` keeps

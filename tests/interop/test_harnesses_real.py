@@ -1,4 +1,4 @@
-"""Issue 26, findings 2 and 6: the real Claude Code (2.1.328) and Codex (0.169.0) CLIs from
+"""Issue 26, findings 2 and 6: the real Claude Code (2.1.328) and Codex (0.171.0) CLIs from
 the npm registry, pinned (tests/interop/harnesses/package-lock.json, installed by
 ``.ci/install-interop.sh``), configured with the README's own hook and MCP blocks (the
 service URL, the key file and the absolute path of ``engram`` filled in, as the README

@@ -1,6 +1,6 @@
 """Issue 44, deliver 1, with the real clients: in a fresh home whose path holds a space, one
 ``engram setup`` per harness, and then the harness itself sees Engram: Claude Code 2.1 lists
-the MCP server connected and its hooks inject memory into the prompt; Codex 0.169 lists the
+the MCP server connected and its hooks inject memory into the prompt; Codex 0.171 lists the
 server and, its hooks trusted for the run, injects memory; Hermes 0.19 reports the provider
 installed and available. ``engram doctor`` is green after each."""
 
