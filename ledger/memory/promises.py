@@ -7,8 +7,9 @@ and the role of the turn it came from. A sentence is a promise when all of these
 1. **the agent says it**: the turn is the assistant's (a user's "I will" is the user's plan,
    and a user's request is not a promise by anyone);
 2. **in its own voice**: "I will", "I'll", "I promise to", "I commit to", "I'm going to",
-   outside quotation marks (a quoted line, an example sentence, a role-played character) and
-   not inside reported speech ("he says he'll ...");
+   outside quotation marks (a quoted line, an example sentence, a role-played character; double,
+   single or back quotes, a "> " block quote, a quotation that closes in a later sentence) and
+   not inside reported speech ("he says he'll ...", "you said: I'll ...", "your note reads ...");
 3. **an act for the listener or the work**: the verb after it (or after "make sure to", "be
    sure to") is one that does something later: send, remind, follow up, get back, update,
    pass on, schedule, fix, deliver, keep someone posted ...; or it binds the agent's conduct
@@ -83,10 +84,17 @@ _CONDITION = re.compile(
 )
 #: Reported speech: someone else's "I will" ("he says", "she told me").
 _REPORTED = re.compile(
-    r"\b(?:he|she|they|it|who)\s+(?:says?|said|tells?|told|replie[sd]|answer(?:s|ed)|adds?|added|promise[sd]?)\b",
+    r"\b(?:he|she|they|it|who|you)\s+(?:says?|said|tells?|told|replie[sd]|answer(?:s|ed)|adds?|added|promise[sd]?|"
+    r"wr[io]tes?|written|mention(?:s|ed)?|asked|typed|quoted|put\s+it)\b|"
+    r"\byour\s+(?:message|note|email|e-mail|text|words|line|draft|post|comment|reply|answer)\s+"
+    r"(?:says?|said|reads?|was|is|went)\b",
     re.I,
 )
 _QUOTES = re.compile(r"[\"\u201c\u201d\u00ab\u00bb]")
+#: A single quote or a backtick opening a quotation (an apostrophe sits between letters).
+_OPENS = re.compile(r"[\u2018`]|(?:^|[\s:(\[])'")
+#: A quotation closing after the promise: one that opened in an earlier sentence.
+_CLOSES = re.compile(r"[\"\u201c\u201d\u00ab\u00bb`]|[.!?,;:][\u2019']|[\u2019']\s*$")
 
 
 def is_promise(role: str, sentence: str) -> bool:
@@ -103,8 +111,9 @@ def is_promise(role: str, sentence: str) -> bool:
     before = s[: m.start()]
     if (
         _QUOTES.search(before)
-        or _QUOTES.search(s[m.end() :][:1])
-        or s.lstrip("*-\u2022 ").startswith(("'", '"'))
+        or _OPENS.search(before)
+        or _CLOSES.search(s[m.end() :])
+        or s.lstrip("*-\u2022 ").startswith(("'", '"', ">", "`", "\u2018"))
     ):
         return False  # a quoted line, an example sentence, a character's speech
     # A condition before the promise, or in its own clause ("I'll send it if you like"); a
