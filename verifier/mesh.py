@@ -231,14 +231,24 @@ def _may_create(state: Mesh | None, agent: str, mesh: str) -> None:
 
 def _live(state: Mesh | None, agent: str, kind: str, mesh: str) -> Mesh:
     """The mesh an event after its creation acts on: it exists, is not dissolved, and only its
-    creator invites, removes or dissolves."""
+    creator invites, removes or dissolves. Another agent's invitation, removal or dissolution
+    is refused for that before anything about the mesh is read: the answer is the same whether
+    the mesh exists, is dissolved or not (its creator is in its id), so it discloses nothing of
+    another agent's meshes."""
+    if kind in _CREATOR_ONLY and agent != creator_of(mesh):
+        raise _refuse(
+            f"only {creator_of(mesh)} may invite to, remove from or dissolve mesh {mesh}", "mesh.policy"
+        )
     if state is None:
         raise _refuse(f"there is no mesh {mesh}", "mesh.missing")
     if state.dissolved:
         raise _refuse(f"mesh {mesh} is dissolved", "mesh.dissolved")
-    if kind in ("mesh.invited", "mesh.removed", "mesh.dissolved") and agent != state.creator:
+    if kind in _CREATOR_ONLY and agent != state.creator:
         raise _refuse(f"only {state.creator}, who created mesh {mesh}, may do that", "mesh.policy")
     return state
+
+
+_CREATOR_ONLY = frozenset(("mesh.invited", "mesh.removed", "mesh.dissolved"))
 
 
 def _active_member(state: Mesh, agent: str, mesh: str) -> Member:
