@@ -272,9 +272,19 @@ def group_is_engram(group: object, harness: str) -> bool:
     )
 
 
+def group_has_engram(group: object, harness: str) -> bool:
+    """Whether any hook of a group is an ``engram hook <harness>`` (alone or beside others)."""
+    hooks = group.get("hooks") if isinstance(group, dict) else None
+    return isinstance(hooks, list) and any(
+        isinstance(h, dict) and is_engram_hook(h.get("command"), harness) for h in hooks
+    )
+
+
 def merge_claude_hooks(settings: dict[str, Any], command: str, path: Path) -> dict[str, Any]:
     """``settings`` with one Engram hook group per event: an existing Engram group is replaced
-    where it stands (later duplicates dropped), the user's other hooks are kept as they are."""
+    where it stands (later duplicates dropped), an Engram hook in a group of the user's is
+    taken out of it (it may name an old service: turns would still go there), the user's
+    other hooks are kept as they are."""
     out = dict(settings)
     hooks = out.get("hooks", {})
     if not isinstance(hooks, dict):
@@ -293,6 +303,15 @@ def merge_claude_hooks(settings: dict[str, Any], command: str, path: Path) -> di
                     kept.append(ours)
                     placed = True
                 continue
+            if group_has_engram(g, "claude-code"):
+                g = {
+                    **g,
+                    "hooks": [
+                        h
+                        for h in g["hooks"]
+                        if not (isinstance(h, dict) and is_engram_hook(h.get("command"), "claude-code"))
+                    ],
+                }
             kept.append(g)
         if not placed:
             kept.append(ours)
@@ -378,7 +397,7 @@ def merge_codex(path: Path, text: str | None, block: str) -> str:
     if isinstance(hooks, dict):
         for event, groups in hooks.items():
             for g in groups if isinstance(groups, list) else []:
-                if group_is_engram(g, "codex"):
+                if group_has_engram(g, "codex"):
                     raise SetupError(
                         f"{path} already runs `engram hook codex` on {event} outside the block engram setup "
                         "manages (pasted from the docs?); delete those [[hooks...]] tables and run this again, "
