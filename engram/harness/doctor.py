@@ -71,12 +71,14 @@ class Chain:
 
 
 def _opt(words: Sequence[str], name: str) -> str | None:
+    """The value of option ``name`` as the command reads it: the last one given."""
+    found = None
     for i, w in enumerate(words):
         if w == name and i + 1 < len(words):
-            return words[i + 1]
-        if w.startswith(name + "="):
-            return w.split("=", 1)[1]
-    return None
+            found = words[i + 1]
+        elif w.startswith(name + "="):
+            found = w.split("=", 1)[1]
+    return found
 
 
 def _chain_of(where: str, words: Sequence[str], setup: str) -> Chain:
@@ -150,9 +152,10 @@ def harness_chain(harness: str, env: Mapping[str, str]) -> tuple[str, Chain] | N
             ]
             if not cmds:
                 raise Broken(where, f"has no `engram hook claude-code` on {event}", setup)
-            words = shlex.split(str(cmds[0]))
-            _executable(where, words[0], setup)
-            chains.append(_chain_of(where, words, setup))
+            for cmd in cmds:  # every one runs: each must name the same service
+                words = shlex.split(str(cmd))
+                _executable(where, words[0], setup)
+                chains.append(_chain_of(where, words, setup))
         return where, _same(where, chains, setup)
     if harness == "codex":
         path = codex_config(env)
@@ -187,9 +190,10 @@ def harness_chain(harness: str, env: Mapping[str, str]) -> tuple[str, Chain] | N
             ]
             if not cmds:
                 raise Broken(where, f"has no `engram hook codex` on {event}", setup)
-            words = shlex.split(str(cmds[0]))
-            _executable(where, words[0], setup)
-            chains.append(_chain_of(where, words, setup))
+            for cmd in cmds:  # every one runs: each must name the same service
+                words = shlex.split(str(cmd))
+                _executable(where, words[0], setup)
+                chains.append(_chain_of(where, words, setup))
         return where, _same(where, chains, setup)
     home = hermes_dir(env)
     cfg_path = home / "engram.json"
