@@ -675,8 +675,17 @@ def _plan_hermes(p: Plan, env: Mapping[str, str]) -> None:
 
 
 def _write(change: Change) -> None:
+    """Write ``change``; refused (nothing written) when the file changed since it was read
+    (the harness itself rewrites ``~/.claude.json`` as it runs): writing the plan over it
+    would drop what was written meanwhile."""
     from engram.protocol.files import write_file
 
+    if read_text(change.path) != change.old:
+        raise SetupError(
+            f"{change.path} changed while engram setup ran (the harness wrote it?); nothing more was "
+            "written: run this again",
+            check="setup.changed",
+        )
     mode = change.mode
     if change.path.exists():
         mode = stat.S_IMODE(change.path.stat().st_mode)  # keep the user's permissions
