@@ -55,6 +55,9 @@ STATEMENT_RULES = (
         ("decision",),
         "Decision",
         85,
+        # a person's or the agent's word, never a tool's output (a fetched page, a file): a
+        # COMMITMENT is filed COLD, permanently, and the trust oracle counts it
+        ("user", "assistant"),
     ),
     StatementRule(
         "PREFERENCE",
