@@ -45,7 +45,7 @@ def html_errors(handler: Handler) -> Handler:
 
     async def handle(request: Request, exc: Exception) -> Response:
         resp = await handler(request, exc)
-        if not is_ui_path(request.url.path):
+        if not is_ui_path(str(request.scope.get("path", ""))):
             return resp
         import json
 
@@ -58,7 +58,7 @@ def html_errors(handler: Handler) -> Handler:
                 for e in errors
             )
         elif status == 404:
-            message = f"there is no page at {request.url.path}"
+            message = f"there is no page at {request.scope.get('path', '')}"
         else:
             message = str(problem.get("detail") or "")
         if problem.get("check"):
