@@ -16,6 +16,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 import engram.cli.app as cli
+import ledger.compose as compose
 from api.server import PROTOCOLS, BoundedH11Protocol, BoundedHttpToolsProtocol
 
 
@@ -24,7 +25,8 @@ def _serve(
 ) -> tuple[int, dict[str, Any]]:
     seen: dict[str, Any] = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: seen.update(kw))
-    monkeypatch.setattr(cli, "open_services", lambda settings: None)
+    # serve imports open_services when it runs (the client install has no ledger)
+    monkeypatch.setattr(compose, "open_services", lambda settings: None)
     for name in ("ENGRAM_HTTP_PARSER", "ENGRAM_DATABASE_URL"):
         monkeypatch.delenv(name, raising=False)
     full = {"ENGRAM_HOME": str(tmp_path), "ENGRAM_DEV_MODE": "1", **env}
