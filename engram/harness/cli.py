@@ -235,7 +235,9 @@ def run(command: str, argv: Sequence[str], local: LocalFactory | None) -> int:
         if command == "hermes":
             return hermes_main(argv)
         return hook_main(argv, local)
-    except EngramError as e:  # the message carries its check name once ([check] ...)
+    except EngramError as e:  # the check name once: after the message unless it carries it
         name = "log pin" if command == "log-pin" else command
-        sys.stderr.write(f"engram {name}: {e}\n")
+        check = getattr(e, "check", None)
+        tail = f" [{check}]" if check and f"[{check}]" not in str(e) else ""
+        sys.stderr.write(f"engram {name}: {e}{tail}\n")
         return 1
