@@ -39,6 +39,7 @@ from engram.protocol.errors import EngramError
 from ledger.compose import open_services
 from ledger.log import Ledger
 from ledger.memory.service import MemoryService
+from ledger.sequencer import HostSequencer
 from ledger.witnessing import witness_checkpoint
 
 __all__ = ["create_app"]
@@ -132,6 +133,8 @@ def create_app(
             if task is not None:
                 task.cancel()
             await anyio.to_thread.run_sync(follower.join, 30)
+            if ledger is None and isinstance(svc.ledger.sequencer, HostSequencer):
+                svc.ledger.sequencer.close()  # forwarders fail over to the next sequencer
 
     app = FastAPI(
         title="Engram",

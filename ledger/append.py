@@ -52,7 +52,7 @@ from engram.protocol.signer import AgentSigner
 from engram.protocol.wire import InclusionProof, Receipt, Submission
 from ledger.edge import AppendRules, Clock, PolicyEvent, PrepareEdge
 from ledger.envelopes import Prepared
-from ledger.groupcommit import GroupCommit
+from ledger.groupcommit import GroupCommit, SingleAppends
 from ledger.reader import inclusion_proofs
 from ledger.signed_head import ForkRefusedError, SignedHead, SignedHeadRecord
 from ledger.storage.store import SqlStore, StoredCheckpoint, StreamHead, WriteTx, cross_check_keys
@@ -257,6 +257,9 @@ class Appender(PrepareEdge):
         self.signed_head = None if signed_head is None else SignedHeadRecord(signed_head, log_key.name)
         #: concurrent single appends of this process share one transaction (ledger.groupcommit)
         self.group_commit: GroupCommit | None = GroupCommit(self.append_batch, record=self.record_signed)
+        #: ENGRAM_SEQUENCER=host: the host's sequencer in front of the group commit
+        #: (ledger.sequencer); None: this process's group commit alone
+        self.sequencer: SingleAppends | None = None
         #: Witnesses this log submits its checkpoints to (``ENGRAM_WITNESS_POLICY``), or None.
         self.witnesses: WitnessSubmitter | None = None
         #: operational problems reported after commits (:meth:`report_problem`)
@@ -289,25 +292,23 @@ class Appender(PrepareEdge):
 
         A single signed event goes through the process's group commit
         (:mod:`ledger.groupcommit`): concurrent callers share one transaction, checkpoint and
-        fsync, each with its own receipt or error.
+        fsync, each with its own receipt or error; with ``ENGRAM_SEQUENCER=host``, through the
+        host's sequencer (:mod:`ledger.sequencer`), whose group commit takes every process's.
 
         Raises:
             VerificationError subclasses: bad input (nothing written).
             ConflictError subclasses: a stream's head moved; carries the current head.
             StorageError: the database failed (nothing acknowledged).
         """
-        if (
-            len(submissions) == 1
-            and isinstance(submissions[0], Submission | Prepared)
-            and self.group_commit is not None
-        ):
+        single = self.sequencer or self.group_commit
+        if len(submissions) == 1 and isinstance(submissions[0], Submission | Prepared) and single is not None:
             one = submissions[0]
             if isinstance(one, Submission):
                 # The stateless checks in the caller's thread, before it queues: a leader
                 # appends what is already checked, and callers check their own events
                 # while a batch commits (a bad event is refused here, alone, as before).
                 one = self.prepare(one, operator=operator, system=system)
-            return [self.group_commit.append(one, operator=operator, system=system)]
+            return [single.append(one, operator=operator, system=system)]
         return self.append_batch(submissions, operator=operator, system=system)
 
     def append_batch(

@@ -38,6 +38,7 @@ from ledger.memory.policy import PolicyConfig
 from ledger.memory.preconditions import MemoryPreconditions
 from ledger.memory.service import MemoryService
 from ledger.memory.transport import InProcessMemory
+from ledger.sequencer import attach as attach_sequencer
 from ledger.storage.db import current_revision, head_revision, make_engine, migrate
 from ledger.storage.store import SqlStore, StoredCheckpoint
 from ledger.witness import load_submitter
@@ -176,6 +177,8 @@ def open_ledger(
         ledger.signed_head.before_commit = settings.signer_record_before_commit
     if settings.witness_policy is not None:
         ledger.witnesses = load_submitter(settings.witness_policy, timeout_s=settings.witness_timeout_s)
+    if settings.sequencer == "host":  # lazy: no lock, socket or thread until the first append
+        attach_sequencer(ledger, settings.database_url, settings.home)
     return ledger
 
 

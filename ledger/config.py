@@ -138,6 +138,13 @@ def _signer_record_mode(env: Mapping[str, str]) -> bool:
     return mode == "before-commit"
 
 
+def _sequencer_mode(env: Mapping[str, str]) -> str:
+    mode = (env.get("ENGRAM_SEQUENCER") or "process").strip()
+    if mode not in ("host", "process"):
+        raise ConfigError(f"ENGRAM_SEQUENCER={mode!r} is not host or process")
+    return mode
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     home: Path
@@ -166,6 +173,10 @@ class Settings:
     #: record each checkpoint before its commit (several hosts: no fork even if the database
     #: loses its last commit) rather than after it (one host: a crash never stops the log)
     signer_record_before_commit: bool = False
+    #: "host": single appends of every process of this host on this database meet in one
+    #: sequencer's group commit (ledger.sequencer; engram serve's default with more than one
+    #: worker); "process": each process its own group commit
+    sequencer: str = "process"
 
     @property
     def signer_record_file(self) -> Path:
@@ -204,4 +215,5 @@ class Settings:
             witness_timeout_s=int_env(env, "ENGRAM_WITNESS_TIMEOUT_S", 5, 1, 120),
             signer_record=optional_path_env(env, "ENGRAM_SIGNER_RECORD"),
             signer_record_before_commit=_signer_record_mode(env),
+            sequencer=_sequencer_mode(env),
         )

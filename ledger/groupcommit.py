@@ -39,17 +39,27 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from engram.protocol.errors import EngramError
 from engram.protocol.wire import Receipt, Submission
 from ledger.envelopes import Prepared, parse_envelope
 
-__all__ = ["MAX_BATCH", "GroupCommit"]
+__all__ = ["MAX_BATCH", "GroupCommit", "SingleAppends"]
 
 _log = logging.getLogger("engram.log")
 
 #: The most events one leader appends in one transaction.
 MAX_BATCH = 256
+
+
+class SingleAppends(Protocol):
+    """Where ``Ledger.append`` hands one checked event: a :class:`GroupCommit`, or the host's
+    sequencer in front of one (ledger.sequencer)."""
+
+    def append(
+        self, sub: Submission | Prepared, *, operator: bool = False, system: bool = False
+    ) -> Receipt: ...
 
 
 @dataclass(slots=True)

@@ -216,6 +216,12 @@ def serve(
 
     from api.server import PROTOCOLS
 
+    # ENGRAM_SEQUENCER: with several workers their single appends meet in one host sequencer
+    # (ledger.sequencer) unless the environment says otherwise; the workers read it from the
+    # environment they inherit.
+    if workers > 1 and not os.environ.get("ENGRAM_SEQUENCER"):
+        os.environ["ENGRAM_SEQUENCER"] = "host"
+
     # ENGRAM_HTTP_PARSER (httptools, or h11) behind the same bounds: the request head's size
     # and lines, a request deadline, pipelined requests bounded alike (api/server.py); h11's
     # own buffer bound sits above ENGRAM_MAX_HEADER_BYTES so that the 431 answers first. No

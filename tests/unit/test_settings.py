@@ -42,6 +42,7 @@ LEDGER_FIELDS: dict[str, tuple[str, str]] = {
     "witness_timeout_s": ("ENGRAM_WITNESS_TIMEOUT_S", "9"),
     "signer_record": ("ENGRAM_SIGNER_RECORD", "/tmp/shared/log.signed-head"),
     "signer_record_before_commit": ("ENGRAM_SIGNER_RECORD_WRITE", "before-commit"),
+    "sequencer": ("ENGRAM_SEQUENCER", "host"),
 }
 #: Read outside Settings/ApiSettings, by the component named.
 OTHER = {"ENGRAM_VERIFIER_STATE": "verifier/state.py (SDK, buyer, engram-verify)"}
@@ -131,6 +132,7 @@ def test_one_parse_sets_every_api_field_and_the_service_settings() -> None:
         ({"ENGRAM_MAX_REQUEST_BYTES": "lots"}, "ENGRAM_MAX_REQUEST_BYTES"),
         ({"ENGRAM_RATE_LIMIT_SCOPE": "cluster"}, "ENGRAM_RATE_LIMIT_SCOPE"),
         ({"ENGRAM_HTTP_PARSER": "llhttp"}, "ENGRAM_HTTP_PARSER"),
+        ({"ENGRAM_SEQUENCER": "cluster"}, "ENGRAM_SEQUENCER"),
         ({"ENGRAM_MAX_HEADERS": "5"}, "ENGRAM_MAX_HEADERS"),
         ({"ENGRAM_DEV_MODE": "maybe"}, "ENGRAM_DEV_MODE"),
         ({"ENGRAM_DEV_MODE": "0", "ENGRAM_OPERATOR_TOKEN": "changeme"}, "ENGRAM_OPERATOR_TOKEN"),
