@@ -109,6 +109,10 @@ class GroupCommit:
         self.batches = 0
         self.events = 0
 
+    def leading(self) -> bool:
+        """Whether the calling thread is appending a batch now (its appends must not wait)."""
+        return self._owner == threading.get_ident()
+
     def append(self, sub: Submission | Prepared, *, operator: bool = False, system: bool = False) -> Receipt:
         if self._owner == threading.get_ident():  # an append made while leading: never wait on ourselves
             (r,) = self._append([sub], operator=operator, system=system)

@@ -50,6 +50,10 @@ Why this is correct:
 * **Ordering.** The sequencer's group commit keeps its queue order and at most one event per
   stream per batch; a forwarder's caller waits for its answer before its next append of the
   same stream, so per-stream order is the order callers were answered in, as in process.
+* **No deadlock.** The sequencer never waits on a forwarder (it only answers), and a forwarder
+  never forwards while it holds the writer lock: a thread leading a local batch appends what
+  it appends itself (``GroupCommit.leading``). A sequencer that hangs is given up after
+  ``ANSWER_TIMEOUT_S`` with the same retryable error.
 * **The socket's trust boundary.** The socket sits in a directory of mode 0700 and is itself
   0600, and the sequencer reads each peer's uid (``SO_PEERCRED``) and refuses any but its
   own (:func:`check_peer`). A peer of the same uid can read the log's key and open the
@@ -595,7 +599,10 @@ class HostSequencer:
         return self.server is not None
 
     def append(self, sub: Submission | Prepared, *, operator: bool = False, system: bool = False) -> Receipt:
-        if self.server is None:
+        gc = self.ledger.group_commit
+        # A thread leading a local batch holds the writer lock: forwarding from it would wait
+        # for a sequencer that waits for that lock.
+        if self.server is None and not (gc is not None and gc.leading()):
             conn = self._connection()
             if conn is not None:
                 return self._forward(conn, sub, operator=operator, system=system)

@@ -305,3 +305,23 @@ def test_when_the_sequencer_goes_the_next_append_takes_its_place(
     )[0]
     assert _seq(seq).forwarded == 1 and r.index == head.index + 1
     _check_log(seq, [(head.index, head.leaf_hash.hex()), (r.index, r.leaf_hash.hex())])
+
+
+def test_a_thread_leading_a_local_batch_appends_locally(
+    pair: tuple[Ledger, Ledger], clock: StepClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forwarder's thread that leads a local batch holds the writer lock: an append it makes
+    then is appended in its own batch, never forwarded to a sequencer that would wait for
+    that lock (a deadlock)."""
+    seq, fwd = pair
+    carol = AgentSigner("carol", Ed25519PrivateKey.generate(), origin=fwd.origin)
+    fwd.append([carol.registration(client_time_us=clock())], operator=True)
+    assert _seq(fwd).forwarded == 1
+    gc = fwd.group_commit
+    assert gc is not None
+    monkeypatch.setattr(gc, "leading", lambda: True)
+    r = fwd.append(
+        [carol.event("commitment", {"promise": "x"}, version=0, prev=None, client_time_us=clock())]
+    )[0]
+    assert _seq(fwd).forwarded == 1 and _seq(fwd).local == 1
+    assert seq.store.leaf(r.index) == r.leaf
