@@ -11,7 +11,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engram.protocol import errors as E
@@ -45,6 +45,7 @@ def _refused(why: str = "") -> pytest.RaisesContext[E.MalformedError]:
 _bytes = st.binary(max_size=300)
 
 
+@settings(deadline=None)  # a socket pair per example: no timing asserted
 @given(env=_bytes, sig=_bytes, body=_bytes, salt=_bytes, operator=st.booleans(), system=st.booleans())
 def test_a_request_round_trips(
     env: bytes, sig: bytes, body: bytes, salt: bytes, operator: bool, system: bool
@@ -76,6 +77,7 @@ def test_a_malformed_request_is_refused(mutate: object, why: str) -> None:
         decode_request(mutate(_request()))  # type: ignore[operator]
 
 
+@settings(deadline=None)
 @given(st.binary(max_size=200))
 def test_any_bytes_decode_or_are_refused_with_the_frame_check(data: bytes) -> None:
     check = "sequencer.frame"  # decoded: a request of well-bounded fields
