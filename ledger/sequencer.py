@@ -556,7 +556,8 @@ class _Server:
                 receipt = gc.append(prepared, operator=operator, system=system)
         except Exception as e:  # the caller's own answer, as in process
             return encode_error(e)
-        self.forwarded += 1
+        with self._conns_lock:
+            self.forwarded += 1
         return encode_receipt(receipt)
 
 
@@ -626,7 +627,8 @@ class HostSequencer:
     def _local(self, sub: Submission | Prepared, *, operator: bool, system: bool) -> Receipt:
         gc = self.ledger.group_commit
         if self.server is None:
-            self.local += 1
+            with self._mutex:
+                self.local += 1
         if gc is None:
             (r,) = self.ledger.append_batch([sub], operator=operator, system=system)
             return r
@@ -662,7 +664,8 @@ class HostSequencer:
             conn.close()
             raise
         self._release(conn)
-        self.forwarded += 1
+        with self._mutex:
+            self.forwarded += 1
         return answer
 
     def _release(self, conn: socket.socket) -> None:
