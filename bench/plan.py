@@ -209,6 +209,8 @@ def _http(backend: str) -> Callable[[Config], list[str]]:
         out += [
             f"ingest.http.{backend}.raw{p}.{m}" for p in ("", ".h11") for m in ("vs_floor", "p99_vs_floor")
         ]
+        # how many events one commit holds under that load (issue 43, Deliver 1: one sequencer per host)
+        out.append(f"ingest.http.{backend}.raw.events_per_commit")
         return [*out, f"http.{backend}.server_rss"]
 
     return keys

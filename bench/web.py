@@ -283,6 +283,7 @@ def against_floor(cfg: Config, out: list[Figure], backend: str, server: Server) 
     sets = [{leg: presign(origin, n, f"{backend}-{leg}-{r}") for leg in legs} for r in range(rounds)]
     keys = {k: v for one in sets for leg in ("floor", "floor.h11") for k, v in one[leg].keys.items()}
     runs: dict[str, list[Any]] = {leg: [] for leg in legs}
+    commits = [0, 0]  # the raw leg's batches (checkpoints) and events (leaves)
     work = Path(cfg.workdir)
     with (
         database(backend, cfg.pg_url, cfg.workdir, "floor") as furl,
@@ -322,7 +323,12 @@ def against_floor(cfg: Config, out: list[Figure], backend: str, server: Server) 
                             (f"/v1/agents/{a}/records", b)
                             for a, b in zip(events.agents, events.records, strict=True)
                         ]
+                    before = _log_counts(engrams[leg]) if leg == "raw" else None
                     runs[leg].append(load(url, jobs, inflight=inflight, procs=s.load_procs))
+                    if before is not None:
+                        after = _log_counts(engrams[leg])
+                        commits[0] += after[1] - before[1]
+                        commits[1] += after[0] - before[0]
         finally:
             for f in floors.values():
                 f.stop()
@@ -347,6 +353,16 @@ def against_floor(cfg: Config, out: list[Figure], backend: str, server: Server) 
 
     def ratio(a: str, b: str) -> float:
         return float(median([r.rate for r in runs[a]]) / median([r.rate for r in runs[b]]))
+
+    out.append(
+        fig(
+            f"ingest.http.{backend}.raw.events_per_commit",
+            f"Engram, the floor's load: events per commit (leaves / checkpoints the leg added), {name}",
+            commits[1] / max(1, commits[0]),
+            "events",
+            note=note,
+        )
+    )
 
     for who, fast, slow in (("floor", "floor", "floor.h11"), ("Engram", "raw", "raw.h11")):
         prefix = f"floor.http.{backend}" if who == "floor" else f"ingest.http.{backend}.raw"
@@ -378,6 +394,22 @@ def against_floor(cfg: Config, out: list[Figure], backend: str, server: Server) 
         out.append(
             fig(f"{key}.p99_vs_floor", f"Engram / the floor, both {parser}, p99, {name}", p99, "x", note=note)
         )
+
+
+def _log_counts(server: Server) -> tuple[int, int]:
+    """(leaves, checkpoints) in ``server``'s log: one checkpoint per committed batch."""
+    from ledger.config import Settings
+    from ledger.storage.db import make_engine
+    from ledger.storage.store import SqlStore
+
+    engine = make_engine(
+        Settings.from_env({k: v for k, v in server.env.items() if k.startswith("ENGRAM_")}).database_url
+    )
+    try:
+        c = SqlStore(engine).counts()
+    finally:
+        engine.dispose()
+    return c["leaves"], c["checkpoints"]
 
 
 def run(cfg: Config, out: list[Figure], backend: str) -> None:
