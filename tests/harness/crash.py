@@ -10,7 +10,9 @@ Each backend gets a fresh ``engram init`` home (PostgreSQL: a new database on
 appender processes (3 threads each, through the group commit) and ``engram serve --workers
 2`` with one HTTP appender process (2 threads); after a random delay it SIGKILLs a random
 non-empty subset of them (the server with its workers, as a process group) and, a random
-moment later, the rest, so that every process dies while appending or serving; then it
+moment later, the rest, so that every process dies while appending or serving. All of them
+run with ``ENGRAM_SEQUENCER=host``: one of them is the host's sequencer and the others
+forward to it, so the kills land on the sequencer and on forwarders mid-batch. Then it
 checks:
 
 * every acknowledged entry is in the log at its original index, with its original
@@ -60,6 +62,9 @@ class Figures:
 
 def _env(home: Path, database_url: str | None) -> dict[str, str]:
     env = {**os.environ, "ENGRAM_HOME": str(home), "ENGRAM_OPERATOR_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1"}
+    # Every process of the host through one sequencer (ledger.sequencer): the kills land on
+    # the sequencer and on forwarders alike, whichever process took the lock first.
+    env["ENGRAM_SEQUENCER"] = "host"
     env.pop("ENGRAM_DEV_MODE", None)
     env.pop("ENGRAM_DATABASE_URL", None)
     if database_url is not None:
