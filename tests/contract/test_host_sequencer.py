@@ -29,7 +29,7 @@ from ledger.audit import audit
 from ledger.compose import memory_rules
 from ledger.inprocess import InProcess
 from ledger.log import Ledger
-from ledger.sequencer import HostSequencer, _frame, attach, decode_response, read_frame
+from ledger.sequencer import HostSequencer, _frame, attach, decode_response, encode_request, read_frame
 from ledger.storage.db import make_engine
 from ledger.storage.store import SqlStore
 from tests.conftest import StepClock
@@ -325,3 +325,24 @@ def test_a_thread_leading_a_local_batch_appends_locally(
     )[0]
     assert _seq(fwd).forwarded == 1 and _seq(fwd).local == 1
     assert seq.store.leaf(r.index) == r.leaf
+
+
+def test_a_vouched_key_that_is_not_the_logs_does_not_pass_a_bad_signature(
+    pair: tuple[Ledger, Ledger], clock: StepClock
+) -> None:
+    """A forwarder may say it verified an event's signature with a key; the sequencer takes
+    that only for the key the log names for the envelope. A frame vouching for another key
+    over a forged signature is checked in full and refused, and nothing is appended."""
+    seq, fwd = pair
+    dave = AgentSigner("dave", Ed25519PrivateKey.generate(), origin=fwd.origin)
+    fwd.append([dave.registration(client_time_us=clock())], operator=True)
+    good = dave.event("commitment", {"promise": "d"}, version=0, prev=None, client_time_us=clock())
+    forged = dataclasses.replace(good, signature=bytes(64))
+    size = seq.size()
+    with _raw(seq) as s:
+        s.sendall(_frame(1, seq.vkey.encode()))
+        assert read_frame(s, first_timeout=30) == (1, seq.vkey.encode())
+        s.sendall(encode_request(forged, operator=False, system=False, verified_with=bytes(32)))
+        answer = decode_response(*read_frame(s, first_timeout=30))
+    assert isinstance(answer, SignatureError)
+    assert seq.size() == size

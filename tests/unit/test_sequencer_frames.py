@@ -46,13 +46,21 @@ _bytes = st.binary(max_size=300)
 
 
 @settings(deadline=None)  # a socket pair per example: no timing asserted
-@given(env=_bytes, sig=_bytes, body=_bytes, salt=_bytes, operator=st.booleans(), system=st.booleans())
+@given(
+    env=_bytes,
+    sig=_bytes,
+    body=_bytes,
+    salt=_bytes,
+    operator=st.booleans(),
+    system=st.booleans(),
+    key=st.none() | st.binary(min_size=32, max_size=32),
+)
 def test_a_request_round_trips(
-    env: bytes, sig: bytes, body: bytes, salt: bytes, operator: bool, system: bool
+    env: bytes, sig: bytes, body: bytes, salt: bytes, operator: bool, system: bool, key: bytes | None
 ) -> None:
     sub = Submission(envelope=env, signature=sig, body=body, salt=salt)
-    _, payload = _payload(encode_request(sub, operator=operator, system=system))
-    assert decode_request(payload) == (sub, operator, system)
+    _, payload = _payload(encode_request(sub, operator=operator, system=system, verified_with=key))
+    assert decode_request(payload) == (sub, operator, system, key)
 
 
 def _request() -> bytes:
@@ -64,10 +72,12 @@ def _request() -> bytes:
     ("mutate", "why"),
     [
         (lambda p: b"", "empty"),
-        (lambda p: bytes((p[0] | 4,)) + p[1:], "flag"),
+        (lambda p: bytes((p[0] | 8,)) + p[1:], "flag"),
+        (lambda p: bytes((p[0] | 4,)) + p[1:] + bytes(31), "verifying key"),
+        (lambda p: bytes((p[0] | 4,)) + p[1:] + bytes(33), "after the last field"),
         (lambda p: p[:3], "truncated"),
         (lambda p: p[:-1], "salt length"),
-        (lambda p: p + b"x", "after the salt"),
+        (lambda p: p + b"x", "after the last field"),
         (lambda p: p[:1] + struct.pack(">I", 70_000) + p[5:], "envelope length"),
         (lambda p: p[:1] + struct.pack(">I", 2**32 - 1) + p[5:], "envelope length"),
     ],
