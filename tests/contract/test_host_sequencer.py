@@ -55,6 +55,7 @@ class _Worker:
         self.acks: list[tuple[int, str]] = []
         self.lost = 0
         self.stats: tuple[int, int, int] | None = None
+        self.ready = False
         self._cond = threading.Condition()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -66,6 +67,8 @@ class _Worker:
             with self._cond:
                 if parts[:1] == ["ack"]:
                     self.acks.append((int(parts[1]), parts[2]))
+                elif parts[:1] == ["ready"]:
+                    self.ready = True
                 elif parts[:1] == ["lost"]:
                     self.lost += 1
                 elif parts[:1] == ["stats"]:
@@ -78,6 +81,18 @@ class _Worker:
             while len(self.acks) < n and self.proc.poll() is None and time.monotonic() < deadline:
                 self._cond.wait(1)
         assert len(self.acks) >= n, f"{len(self.acks)} acks of {n}; {self._stderr()}"
+
+    def wait_ready(self, timeout: float = 180) -> None:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not self.ready and self.proc.poll() is None and time.monotonic() < deadline:
+                self._cond.wait(1)
+        assert self.ready, f"not ready; {self._stderr()}"
+
+    def go(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
 
     def _stderr(self) -> str:
         if self.proc.poll() is None or self.proc.stderr is None:
@@ -134,7 +149,13 @@ def test_processes_append_through_one_host_sequencer_into_shared_batches(
     home.mkdir()
     seq = _Worker(db_url, home, "seq", 5, "--linger")
     seq.wait_acks(5)  # it appended, so it took the lock: it is the host's sequencer
-    forwarders = [_Worker(db_url, home, f"fw{i}", 15) for i in range(2)]
+    # Both forwarders start appending together (a process's start-up takes longer than its
+    # appends under load: one could finish before the other began, and no batch could mix).
+    forwarders = [_Worker(db_url, home, f"fw{i}", 15, "--wait-go") for i in range(2)]
+    for w in forwarders:
+        w.wait_ready()
+    for w in forwarders:
+        w.go()
     for w in forwarders:
         w.finish()
     seq.finish()

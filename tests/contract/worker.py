@@ -1,7 +1,7 @@
 """Subprocess worker for concurrency and crash tests: appends events and reports each ack.
 
 Usage: python -m tests.contract.worker DB_URL AGENT COUNT [--register] [--threads N]
-       [--sequencer HOME [--retry-lost] [--linger]]
+       [--sequencer HOME [--retry-lost] [--linger]] [--wait-go]
 
 Prints one line ``ack <index> <leaf_hash_hex>`` per acknowledged append, flushed at once,
 so that a parent that kills this process knows exactly which appends were acknowledged.
@@ -14,7 +14,9 @@ it. ``--retry-lost``: an append answered ``StorageError`` (the sequencer died wi
 flight) prints ``lost`` and is tried again (the agent learns from a version conflict if it was
 logged after all). ``--linger``: after its appends the process stays (serving, if it is the
 sequencer) until its standard input closes. At the end it prints
-``stats <forwarded> <local> <served>``.
+``stats <forwarded> <local> <served>``. ``--wait-go``: once set up (imports, the log opened,
+the sequencer attached) the process prints ``ready`` and starts appending only when a line
+arrives on its standard input, so that a parent can start several processes' appends at once.
 """
 
 from __future__ import annotations
@@ -92,6 +94,10 @@ def main(argv: list[str]) -> None:
                 sys.stdout.write(f"ack {r.index} {r.leaf_hash.hex()}\n")
                 sys.stdout.flush()
 
+    if "--wait-go" in argv:
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+        sys.stdin.readline()
     if not threads:
         run(name)
     else:
