@@ -57,6 +57,11 @@ class Db:
         #: the driver's placeholder
         self.ph = "?" if conn.dialect.paramstyle == "qmark" else "%s"
 
+    @property
+    def sa(self) -> Connection:
+        """The SQLAlchemy connection underneath, for a cold statement in the same transaction."""
+        return self._conn
+
     @classmethod
     def of(cls, conn: Connection) -> Db:
         """The driver connection under ``conn``, with ``conn``'s transaction begun (as
