@@ -45,7 +45,7 @@ from ledger.storage.caches import (
 from ledger.storage.db import WRITE_OPTION
 from ledger.storage.dbapi import storage_error, transaction
 from ledger.storage.rows import LogState, StoredCheckpoint, StreamHead, blob, checkpoint_row
-from ledger.storage.schema import bodies, checkpoints, leaves, log_state, nodes
+from ledger.storage.schema import bodies, checkpoints, leaves, nodes
 from ledger.storage.service_tables import ServiceTables
 from ledger.storage.sql import fetch_nodes, marks, nodes_query, stream_head_row
 from ledger.storage.writetx import WriteTx
@@ -127,13 +127,13 @@ class SqlStore(ServiceTables, BrowseReads):
             )
 
     def state(self) -> LogState | None:
-        with self.read() as conn:
-            row = conn.execute(select(log_state).where(log_state.c.id == 1)).one_or_none()
+        with self.fast_read() as db:
+            row = db.one_or_none(
+                "SELECT origin, log_vkey, size, last_timestamp_us FROM log_state WHERE id = 1"
+            )
         if row is None:
             return None
-        return LogState(
-            origin=row.origin, log_vkey=row.log_vkey, size=row.size, last_timestamp_us=row.last_timestamp_us
-        )
+        return LogState(origin=row[0], log_vkey=row[1], size=int(row[2]), last_timestamp_us=int(row[3]))
 
     def stream_head(self, agent: str, kind: str) -> StreamHead | None:
         with self.fast_read() as db:
@@ -330,15 +330,14 @@ class SqlStore(ServiceTables, BrowseReads):
         """A stream's entries below ``size`` in version order, each with its body, or None
         where it was erased: one read (a body per query cost the trust oracle 2.7 s for an
         agent of 10^4 records)."""
-        with self.read() as conn:
-            rows = conn.execute(
-                select(leaves.c.idx, bodies.c.body)
-                .select_from(leaves.outerjoin(bodies, bodies.c.idx == leaves.c.idx))
-                .where(and_(leaves.c.agent == agent, leaves.c.kind == kind, leaves.c.idx < size))
-                .order_by(leaves.c.version)
-            ).all()
+        with self.fast_read() as db:
+            rows = db.rows(
+                "SELECT l.idx, b.body FROM leaves l LEFT JOIN bodies b ON b.idx = l.idx "  # noqa: S608
+                f"WHERE l.agent = {db.ph} AND l.kind = {db.ph} AND l.idx < {db.ph} ORDER BY l.version",
+                (agent, kind, size),
+            )
         return [
-            (int(r.idx), None if r.body is None else blob(r.body, "bodies", int(r.idx), "body")) for r in rows
+            (int(idx), None if body is None else blob(body, "bodies", int(idx), "body")) for idx, body in rows
         ]
 
     def heads_at(self, agent: str, size: int) -> list[StreamHead]:
@@ -386,21 +385,23 @@ class SqlStore(ServiceTables, BrowseReads):
         """``(index, agent, kind, body or None where erased)`` of the entries in
         ``[start, end)`` whose kind is one of ``kinds``, in index order: one range read of the
         leaves appended since a reader last looked (ledger.mesh.MeshCache)."""
-        with self.read() as conn:
-            rows = conn.execute(
-                select(leaves.c.idx, leaves.c.agent, leaves.c.kind, bodies.c.body)
-                .select_from(leaves.outerjoin(bodies, bodies.c.idx == leaves.c.idx))
-                .where(and_(leaves.c.idx >= start, leaves.c.idx < end, leaves.c.kind.in_(list(kinds))))
-                .order_by(leaves.c.idx)
-            ).all()
+        if not kinds:
+            return []
+        with self.fast_read() as db:
+            rows = db.rows(
+                "SELECT l.idx, l.agent, l.kind, b.body FROM leaves l LEFT JOIN bodies b ON b.idx = l.idx "  # noqa: S608
+                f"WHERE l.idx >= {db.ph} AND l.idx < {db.ph} AND l.kind IN ({marks(db.ph, len(kinds))}) "
+                "ORDER BY l.idx",
+                (start, end, *kinds),
+            )
         return [
             (
-                int(r.idx),
-                str(r.agent),
-                str(r.kind),
-                None if r.body is None else blob(r.body, "bodies", int(r.idx), "body"),
+                int(idx),
+                str(agent),
+                str(kind),
+                None if body is None else blob(body, "bodies", int(idx), "body"),
             )
-            for r in rows
+            for idx, agent, kind, body in rows
         ]
 
     def counts(self) -> dict[str, int]:
