@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
+from sqlalchemy import Connection
+
 from engram.protocol.errors import ConfigError, StorageError
 from ledger.storage.caches import CheckpointCheck, KeyStreams
 from ledger.storage.dbapi import Db
@@ -87,6 +89,18 @@ class WriteTx:
         self._check = check
         self._key_streams = key_streams or KeyStreams()
         self._checkpoint_max: int | None = None
+
+    @property
+    def db(self) -> Db:
+        """The transaction's driver connection: what else must commit with the batch (the
+        memory projection's BatchState) runs its statements on it."""
+        return self._db
+
+    @property
+    def _conn(self) -> Connection:
+        """The transaction's SQLAlchemy connection, as before the driver path (callers that
+        build a BatchState or SqlState over it keep working: both take either)."""
+        return self._db.sa
 
     def derive_keys(
         self, agents: Iterable[str], below: int

@@ -17,7 +17,9 @@ from sqlalchemy import Connection, event
 from engram.client.sdk import Agent
 from engram.protocol.signer import AgentSigner
 from ledger.log import Ledger
+from ledger.memory.projection_state import BatchState, SqlState
 from ledger.memory.service import MemoryService
+from ledger.memory.state import Session
 from tests.contract.test_memory_projection import memory_for
 
 
@@ -87,3 +89,28 @@ def test_a_projection_sync_and_recall_run_no_core_statement(
     assert res.ranked
     assert core == []
     assert _starting(seen, "SELECT") >= 1, seen
+
+
+def test_a_batch_state_over_the_append_transaction_commits_and_rolls_back_with_it(ledger: Ledger) -> None:
+    """The projection applied inside the append transaction (issue 43, Deliver 1) writes on
+    the transaction's driver connection: what BatchState flushed there is committed with the
+    batch, and gone with it when the batch fails."""
+
+    class Refused(Exception):
+        pass
+
+    def put(name: str) -> None:
+        with ledger.store.write() as tx:
+            state = BatchState(tx.db)
+            state.put_session(Session(agent="ada", session=name, opened_index=1, opened_us=1))
+            state.flush()
+            assert BatchState(tx._conn).session("ada", name) is not None  # same transaction
+            if name == "refused":
+                raise Refused
+
+    put("kept")
+    with pytest.raises(Refused):
+        put("refused")
+    with ledger.store.fast_read() as db:
+        assert SqlState(db).session("ada", "kept") is not None
+        assert SqlState(db).session("ada", "refused") is None
