@@ -1,8 +1,8 @@
 """The store's hot paths run on the driver's connection (issue 43, Deliver 2): an append
 batch, a projection sync and recall's item reads build and compile no SQLAlchemy statement
-(no ``Connection.execute``) and send none through ``exec_driver_sql`` but the BEGIN that the
-host's writer lock opens on SQLite. Their statements still reach SQLAlchemy's statement
-listeners (ledger.storage.dbapi), which the statement-count tests rely on. On both backends."""
+(no ``Connection.execute``) and send none through ``exec_driver_sql``. Their statements
+still reach SQLAlchemy's statement listeners (ledger.storage.dbapi), which the
+statement-count tests rely on. On both backends."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from tests.contract.test_memory_projection import memory_for
 
 @contextmanager
 def _watched(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[str], list[str]]]:
-    """(statements sent through SQLAlchemy's Core or exec_driver_sql, other than BEGIN;
-    every statement SQLAlchemy's listeners saw) while the block runs."""
+    """(statements sent through SQLAlchemy's Core or exec_driver_sql; every statement
+    SQLAlchemy's listeners saw) while the block runs."""
     core: list[str] = []
     seen: list[str] = []
     execute, driver_sql = Connection.execute, Connection.exec_driver_sql
@@ -36,8 +36,7 @@ def _watched(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[
         return execute(self, statement, *args, **kw)
 
     def counted_driver_sql(self: Connection, statement: str, *args: Any, **kw: Any) -> Any:
-        if not statement.startswith("BEGIN"):
-            core.append(statement[:80])
+        core.append(statement[:80])
         return driver_sql(self, statement, *args, **kw)
 
     def listen(_c: object, _cur: object, statement: str, *_: object) -> None:
