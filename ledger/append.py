@@ -403,19 +403,23 @@ class Appender(PrepareEdge):
             bodies=tuple(r["body"] for r in batch.body_rows),
             erased=frozenset(batch.erased_bodies),
         )
-        conn = tx.connection
-        savepoint = conn.begin_nested()
+        # The SAVEPOINT on the driver's connection (ledger.storage.dbapi): no SQLAlchemy
+        # statement on the append's hot path.
+        db = tx.db
+        db.execute("SAVEPOINT engram_commit_hook")
         try:
-            announce = hook(conn, committed)
+            announce = hook(tx.connection, committed)
         except Exception:
-            savepoint.rollback()  # raises if the transaction is unusable: the append fails
+            # Raises if the transaction is unusable: the append fails, nothing acknowledged.
+            db.execute("ROLLBACK TO SAVEPOINT engram_commit_hook")
+            db.execute("RELEASE SAVEPOINT engram_commit_hook")
             _log.exception(
                 "the commit hook failed on entries %d..%d; rolled back to its savepoint, the entries commit",
                 committed.start,
                 committed.end - 1,
             )
             return None
-        savepoint.commit()
+        db.execute("RELEASE SAVEPOINT engram_commit_hook")
         return announce
 
     def record_signed(self, size: int, root: bytes) -> None:

@@ -64,6 +64,7 @@ from ledger.memory.follower import Follower
 from ledger.memory.projection_events import committed_events
 from ledger.memory.projection_state import BatchState
 from ledger.memory.state import evolve
+from ledger.storage.dbapi import Db
 
 __all__ = ["InPassProjector"]
 
@@ -89,16 +90,16 @@ class InPassProjector:
         """Apply ``batch`` in ``conn``'s transaction when it can (module docstring, 1-2);
         returns the announcement the log calls once the transaction committed."""
         end = batch.end
-        events = committed_events(batch) if self._applies(conn, batch) else None
+        db = Db(conn)  # the append's transaction, on the driver's connection (ledger.storage.dbapi)
+        events = committed_events(batch) if self._applies(db, batch) else None
         if events is None:
             return lambda: self._left(len(batch.leaves))
-        state = BatchState(conn)
+        state = BatchState(db)
         state.prefetch(events)
         for ev in events:
             evolve(state, ev)
         state.flush()
-        ph = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-        conn.exec_driver_sql(f"UPDATE mem_cursor SET applied_size = {ph} WHERE id = 1", (end,))  # noqa: S608 - a placeholder
+        db.execute(f"UPDATE mem_cursor SET applied_size = {db.ph} WHERE id = 1", (end,))  # noqa: S608 - a placeholder
 
         def announce() -> None:
             with self._lock:
@@ -107,13 +108,12 @@ class InPassProjector:
 
         return announce
 
-    def _applies(self, conn: Connection, batch: CommittedBatch) -> bool:
+    def _applies(self, db: Db, batch: CommittedBatch) -> bool:
         # 1. nothing an erasure touches
         if batch.erased or any(leaf.envelope.kind == "memory.erased" for leaf in batch.leaves):
             return False
         # 2. the projection holds exactly the entries before the batch (the cursor locked)
-        sql = _CURSOR_POSTGRES if conn.dialect.name == "postgresql" else _CURSOR_SQLITE
-        row = conn.exec_driver_sql(sql).one_or_none()
+        row = db.one_or_none(_CURSOR_POSTGRES if db.backend == "postgresql" else _CURSOR_SQLITE)
         return row is not None and int(row[0]) == batch.start and not bool(row[1])
 
     def _left(self, entries: int) -> None:

@@ -10,12 +10,13 @@ SQLite). ``rebuild`` empties the tables and replays from index 0.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, delete, func, or_, select, text, update
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy import Connection, and_, bindparam, delete, func, select, text, update
+from sqlalchemy.exc import DBAPIError
 
 from engram.protocol.erasure import ErasurePlan, plan_erasure
 from engram.protocol.errors import StorageError
@@ -24,6 +25,7 @@ from ledger.memory.projection_rows import (
     ITEM_COLS,
     SESSION_COLS,
     item_from_row,
+    item_from_values,
     quoted_cols,
     session_from_row,
 )
@@ -38,6 +40,7 @@ from ledger.memory.state import (
 from ledger.memory.terms import content_terms
 from ledger.memory.vectors import BUMP_GENERATION
 from ledger.storage.db import WRITE_OPTION, checkpoint_wal
+from ledger.storage.dbapi import Db, retryable, storage_error, transaction
 from ledger.storage.schema import leaves, mem_cursor, mem_items, mem_sessions, mem_vectors
 from ledger.storage.store import SqlStore
 
@@ -99,9 +102,18 @@ class Projection:
             with conn.begin():
                 yield conn
 
+    @contextmanager
+    def _projector_db(self) -> Iterator[Db]:
+        """The projector's transaction (as :meth:`_projector`) on the driver's connection."""
+        opts: dict[str, Any] = {WRITE_OPTION: True}
+        if self.engine.dialect.name == "postgresql":
+            opts["isolation_level"] = "SERIALIZABLE"
+        with transaction(self.engine, **opts) as db:
+            yield db
+
     def applied_size(self) -> int:
-        with self.engine.connect() as conn:
-            return int(conn.exec_driver_sql("SELECT applied_size FROM mem_cursor WHERE id = 1").scalar_one())
+        with self.store.fast_read() as db:
+            return int(db.scalar("SELECT applied_size FROM mem_cursor WHERE id = 1"))
 
     def embedded_size(self) -> int:
         """The applied size the vector index has embedded up to (``mem_cursor``)."""
@@ -116,16 +128,14 @@ class Projection:
             return applied  # up to date: no write transaction (it would queue behind writers)
         return self._retrying(lambda: self._sync(target))
 
-    @staticmethod
-    def _retrying(work: Callable[[], int]) -> int:
+    def _retrying(self, work: Callable[[], int]) -> int:
         for attempt in range(20):
             try:
                 return work()
-            except OperationalError as e:  # serialization failure / deadlock: retry from the cursor
-                if getattr(e.orig, "sqlstate", None) not in ("40001", "40P01") or attempt == 19:
-                    raise StorageError(f"projection update failed: {e.orig!r}") from e
-            except DBAPIError as e:
-                raise StorageError(f"projection update failed: {e.orig!r}") from e
+            except (DBAPIError, self.store.driver_error) as e:
+                # serialization failure / deadlock: retry from the cursor; anything else stops
+                if not retryable(e) or attempt == 19:
+                    raise storage_error("projection update failed", e) from e
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _sync(self, target: int) -> int:
@@ -151,34 +161,31 @@ class Projection:
 
     def _sync_chunks(self, target: int) -> int:
         while True:
-            with self._projector() as conn:
-                stmt = select(mem_cursor.c.applied_size, mem_cursor.c.fts_deferred).where(
-                    mem_cursor.c.id == 1
-                )
-                if conn.dialect.name == "postgresql":
-                    stmt = stmt.with_for_update()
-                row = conn.execute(stmt).one()
+            with self._projector_db() as db:
+                row = db.one_or_none(_CURSOR_LOCK[db.backend])
+                if row is None:
+                    raise StorageError("the projection's cursor row is missing (run the migrations)")
                 applied, fts_deferred = int(row[0]), bool(row[1])
                 if applied >= target:
                     if fts_deferred:
-                        self._rebuild_fulltext(conn)
+                        self._rebuild_fulltext(db.sa)
                     return applied
                 end = min(target, applied + _CHUNK)
-                events = read_events(conn, applied, end)
-                state = BatchState(conn)
+                events = read_events(db, applied, end)
+                state = BatchState(db)
                 state.prefetch(events)
                 for ev in events:
                     if ev.kind == "memory.erased" and ev.body is not None:
                         self._erasure_applied = True
                         state.flush()  # the refold reads and rewrites the agent's rows
-                        self._refold(conn, ev.agent, ev.index + 1)
-                        state = BatchState(conn)
+                        self._refold(db.sa, ev.agent, ev.index + 1)
+                        state = BatchState(db)
                     else:
                         evolve(state, ev)
                 state.flush()
                 if fts_deferred and end >= target:
-                    self._rebuild_fulltext(conn)
-                conn.execute(update(mem_cursor).where(mem_cursor.c.id == 1).values(applied_size=end))
+                    self._rebuild_fulltext(db.sa)
+                db.execute(f"UPDATE mem_cursor SET applied_size = {db.ph} WHERE id = 1", (end,))  # noqa: S608
             self.synced += end - applied
             if self._on_chunk is not None:
                 self._on_chunk(end)
@@ -312,24 +319,29 @@ class Projection:
     ) -> list[Item]:
         """Items in log order; ``after`` (index, position) and ``limit`` page through them.
         Without ``tiers``: every tier but the records tier (:data:`RECORD`)."""
-        cond = [mem_items.c.agent == agent]
+        # Constant fragments only; every value is a bound parameter (_recall_sql).
+        cond = ["agent = :a"]
+        params: dict[str, Any] = {"a": agent}
         if tiers is not None:
-            cond.append(mem_items.c.tier.in_(list(tiers)))
+            cond.append("tier IN :tiers")
+            params["tiers"] = list(tiers)
         else:  # the memory tiers (and tombstones); session-turn records only when asked for
-            cond.append(mem_items.c.tier != RECORD)
+            cond.append("tier != :record")
+            params["record"] = RECORD
         if status is not None:
-            cond.append(mem_items.c.status == status)
+            cond.append("status = :status")
+            params["status"] = status
         if source_kinds is not None:
-            cond.append(mem_items.c.source_kind.in_(list(source_kinds)))
+            cond.append("source_kind IN :kinds")
+            params["kinds"] = list(source_kinds)
         if after is not None:
-            cond.append(
-                or_(mem_items.c.idx > after[0], and_(mem_items.c.idx == after[0], mem_items.c.pos > after[1]))
-            )
-        query = select(mem_items).where(and_(*cond)).order_by(mem_items.c.idx, mem_items.c.pos)
+            cond.append("(idx > :after OR (idx = :after_idx AND pos > :after_pos))")
+            params.update(after=after[0], after_idx=after[0], after_pos=after[1])
+        sql = f"SELECT {_ITEMS} FROM mem_items WHERE {' AND '.join(cond)} ORDER BY idx, pos"  # noqa: S608
         if limit is not None:
-            query = query.limit(limit)
-        with self.engine.connect() as conn:
-            return [item_from_row(r) for r in conn.execute(query)]
+            sql += " LIMIT :limit"
+            params["limit"] = limit
+        return self._item_rows(sql, params)
 
     def erasure_plan(self, agent: str, index: int) -> ErasurePlan:
         """What erasing ``agent``'s entry ``index`` takes with it, from the agent's items of
@@ -350,16 +362,21 @@ class Projection:
             return {(r[0], r[1]): int(r[2]) for r in conn.execute(query)}
 
     def item(self, agent: str, ref: str) -> Item | None:
-        with self.engine.connect() as conn:
-            return SqlState(conn).item(agent, ref)
+        with self.store.fast_read() as db:
+            return SqlState(db).item(agent, ref)
 
     def session(self, agent: str, session: str) -> Session | None:
-        with self.engine.connect() as conn:
-            return SqlState(conn).session(agent, session)
+        with self.store.fast_read() as db:
+            return SqlState(db).session(agent, session)
 
     def sessions(self, agent: str) -> list[Session]:
-        with self.engine.connect() as conn:
-            return SqlState(conn).agent_sessions(agent)
+        with self.store.fast_read() as db:
+            return SqlState(db).agent_sessions(agent)
+
+    def _item_rows(self, sql: str, params: dict[str, Any]) -> list[Item]:
+        """Items a recall query selects (:func:`_recall_sql`), on the driver's connection."""
+        with self.store.fast_read() as db:
+            return _select_items(db, sql, params)
 
     def agents(self) -> list[str]:
         """Every agent with a memory item or a session."""
@@ -410,25 +427,24 @@ class Projection:
             "tiers": list(tiers),
             "statuses": list(statuses),
         }
-        with self.engine.connect() as conn:
-            if conn.dialect.name == "sqlite":
-                terms = self._affordable_terms(conn, terms)
+        with self.store.fast_read() as db:
+            if db.backend == "sqlite":
+                terms = self._affordable_terms(db, terms)
                 params["q"] = " OR ".join(f'"{t}"' for t in terms)  # quoted: no FTS5 syntax from users
-                sql = _SEARCH_SQLITE
-            else:
-                params["q"] = " | ".join(terms)  # word characters only: safe for to_tsquery
-                sql = _SEARCH_POSTGRES
-            return [item_from_row(r) for r in conn.execute(sql, params)]
+                return _select_items(db, _SEARCH_SQLITE, params)
+            params["q"] = " | ".join(terms)  # word characters only: safe for to_tsquery
+            return _select_items(db, _SEARCH_POSTGRES, params)
 
-    def _affordable_terms(self, conn: Connection, terms: Sequence[str]) -> list[str]:
+    def _affordable_terms(self, db: Db, terms: Sequence[str]) -> list[str]:
         """The rarest terms whose documents together stay within :data:`FTS_DOC_BUDGET`
         (document counts are cached and refreshed when the index has grown by a quarter)."""
-        size = self._fts_rows(conn)
+        # The projection's size is a cheap stand-in for the index's size.
+        size = int(db.scalar("SELECT applied_size FROM mem_cursor WHERE id = 1"))
         counted = []
         for t in dict.fromkeys(terms):
             hit = self._df_cache.get(t)
             if hit is None or size > hit[1] * 1.25 + 64:
-                df = int(conn.execute(_FTS_COUNT, {"q": f'"{t}"'}).scalar_one())
+                df = int(db.scalar(f"SELECT count(*) FROM mem_fts WHERE mem_fts MATCH {db.ph}", (f'"{t}"',)))  # noqa: S608
                 if len(self._df_cache) > 50_000:
                     self._df_cache.clear()
                 self._df_cache[t] = hit = (df, size)
@@ -444,10 +460,6 @@ class Projection:
             spent += df
         return [t for t in dict.fromkeys(terms) if t in keep]
 
-    def _fts_rows(self, conn: Connection) -> int:
-        # The projection's size is a cheap stand-in for the index's size.
-        return int(conn.execute(select(mem_cursor.c.applied_size).where(mem_cursor.c.id == 1)).scalar_one())
-
     def items_by_refs(
         self, agent: str, refs: Sequence[str], *, tiers: Sequence[str], statuses: Sequence[str]
     ) -> dict[str, Item]:
@@ -459,9 +471,8 @@ class Projection:
         if not refs:
             return {}
         tier_set, status_set = set(tiers), set(statuses)
-        with self.engine.connect() as conn:
-            rows = conn.execute(_BY_REFS, {"a": agent, "refs": list(refs)})
-            return {r.ref: item_from_row(r) for r in rows if r.tier in tier_set and r.status in status_set}
+        found = self._item_rows(_BY_REFS, {"a": agent, "refs": list(refs)})
+        return {it.ref: it for it in found if it.tier in tier_set and it.status in status_set}
 
     def search_facets(
         self,
@@ -492,11 +503,7 @@ class Projection:
             escaped = w.replace("!", "!!").replace("%", "!%").replace("_", "!_")
             params[f"p{n}"] = '%"source_ref": "' + escaped + '"%'
         where = " OR ".join(conds)  # constant fragments only; every value is a bound parameter
-        sql = text(_FACETS.format(where=where)).bindparams(
-            *(bindparam(k, expanding=True) for k in ("tiers", "statuses", "cats", "words") if k in params)
-        )
-        with self.engine.connect() as conn:
-            return [item_from_row(r) for r in conn.execute(sql, params)]
+        return self._item_rows(_FACETS.format(where=where), params)
 
     def search_facts(
         self, agent: str, keys: Sequence[str], *, tiers: Sequence[str], statuses: Sequence[str], limit: int
@@ -505,43 +512,70 @@ class Projection:
         most recently true first (the fact-key index)."""
         if not keys:
             return []
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                _FACTS,
-                {
-                    "a": agent,
-                    "keys": list(keys),
-                    "tiers": list(tiers),
-                    "statuses": list(statuses),
-                    "lim": limit,
-                },
-            )
-            return [item_from_row(r) for r in rows]
+        return self._item_rows(
+            _FACTS,
+            {"a": agent, "keys": list(keys), "tiers": list(tiers), "statuses": list(statuses), "lim": limit},
+        )
 
     def current_facts(self, agent: str, *, limit: int) -> list[Item]:
         """The agent's active memories that state a changeable fact, most recent first."""
-        with self.engine.connect() as conn:
-            return [item_from_row(r) for r in conn.execute(_CURRENT_FACTS, {"a": agent, "lim": limit})]
+        return self._item_rows(_CURRENT_FACTS, {"a": agent, "lim": limit})
 
     def newest(self, agent: str, *, tiers: Sequence[str], statuses: Sequence[str], limit: int) -> list[Item]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                _NEWEST, {"a": agent, "tiers": list(tiers), "statuses": list(statuses), "lim": limit}
-            )
-            return [item_from_row(r) for r in rows]
+        return self._item_rows(
+            _NEWEST, {"a": agent, "tiers": list(tiers), "statuses": list(statuses), "lim": limit}
+        )
 
 
-_SEARCH_SQLITE = text(
-    "SELECT i.* FROM mem_fts JOIN mem_items i ON i.rowid = mem_fts.rowid "
+#: Every item column, in ITEM_COLS order (the driver's rows are decoded by position).
+_ITEMS = quoted_cols(ITEM_COLS)
+_I_ITEMS = ", ".join(f'i."{c}"' for c in ITEM_COLS)
+
+#: The projector's cursor row, locked on PostgreSQL (SQLite's writer is BEGIN IMMEDIATE's).
+_CURSOR_LOCK = {
+    "sqlite": "SELECT applied_size, fts_deferred FROM mem_cursor WHERE id = 1",
+    "postgresql": "SELECT applied_size, fts_deferred FROM mem_cursor WHERE id = 1 FOR UPDATE",
+}
+
+_NAMED = re.compile(r"(?<!:):([a-z][a-z0-9_]*)")  # not a PostgreSQL cast (::regconfig)
+
+
+def _recall_sql(sql: str, ph: str, params: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
+    """``sql`` with its ``:name`` parameters in the driver's paramstyle, a list value expanded
+    to one placeholder per element, and the values in order. The statements are the
+    constants below (and the facets' constant fragments), never text from a request; only
+    their values come from one, and they are always bound."""
+    values: list[Any] = []
+
+    def one(m: re.Match[str]) -> str:
+        v = params[m.group(1)]
+        if isinstance(v, list):
+            if not v:
+                return "(NULL)"  # IN (NULL) matches nothing, as an empty IN does
+            values.extend(v)
+            return "(" + ", ".join([ph] * len(v)) + ")"
+        values.append(v)
+        return ph
+
+    return _NAMED.sub(one, sql), tuple(values)
+
+
+def _select_items(db: Db, sql: str, params: dict[str, Any]) -> list[Item]:
+    text_, values = _recall_sql(sql, db.ph, params)
+    return [item_from_values(r) for r in db.rows(text_, values)]
+
+
+_SEARCH_SQLITE = (
+    f"SELECT {_I_ITEMS} FROM mem_fts JOIN mem_items i ON i.rowid = mem_fts.rowid "  # noqa: S608
     "WHERE mem_fts MATCH :q AND i.agent = :a AND i.status IN :statuses AND i.tier IN :tiers "
     "ORDER BY bm25(mem_fts), i.idx, i.pos LIMIT :lim"
-).bindparams(bindparam("tiers", expanding=True), bindparam("statuses", expanding=True))
-_SEARCH_POSTGRES = text(
-    "SELECT * FROM mem_items WHERE agent = :a AND status IN :statuses AND tier IN :tiers "
+)
+_SEARCH_POSTGRES = (
+    f"SELECT {_ITEMS} FROM mem_items WHERE agent = :a AND status IN :statuses AND tier IN :tiers "  # noqa: S608
     "AND to_tsvector('english'::regconfig, content || ' ' || tags) @@ to_tsquery('english', :q) "
     "ORDER BY ts_rank(to_tsvector('english'::regconfig, content || ' ' || tags), to_tsquery('english', :q)) DESC, "
     "idx, pos LIMIT :lim"
-).bindparams(bindparam("tiers", expanding=True), bindparam("statuses", expanding=True))
+)
 _DROP_STALE_VECTORS = text(
     "DELETE FROM mem_vectors WHERE agent = :a AND NOT EXISTS (SELECT 1 FROM mem_items i "
     "WHERE i.agent = mem_vectors.agent AND i.ref = mem_vectors.ref AND i.norm_hash = mem_vectors.norm_hash "
@@ -553,27 +587,20 @@ _FIRST_UNEMBEDDED = text(
     "AND v.norm_hash = i.norm_hash)"
 )
 _REWIND_EMBEDDED = text("UPDATE mem_cursor SET embedded_size = :at WHERE id = 1 AND embedded_size > :at")
-_BY_REFS = text("SELECT * FROM mem_items WHERE agent = :a AND ref IN :refs").bindparams(
-    bindparam("refs", expanding=True)
-)
-_FTS_COUNT = text("SELECT count(*) FROM mem_fts WHERE mem_fts MATCH :q")
+_BY_REFS = f"SELECT {_ITEMS} FROM mem_items WHERE agent = :a AND ref IN :refs"  # noqa: S608
 _FACETS = (
-    "SELECT * FROM mem_items WHERE agent = :a AND tier IN :tiers AND status IN :statuses AND ({where}) "
-    "ORDER BY created_us DESC, idx DESC, pos DESC LIMIT :lim"
+    f"SELECT {_ITEMS} FROM mem_items WHERE agent = :a AND tier IN :tiers AND status IN :statuses "  # noqa: S608
+    "AND ({where}) ORDER BY created_us DESC, idx DESC, pos DESC LIMIT :lim"
 )
-_FACTS = text(
-    "SELECT * FROM mem_items WHERE agent = :a AND fact_key IN :keys AND tier IN :tiers "
+_FACTS = (
+    f"SELECT {_ITEMS} FROM mem_items WHERE agent = :a AND fact_key IN :keys AND tier IN :tiers "  # noqa: S608
     "AND status IN :statuses ORDER BY COALESCE(valid_from_us, created_us) DESC, idx DESC, pos DESC LIMIT :lim"
-).bindparams(
-    bindparam("keys", expanding=True),
-    bindparam("tiers", expanding=True),
-    bindparam("statuses", expanding=True),
 )
-_CURRENT_FACTS = text(
-    "SELECT * FROM mem_items WHERE agent = :a AND status = 'active' AND fact_key IS NOT NULL "
+_CURRENT_FACTS = (
+    f"SELECT {_ITEMS} FROM mem_items WHERE agent = :a AND status = 'active' AND fact_key IS NOT NULL "  # noqa: S608
     "ORDER BY idx DESC, pos DESC LIMIT :lim"
 )
-_NEWEST = text(
-    "SELECT * FROM mem_items WHERE agent = :a AND tier IN :tiers AND status IN :statuses "
+_NEWEST = (
+    f"SELECT {_ITEMS} FROM mem_items WHERE agent = :a AND tier IN :tiers AND status IN :statuses "  # noqa: S608
     "ORDER BY created_us DESC, idx DESC, pos DESC LIMIT :lim"
-).bindparams(bindparam("tiers", expanding=True), bindparam("statuses", expanding=True))
+)

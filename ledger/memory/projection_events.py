@@ -9,14 +9,17 @@ parse, or a body that is not the one its leaf committed to, is named by a typed
 from __future__ import annotations
 
 import hmac
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, select
+from sqlalchemy import Connection, select
 
 from engram.protocol.errors import LogIntegrityError, StorageError
 from ledger.append import CommittedBatch
 from ledger.memory.state import STANDS_IN_KINDS, LoggedEvent, stand_in, stand_ins
+from ledger.storage.dbapi import Db
 from ledger.storage.schema import bodies, leaves
+from ledger.storage.sql import IN_CHUNK, marks
 from ledger.storage.store import blob
 from verifier.errors import MalformedError, VerificationError
 from verifier.event import Leaf, commitment_of
@@ -25,10 +28,16 @@ from verifier.jcs import parse_strict
 __all__ = ["committed_events", "event_rows", "read_events"]
 
 
-def read_events(conn: Connection, start: int, end: int) -> list[LoggedEvent]:
+def read_events(conn: Db | Connection, start: int, end: int) -> list[LoggedEvent]:
     """The entries ``start`` to ``end`` (exclusive) as the projection folds them; a missing
-    leaf is a storage error."""
-    out = event_rows(conn, and_(leaves.c.idx >= start, leaves.c.idx < end))
+    leaf is a storage error. One range read on the driver's connection."""
+    db = conn if isinstance(conn, Db) else Db.of(conn)
+    rows = db.rows(
+        "SELECT l.idx, l.leaf, b.salt, b.body FROM leaves l LEFT JOIN bodies b ON b.idx = l.idx "  # noqa: S608
+        f"WHERE l.idx >= {db.ph} AND l.idx < {db.ph} ORDER BY l.idx",
+        (start, end),
+    )
+    out = _events(db, rows)
     if [ev.index for ev in out] != list(range(start, end)):
         raise StorageError(f"leaves {start}..{end} are not all present")
     return out
@@ -70,30 +79,35 @@ def event_rows(conn: Connection, where: Any) -> list[LoggedEvent]:
         .where(where)
         .order_by(leaves.c.idx)
     ).all()
+    return _events(Db.of(conn), [tuple(r) for r in rows])
+
+
+def _events(db: Db, rows: Sequence[Sequence[Any]]) -> list[LoggedEvent]:
+    """``(idx, leaf, salt, body)`` rows as events (see :func:`event_rows`)."""
     out = []
-    for r in rows:
+    for idx, leaf_col, salt_col, body_col in rows:
         try:
-            leaf = Leaf.from_bytes(blob(r.leaf, "leaves", r.idx, "leaf"))
+            leaf = Leaf.from_bytes(blob(leaf_col, "leaves", idx, "leaf"))
         except MalformedError as e:
             raise LogIntegrityError(
-                f"leaves row {r.idx}: the stored leaf does not parse ({e}); run `engram audit`",
+                f"leaves row {idx}: the stored leaf does not parse ({e}); run `engram audit`",
                 check="state.leaves",
             ) from e
         body = None
-        if r.body is not None:
+        if body_col is not None:
             # The projection folds in only what the entry signed: a body
             # changed in the table is named, not projected into recall.
-            raw = blob(r.body, "bodies", r.idx, "body")
+            raw = blob(body_col, "bodies", idx, "body")
             try:
                 opened = hmac.compare_digest(
-                    commitment_of(leaf.envelope.kind, blob(r.salt, "bodies", r.idx, "salt"), raw),
+                    commitment_of(leaf.envelope.kind, blob(salt_col, "bodies", idx, "salt"), raw),
                     leaf.envelope.body_commitment,
                 )
             except VerificationError:
                 opened = False  # a per-entry distilled body that does not parse or has no form
             if not opened:
                 raise LogIntegrityError(
-                    f"bodies row {r.idx}: the stored body is not the one entry {r.idx} committed to; "
+                    f"bodies row {idx}: the stored body is not the one entry {idx} committed to; "
                     "not projected (run `engram audit`)",
                     check="state.bodies",
                 )
@@ -101,7 +115,7 @@ def event_rows(conn: Connection, where: Any) -> list[LoggedEvent]:
                 body = parse_strict(raw, max_bytes=1 << 24)
             except MalformedError as e:  # committed to, so signed that way: still named
                 raise LogIntegrityError(
-                    f"bodies row {r.idx}: the stored body does not parse ({e}); run `engram audit`",
+                    f"bodies row {idx}: the stored body does not parse ({e}); run `engram audit`",
                     check="state.bodies",
                 ) from e
         out.append(
@@ -113,15 +127,19 @@ def event_rows(conn: Connection, where: Any) -> list[LoggedEvent]:
                 body=body,
             )
         )
-    erased = {ev.agent for ev in out if ev.body is None and ev.kind in STANDS_IN_KINDS}
+    erased = sorted({ev.agent for ev in out if ev.body is None and ev.kind in STANDS_IN_KINDS})
     if not erased:
         return out
-    replays = stand_ins(
-        parse_strict(blob(r.body, "bodies", r.idx, "body"), max_bytes=1 << 24)
-        for r in conn.execute(
-            select(bodies.c.idx, bodies.c.body)
-            .select_from(leaves.join(bodies, bodies.c.idx == leaves.c.idx))
-            .where(and_(leaves.c.agent.in_(sorted(erased)), leaves.c.kind == "memory.erased"))
+    found: list[tuple[Any, ...]] = []
+    for i in range(0, len(erased), IN_CHUNK):
+        chunk = erased[i : i + IN_CHUNK]
+        found += db.rows(
+            "SELECT b.idx, b.body FROM leaves l JOIN bodies b ON b.idx = l.idx "  # noqa: S608
+            f"WHERE l.agent IN ({marks(db.ph, len(chunk))}) AND l.kind = {db.ph}",
+            (*chunk, "memory.erased"),
         )
+    found.sort(key=lambda r: int(r[0]))  # log order, whatever the chunks
+    replays = stand_ins(
+        parse_strict(blob(body, "bodies", idx, "body"), max_bytes=1 << 24) for idx, body in found
     )
     return [stand_in(ev, replays) for ev in out]

@@ -26,10 +26,12 @@ __all__ = [
     "clone_item",
     "clone_session",
     "item_from_row",
+    "item_from_values",
     "item_row",
     "norm_hash",
     "quoted_cols",
     "session_from_row",
+    "session_from_values",
     "session_row",
 ]
 
@@ -80,6 +82,36 @@ def _fact_key(it: Item) -> str | None:
 
 
 def item_from_row(r: Any) -> Item:
+    """An item from a row whose columns are attributes (SQLAlchemy's rows)."""
+    return _item(r)
+
+
+def item_from_values(values: Sequence[Any]) -> Item:
+    """An item from a row's values in :data:`ITEM_COLS` order (the driver's tuples)."""
+    return _item(_Values(_ITEM_AT, values))
+
+
+def session_from_values(values: Sequence[Any]) -> Session:
+    """A session from a row's values in :data:`SESSION_COLS` order (the driver's tuples)."""
+    return session_from_row(_Values(_SESSION_AT, values))
+
+
+class _Values:
+    """A row's columns by name, from its values in a known column order."""
+
+    __slots__ = ("_at", "_v")
+
+    def __init__(self, at: dict[str, int], values: Sequence[Any]) -> None:
+        if len(values) != len(at):
+            raise ValueError(f"a row of {len(values)} values where {len(at)} columns were selected")
+        self._at = at
+        self._v = values
+
+    def __getattr__(self, name: str) -> Any:
+        return self._v[self._at[name]]
+
+
+def _item(r: Any) -> Item:
     return Item(
         agent=r.agent,
         ref=r.ref,
@@ -128,6 +160,8 @@ def session_from_row(r: Any) -> Session:
 
 ITEM_COLS = tuple(c.name for c in mem_items.columns)
 SESSION_COLS = tuple(c.name for c in mem_sessions.columns)
+_ITEM_AT = {c: n for n, c in enumerate(ITEM_COLS)}
+_SESSION_AT = {c: n for n, c in enumerate(SESSION_COLS)}
 
 
 def quoted_cols(names: Sequence[str]) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, text
+from sqlalchemy import Connection
 
 from engram.protocol.kinds import KINDS
 from ledger.memory.projection_rows import (
@@ -17,24 +17,25 @@ from ledger.memory.projection_rows import (
     SESSION_COLS,
     clone_item,
     clone_session,
-    item_from_row,
+    item_from_values,
     item_row,
     norm_hash,
     quoted_cols,
-    session_from_row,
+    session_from_values,
     session_row,
 )
 from ledger.memory.state import Item, LoggedEvent, Session, ref_key
-from ledger.memory.vectors import BUMP_GENERATION, DELETE_VECTOR
+from ledger.storage.dbapi import Db
 
 __all__ = ["BatchState", "SqlState"]
 
 
 @lru_cache(maxsize=4)
 def _state_sql(ph: str) -> dict[str, str]:
-    """The projector's statements, written once per paramstyle (SQLAlchemy
-    expression building was most of the projection's time). Identifiers are the schema's
-    column names, quoted; values are always parameters."""
+    """The projector's statements, written once per paramstyle and run on the driver's
+    connection (SQLAlchemy expression building was most of the projection's time).
+    Identifiers are the schema's column names, quoted; values are always parameters (the
+    LIKE patterns too: no literal ``%`` for psycopg to read as a placeholder)."""
 
     def upsert(table: str, cols: Sequence[str], key: Sequence[str]) -> str:
         updates = ", ".join(f'"{c}" = excluded."{c}"' for c in cols if c not in key)
@@ -56,69 +57,97 @@ def _state_sql(ph: str) -> dict[str, str]:
         "sessions": f'SELECT {sessions} FROM mem_sessions WHERE agent = {ph} ORDER BY "session"',  # noqa: S608
         "hot": f"SELECT {items} FROM mem_items WHERE agent = {ph} AND tier = 'HOT' "  # noqa: S608
         "AND status = 'active' ORDER BY idx, pos",
+        "fileable_warm": f"SELECT {items} FROM mem_items WHERE agent = {ph} AND tier = 'WARM' "  # noqa: S608
+        f"AND status = 'active' AND (category = 'COMMITMENT' OR tags LIKE {ph} OR tags LIKE {ph} "
+        f"OR tags LIKE {ph}) ORDER BY idx, pos",
+        "changed_facts": f"SELECT {items} FROM mem_items WHERE agent = {ph} AND status = 'active' "  # noqa: S608
+        f"AND fact_key IN (SELECT fact_key FROM mem_items WHERE agent = {ph} AND status = 'active' "
+        "AND fact_key IS NOT NULL GROUP BY fact_key HAVING COUNT(*) > 1) ORDER BY idx, pos",
+        "bump_generation": "UPDATE mem_cursor SET vec_generation = vec_generation + 1 WHERE id = 1",
     }
 
 
-class SqlState:
-    """The :class:`~ledger.memory.state.MemoryState` port over the projection tables."""
+#: The tags that make a WARM memory fileable, as LIKE patterns over the JSON tag list.
+_FILEABLE_TAGS = ('%"task"%', '%"decision"%', '%"blocker"%')
 
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self._sql = _state_sql("?" if conn.dialect.paramstyle == "qmark" else "%s")
+
+@lru_cache(maxsize=256)
+def _in_sql(ph: str, head: str, n: int) -> str:
+    """``head`` followed by an IN list of ``n`` placeholders (closed by a parenthesis)."""
+    return f"{head} ({', '.join([ph] * n)})"
+
+
+def _delete_vectors(db: Db, agent: str, refs: Sequence[str]) -> int:
+    """Delete the vectors of ``agent``'s ``refs`` (an erasure: derived data forgets the text
+    too); return how many went."""
+    gone = 0
+    for i in range(0, len(refs), _IN_LIMIT):
+        part = refs[i : i + _IN_LIMIT]
+        head = f"DELETE FROM mem_vectors WHERE agent = {db.ph} AND ref IN"  # noqa: S608
+        gone += db.execute(_in_sql(db.ph, head, len(part)), (agent, *part))
+    return gone
+
+
+class SqlState:
+    """The :class:`~ledger.memory.state.MemoryState` port over the projection tables, on the
+    driver's connection (``conn``: a :class:`Db`, or a SQLAlchemy connection whose driver
+    connection is used)."""
+
+    def __init__(self, conn: Db | Connection) -> None:
+        self.db = conn if isinstance(conn, Db) else Db.of(conn)
+        self._sql = _state_sql(self.db.ph)
+
+    def _items(self, sql: str, params: Sequence[Any]) -> list[Item]:
+        return [item_from_values(r) for r in self.db.rows(self._sql[sql], params)]
 
     def item(self, agent: str, ref: str) -> Item | None:
-        r = self.conn.exec_driver_sql(self._sql["item"], (agent, ref)).one_or_none()
-        return None if r is None else item_from_row(r)
+        r = self.db.one_or_none(self._sql["item"], (agent, ref))
+        return None if r is None else item_from_values(r)
 
     def put_item(self, item: Item) -> None:
         # Derived data forgets erased text too: the vector goes, and readers' caches reload.
-        if (
-            item.status == "erased"
-            and self.conn.execute(DELETE_VECTOR, {"agent": item.agent, "refs": [item.ref]}).rowcount
-        ):
-            self.conn.execute(BUMP_GENERATION)
+        if item.status == "erased" and _delete_vectors(self.db, item.agent, [item.ref]):
+            self.db.execute(self._sql["bump_generation"])
         row = item_row(item)
-        self.conn.exec_driver_sql(self._sql["put_item"], tuple(row[c] for c in ITEM_COLS))
+        self.db.execute(self._sql["put_item"], tuple(row[c] for c in ITEM_COLS))
 
     def record_uses(self, agent: str, refs: Iterable[str], at_us: int) -> None:
         # One statement for the whole entry: access logging is the projection's most frequent
         # update, and an item-by-item read and upsert of 100 uses held the writer for long.
         distinct = list(dict.fromkeys(refs))
-        if distinct:
-            self.conn.execute(_RECORD_USES, {"a": agent, "refs": distinct, "at": at_us})
+        ph = self.db.ph
+        head = f"UPDATE mem_items SET access_count = access_count + 1, last_access_us = {ph} WHERE agent = {ph} AND ref IN"  # noqa: S608
+        for i in range(0, len(distinct), _IN_LIMIT):
+            part = distinct[i : i + _IN_LIMIT]
+            self.db.execute(_in_sql(ph, head, len(part)), (at_us, agent, *part))
 
     def session(self, agent: str, session: str) -> Session | None:
-        r = self.conn.exec_driver_sql(self._sql["session"], (agent, session)).one_or_none()
-        return None if r is None else session_from_row(r)
+        r = self.db.one_or_none(self._sql["session"], (agent, session))
+        return None if r is None else session_from_values(r)
 
     def put_session(self, session: Session) -> None:
         row = session_row(session)
-        self.conn.exec_driver_sql(self._sql["put_session"], tuple(row[c] for c in SESSION_COLS))
+        self.db.execute(self._sql["put_session"], tuple(row[c] for c in SESSION_COLS))
 
     def find_duplicate(self, agent: str, tier: str, norm: str) -> Item | None:
-        rows = self.conn.exec_driver_sql(
-            self._sql["duplicates"], (agent, tier, hashlib.sha256(norm.encode()).hexdigest())
-        )
-        for r in rows:
-            it = item_from_row(r)
+        for it in self._items("duplicates", (agent, tier, hashlib.sha256(norm.encode()).hexdigest())):
             if it.norm == norm:  # the hash narrows; the text decides
                 return it
         return None
 
     def agent_sessions(self, agent: str) -> list[Session]:
-        return [session_from_row(r) for r in self.conn.exec_driver_sql(self._sql["sessions"], (agent,))]
+        return [session_from_values(r) for r in self.db.rows(self._sql["sessions"], (agent,))]
 
     def fileable_warm(self, agent: str) -> list[Item]:
-        rows = self.conn.execute(_FILEABLE_WARM, {"a": agent})
-        return [item_from_row(r) for r in rows]
+        return self._items("fileable_warm", (agent, *_FILEABLE_TAGS))
 
     def hot_items(self, agent: str) -> list[Item]:
-        return [item_from_row(r) for r in self.conn.exec_driver_sql(self._sql["hot"], (agent,))]
+        return self._items("hot", (agent,))
 
     def changed_facts(self, agent: str) -> list[Item]:
         """The agent's active memories that state a fact another active memory also states
         (the same ``fact_key``): where a newer value may replace an older one."""
-        return [item_from_row(r) for r in self.conn.execute(_CHANGED_FACTS, {"a": agent})]
+        return self._items("changed_facts", (agent, agent))
 
 
 #: Parameters per IN list of a prefetch (well under SQLite's 32,766 and PostgreSQL's limits).
@@ -128,6 +157,7 @@ _DEDUP_TIERS = ("HOT", "WARM", "COLD")
 
 
 _ITEM_SELECT = ", ".join(f't."{c}"' for c in ITEM_COLS)
+_AGENT, _REF = ITEM_COLS.index("agent"), ITEM_COLS.index("ref")
 _SESSION_SELECT = ", ".join(f't."{c}"' for c in SESSION_COLS)
 
 
@@ -175,11 +205,11 @@ class BatchState:
     Duplicates are found through a hash map of the overlay, once the table's candidates for
     that (agent, tier, hash) are in it. Memory holds one chunk's rows, never the log's."""
 
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
+    def __init__(self, conn: Db | Connection) -> None:
         self.db = SqlState(conn)
+        self._db = self.db.db
         self._sql = self.db._sql
-        self._ph = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+        self._ph = self._db.ph
         self._items: dict[tuple[str, str], Item] = {}
         self._absent: set[tuple[str, str]] = set()
         self._dirty_items: dict[tuple[str, str], None] = {}
@@ -199,10 +229,10 @@ class BatchState:
         self._by_agent.setdefault(it.agent, set()).add(it.ref)
         self._by_norm.setdefault((it.agent, norm_hash(it.content)), set()).add(it.ref)
 
-    def _load_rows(self, rows: Iterable[Any]) -> None:
+    def _load_rows(self, rows: Iterable[Sequence[Any]]) -> None:
         for r in rows:
-            if (r.agent, r.ref) not in self._items:  # what the overlay holds is newer
-                self._hold(item_from_row(r))
+            if (r[_AGENT], r[_REF]) not in self._items:  # what the overlay holds is newer
+                self._hold(item_from_values(r))
 
     def _select_keys(
         self, table: str, cols: str, keys: Sequence[str], wanted: Sequence[tuple[str, ...]]
@@ -216,7 +246,7 @@ class BatchState:
         for start in range(0, len(wanted), step):
             part = wanted[start : start + step]
             sql = f"SELECT {cols} FROM (VALUES {', '.join([one] * len(part))}) AS v JOIN {table} t ON {on}"  # noqa: S608
-            yield from self.conn.exec_driver_sql(sql, tuple(x for key in part for x in key))
+            yield from self._db.rows(sql, tuple(x for key in part for x in key))
 
     def prefetch(self, events: Sequence[LoggedEvent]) -> None:
         """Load, in a few queries, the rows the bodies of ``events`` name."""
@@ -235,7 +265,8 @@ class BatchState:
     def _prefetch_sessions(self, keys: Sequence[tuple[str, str]]) -> None:
         todo = [k for k in keys if k not in self._sessions]
         for r in self._select_keys("mem_sessions", _SESSION_SELECT, ("agent", "session"), todo):
-            self._sessions[(r.agent, r.session)] = session_from_row(r)
+            s = session_from_values(r)
+            self._sessions[(s.agent, s.session)] = s
         for k in todo:
             self._sessions.setdefault(k, None)
 
@@ -249,12 +280,12 @@ class BatchState:
         if self._erased:
             bumped = False
             for agent, refs in self._erased.items():
-                bumped |= bool(self.conn.execute(DELETE_VECTOR, {"agent": agent, "refs": refs}).rowcount)
+                bumped |= bool(_delete_vectors(self._db, agent, refs))
             if bumped:
-                self.conn.execute(BUMP_GENERATION)
+                self._db.execute(self._sql["bump_generation"])
         if self._dirty_items:
             rows = [item_row(self._items[k]) for k in self._dirty_items]
-            self.conn.exec_driver_sql(self._sql["put_item"], [tuple(r[c] for c in ITEM_COLS) for r in rows])
+            self._db.executemany(self._sql["put_item"], [tuple(r[c] for c in ITEM_COLS) for r in rows])
         if self._dirty_sessions:
             srows = []
             for k in self._dirty_sessions:
@@ -262,7 +293,7 @@ class BatchState:
                 assert s is not None
                 row = session_row(s)
                 srows.append(tuple(row[c] for c in SESSION_COLS))
-            self.conn.exec_driver_sql(self._sql["put_session"], srows)
+            self._db.executemany(self._sql["put_session"], srows)
         self._erased, self._dirty_items, self._dirty_sessions = {}, {}, {}
 
     # -- the MemoryState port -------------------------------------------------------------
@@ -309,8 +340,7 @@ class BatchState:
     def find_duplicate(self, agent: str, tier: str, norm: str) -> Item | None:
         h = hashlib.sha256(norm.encode()).hexdigest()
         if (agent, tier, h) not in self._norm_loaded:
-            rows = self.conn.exec_driver_sql(self._sql["duplicates_any"], (agent, tier, h))
-            self._load_rows(rows)
+            self._load_rows(self._db.rows(self._sql["duplicates_any"], (agent, tier, h)))
             self._norm_loaded.add((agent, tier, h))
         best: Item | None = None
         for ref in self._by_norm.get((agent, h), ()):
@@ -360,19 +390,3 @@ def _fileable(it: Item) -> bool:
 _NAMES_ITEM = frozenset(spec.name for spec in KINDS.values() if spec.names_item)
 #: Kinds whose body names a session.
 _NAMES_SESSION = frozenset(("session.turn", "session.closed", "memory.distilled"))
-
-
-_FILEABLE_WARM = text(
-    "SELECT * FROM mem_items WHERE agent = :a AND tier = 'WARM' AND status = 'active' AND "
-    "(category = 'COMMITMENT' OR tags LIKE '%\"task\"%' OR tags LIKE '%\"decision\"%' "
-    "OR tags LIKE '%\"blocker\"%') ORDER BY idx, pos"
-)
-_CHANGED_FACTS = text(
-    "SELECT * FROM mem_items WHERE agent = :a AND status = 'active' AND fact_key IN ("
-    "SELECT fact_key FROM mem_items WHERE agent = :a AND status = 'active' AND fact_key IS NOT NULL "
-    "GROUP BY fact_key HAVING COUNT(*) > 1) ORDER BY idx, pos"
-)
-_RECORD_USES = text(
-    "UPDATE mem_items SET access_count = access_count + 1, last_access_us = :at "
-    "WHERE agent = :a AND ref IN :refs"
-).bindparams(bindparam("refs", expanding=True))

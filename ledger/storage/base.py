@@ -13,6 +13,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from engram.protocol.errors import StorageError
+from ledger.storage.dbapi import Db, driver_error, storage_error, transaction
 
 __all__ = ["StoreBase"]
 
@@ -22,6 +23,8 @@ class StoreBase:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        #: what the driver raises (the hot paths run on it directly, ledger.storage.dbapi)
+        self.driver_error = driver_error(engine)
 
     @property
     def backend(self) -> str:
@@ -34,3 +37,13 @@ class StoreBase:
                 yield conn
         except DBAPIError as e:
             raise StorageError(f"database error: {e.orig!r}") from e
+
+    @contextmanager
+    def fast_read(self) -> Iterator[Db]:
+        """A read transaction on the driver's connection (ledger.storage.dbapi): the hot
+        reads' statements skip SQLAlchemy's statement handling."""
+        try:
+            with transaction(self.engine) as db:
+                yield db
+        except (DBAPIError, self.driver_error) as e:
+            raise storage_error("database error", e) from e

@@ -15,8 +15,9 @@ from typing import Any
 from sqlalchemy import Connection
 
 from engram.protocol.errors import ConfigError, LogIntegrityError
+from ledger.storage.dbapi import Db
 from ledger.storage.rows import StoredCheckpoint, blob, checkpoint_row
-from ledger.storage.sql import IN_CHUNK, marks, placeholder
+from ledger.storage.sql import IN_CHUNK, marks
 from verifier.errors import VerificationError
 from verifier.event import Leaf
 from verifier.keys import KeyRecord
@@ -231,10 +232,11 @@ class KeyStreams:
                 self._keep(leaf)
 
     def derive(
-        self, conn: Connection, agents: Iterable[str], below: int
+        self, conn: Db | Connection, agents: Iterable[str], below: int
     ) -> tuple[dict[str, KeyRecord], dict[str, str | None]]:
         """(every key of ``agents`` with its span, each agent's active key id or None), from
-        their key entries below index ``below``.
+        their key entries below index ``below`` (``conn``: a driver connection, or a
+        SQLAlchemy connection whose driver connection is used).
 
         Raises:
             LogIntegrityError: a key entry's row disagrees with its bytes, or the entries do
@@ -243,13 +245,14 @@ class KeyStreams:
         names = sorted(set(agents))
         keys: dict[str, KeyRecord] = {}
         active: dict[str, str | None] = dict.fromkeys(names)
-        ph = placeholder(conn)
+        db = conn if isinstance(conn, Db) else Db.of(conn)
+        ph = db.ph
         rows: list[tuple[int, bytes]] = []
         for i in range(0, len(names), IN_CHUNK):
             chunk = names[i : i + IN_CHUNK]
             rows += [
                 (int(r[0]), blob(r[1], "leaves", r[0], "leaf"))
-                for r in conn.exec_driver_sql(
+                for r in db.rows(
                     f"SELECT idx, leaf FROM leaves WHERE agent IN ({marks(ph, len(chunk))}) "  # noqa: S608
                     f"AND kind IN ({marks(ph, len(KEY_KINDS))}) AND idx < {ph}",
                     (*chunk, *KEY_KINDS, below),
@@ -331,15 +334,20 @@ def cross_check_keys(
         )
 
 
-def latest_checkpoint_row(conn: Connection, check: CheckpointCheck | None) -> StoredCheckpoint:
+#: The newest checkpoint rows at sizes the log has reached (the candidates of
+#: :func:`latest_checkpoint_row`).
+_LATEST_SQL = (
+    "SELECT size, root, note, signed_at_us FROM checkpoints "  # noqa: S608 - constants only
+    "WHERE size <= (SELECT coalesce(max(idx) + 1, 0) FROM leaves) "
+    f"ORDER BY size DESC LIMIT {LATEST_CANDIDATES}"
+)
+
+
+def latest_checkpoint_row(conn: Db | Connection, check: CheckpointCheck | None) -> StoredCheckpoint:
     """The newest checkpoint row whose signature verifies (the newest row without a check)."""
     # Only rows at sizes the log has reached are candidates: rows INSERTed ahead of it never
     # are (eight of them stopped the ledger from opening).
-    rows = conn.exec_driver_sql(
-        "SELECT size, root, note, signed_at_us FROM checkpoints "  # noqa: S608 - constants only
-        "WHERE size <= (SELECT coalesce(max(idx) + 1, 0) FROM leaves) "
-        f"ORDER BY size DESC LIMIT {LATEST_CANDIDATES}"
-    ).all()
+    rows = (conn if isinstance(conn, Db) else Db.of(conn)).rows(_LATEST_SQL)
     if not rows:
         raise ConfigError("the log has no checkpoint; run `engram init`")
     for r in rows:

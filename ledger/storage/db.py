@@ -77,7 +77,9 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
             if fd is not None:
                 _writer_lock(fd)
             try:
-                conn.exec_driver_sql(f"BEGIN {'IMMEDIATE' if write else 'DEFERRED'}")
+                # On the driver's connection: SQLAlchemy's statement handling cost more
+                # than the BEGIN itself on every transaction (ledger.storage.dbapi).
+                conn.connection.driver_connection.execute(f"BEGIN {'IMMEDIATE' if write else 'DEFERRED'}")
             except BaseException:
                 if fd is not None:
                     fcntl.flock(fd, fcntl.LOCK_UN)

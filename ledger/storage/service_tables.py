@@ -13,7 +13,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from engram.protocol.errors import StorageError
 from ledger.storage.base import StoreBase
 from ledger.storage.db import WRITE_OPTION
-from ledger.storage.schema import cosignatures, request_nonces, ui_revoked_sessions
+from ledger.storage.dbapi import storage_error, transaction
+from ledger.storage.schema import cosignatures, ui_revoked_sessions
 
 __all__ = ["ServiceTables"]
 
@@ -93,11 +94,9 @@ class ServiceTables(StoreBase):
 
     def ui_session_revoked(self, session: str) -> bool:
         """Whether web UI session ``session`` was signed out (read on every owner request)."""
-        with self.read() as conn:
-            row = conn.execute(
-                select(ui_revoked_sessions.c.session).where(ui_revoked_sessions.c.session == session)
-            ).first()
-        return row is not None
+        with self.fast_read() as db:
+            rows = db.rows(f'SELECT "session" FROM ui_revoked_sessions WHERE "session" = {db.ph}', (session,))  # noqa: S608
+        return bool(rows)
 
     def claim_nonce(self, signer: str, nonce: str, *, now_s: int, expires_s: int, grace_s: int = 300) -> bool:
         """Record ``(signer, nonce)`` until ``expires_s``; False if it was already used.
@@ -106,16 +105,17 @@ class ServiceTables(StoreBase):
         table stays bounded by the request rate times the window, and a server whose clock
         runs up to ``grace_s`` ahead of another's cannot delete a row the other still needs.
         """
+        # On the driver's connection (ledger.storage.dbapi): every signed request spends one.
         try:
-            with self.engine.connect() as conn:
-                conn = conn.execution_options(**{WRITE_OPTION: True})
-                with conn.begin():
-                    conn.execute(request_nonces.delete().where(request_nonces.c.expires_s < now_s - grace_s))
-                    conn.execute(
-                        insert(request_nonces).values(signer=signer, nonce=nonce, expires_s=expires_s)
-                    )
-        except IntegrityError:
-            return False
-        except DBAPIError as e:
-            raise StorageError(f"database error: {e.orig!r}") from e
+            with transaction(self.engine, **{WRITE_OPTION: True}) as db:
+                ph = db.ph
+                db.execute(f"DELETE FROM request_nonces WHERE expires_s < {ph}", (now_s - grace_s,))  # noqa: S608
+                db.execute(
+                    f"INSERT INTO request_nonces (signer, nonce, expires_s) VALUES ({ph}, {ph}, {ph})",  # noqa: S608
+                    (signer, nonce, expires_s),
+                )
+        except (IntegrityError, self.engine.dialect.loaded_dbapi.IntegrityError):
+            return False  # spent already (the primary key)
+        except (DBAPIError, self.driver_error) as e:
+            raise storage_error("database error", e) from e
         return True

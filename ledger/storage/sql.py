@@ -11,15 +11,18 @@ from typing import Any
 from sqlalchemy import Connection, Select, and_, or_, select
 
 from engram.protocol.errors import StorageError
+from ledger.storage.dbapi import Db
 from ledger.storage.rows import StreamHead
-from ledger.storage.schema import nodes, stream_heads
+from ledger.storage.schema import nodes
 
 __all__ = ["IN_CHUNK", "fetch_nodes", "marks", "nodes_query", "nodes_sql", "placeholder", "stream_head_row"]
 
 IN_CHUNK = 400  # bound the size of one IN (...) list
 
 
-def placeholder(conn: Connection) -> str:
+def placeholder(conn: Connection | Db) -> str:
+    if isinstance(conn, Db):
+        return conn.ph
     return "?" if conn.dialect.paramstyle == "qmark" else "%s"
 
 
@@ -35,18 +38,14 @@ def marks(ph: str, n: int) -> str:
     return ", ".join([ph] * n)
 
 
-# The highest checkpoint row rides along with the lock row: a row above the log's size was
-
-
-def stream_head_row(conn: Connection, agent: str, kind: str) -> StreamHead | None:
-    row = conn.execute(
-        select(stream_heads).where(and_(stream_heads.c.agent == agent, stream_heads.c.kind == kind))
-    ).one_or_none()
+def stream_head_row(db: Db, agent: str, kind: str) -> StreamHead | None:
+    row = db.one_or_none(
+        f"SELECT version, leaf_hash, idx FROM stream_heads WHERE agent = {db.ph} AND kind = {db.ph}",  # noqa: S608
+        (agent, kind),
+    )
     if row is None:
         return None
-    return StreamHead(
-        agent=agent, kind=kind, version=row.version, leaf_hash=bytes(row.leaf_hash), index=row.idx
-    )
+    return StreamHead(agent=agent, kind=kind, version=int(row[0]), leaf_hash=bytes(row[1]), index=int(row[2]))
 
 
 def nodes_query(coords: Sequence[tuple[int, int]]) -> Select[Any]:
@@ -66,10 +65,10 @@ def nodes_query(coords: Sequence[tuple[int, int]]) -> Select[Any]:
     )
 
 
-def fetch_nodes(conn: Connection, coords: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+def fetch_nodes(db: Db, coords: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
     wanted = sorted(set(coords))
     out: dict[tuple[int, int], bytes] = {}
-    ph = placeholder(conn)
+    ph = db.ph
     for i in range(0, len(wanted), IN_CHUNK):
         by_level: dict[int, list[int]] = {}
         for level, idx in wanted[i : i + IN_CHUNK]:
@@ -79,7 +78,7 @@ def fetch_nodes(conn: Connection, coords: Sequence[tuple[int, int]]) -> dict[tup
             params.append(level)
             params.extend(ids)
         sql = nodes_sql(ph, tuple(len(ids) for ids in by_level.values()))
-        for level, idx, h in conn.exec_driver_sql(sql, tuple(params)):
+        for level, idx, h in db.rows(sql, tuple(params)):
             out[(level, idx)] = bytes(h)
     missing = [c for c in wanted if c not in out]
     if missing:

@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
-from sqlalchemy import Engine, and_, func, insert, select
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy import Engine, and_, func, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from engram.protocol.errors import ConfigError, StorageError
 from ledger.storage.base import StoreBase
@@ -43,10 +43,11 @@ from ledger.storage.caches import (
     latest_checkpoint_row,
 )
 from ledger.storage.db import WRITE_OPTION
+from ledger.storage.dbapi import storage_error, transaction
 from ledger.storage.rows import LogState, StoredCheckpoint, StreamHead, blob, checkpoint_row
-from ledger.storage.schema import bodies, checkpoints, leaves, log_state, nodes, stream_heads
+from ledger.storage.schema import bodies, checkpoints, leaves, nodes
 from ledger.storage.service_tables import ServiceTables
-from ledger.storage.sql import fetch_nodes, nodes_query, placeholder, stream_head_row
+from ledger.storage.sql import fetch_nodes, marks, nodes_query, stream_head_row
 from ledger.storage.writetx import WriteTx
 from verifier.event import agent_key_id
 from verifier.keys import KeyRecord
@@ -96,60 +97,58 @@ class SqlStore(ServiceTables, BrowseReads):
 
     @contextmanager
     def write(self) -> Iterator[WriteTx]:
-        """The serialized append transaction; commits on success, rolls back on any error."""
+        """The serialized append transaction; commits on success, rolls back on any error.
+        Its statements run on the driver's connection (ledger.storage.dbapi); a driver's
+        error, raw or wrapped by SQLAlchemy (BEGIN, COMMIT), is a StorageError."""
         try:
-            with self.engine.connect() as conn:
-                conn = conn.execution_options(**{WRITE_OPTION: True})
-                with conn.begin():
-                    yield WriteTx(conn, self.checkpoint_check, self.key_streams)
-        except DBAPIError as e:
-            raise StorageError(f"database error during append: {e.orig!r}") from e
+            with transaction(self.engine, **{WRITE_OPTION: True}) as db:
+                yield WriteTx(db, self.checkpoint_check, self.key_streams)
+        except self.driver_error as e:
+            raise storage_error("database error during append", e) from e
         except SQLAlchemyError as e:
-            raise StorageError(f"database error during append: {e}") from e
+            raise storage_error("database error during append", e) from e
 
     # -- state ------------------------------------------------------------------------
 
     def initialise(self, *, origin: str, log_vkey: str, checkpoint: StoredCheckpoint) -> None:
         with self.write() as tx:
-            conn = tx._conn
-            if conn.execute(select(log_state.c.id)).first() is not None:
+            db = tx._db
+            if db.rows("SELECT id FROM log_state"):
                 raise ConfigError("the database already holds a log")
-            conn.execute(
-                insert(log_state).values(id=1, origin=origin, log_vkey=log_vkey, size=0, last_timestamp_us=0)
+            ph = marks(db.ph, 5)
+            db.execute(
+                f"INSERT INTO log_state (id, origin, log_vkey, size, last_timestamp_us) VALUES ({ph})",  # noqa: S608
+                (1, origin, log_vkey, 0, 0),
             )
-            conn.execute(
-                insert(checkpoints).values(
-                    size=checkpoint.size,
-                    root=checkpoint.root,
-                    note=checkpoint.note,
-                    signed_at_us=checkpoint.signed_at_us,
-                )
+            ph = marks(db.ph, 4)
+            db.execute(
+                f"INSERT INTO checkpoints (size, root, note, signed_at_us) VALUES ({ph})",  # noqa: S608
+                (checkpoint.size, checkpoint.root, checkpoint.note, checkpoint.signed_at_us),
             )
 
     def state(self) -> LogState | None:
-        with self.read() as conn:
-            row = conn.execute(select(log_state).where(log_state.c.id == 1)).one_or_none()
+        with self.fast_read() as db:
+            row = db.one_or_none(
+                "SELECT origin, log_vkey, size, last_timestamp_us FROM log_state WHERE id = 1"
+            )
         if row is None:
             return None
-        return LogState(
-            origin=row.origin, log_vkey=row.log_vkey, size=row.size, last_timestamp_us=row.last_timestamp_us
-        )
+        return LogState(origin=row[0], log_vkey=row[1], size=int(row[2]), last_timestamp_us=int(row[3]))
 
     def stream_head(self, agent: str, kind: str) -> StreamHead | None:
-        with self.read() as conn:
-            return stream_head_row(conn, agent, kind)
+        with self.fast_read() as db:
+            return stream_head_row(db, agent, kind)
 
     def stream_heads(self, agent: str) -> list[StreamHead]:
-        with self.read() as conn:
-            rows = conn.execute(
-                select(stream_heads).where(stream_heads.c.agent == agent).order_by(stream_heads.c.kind)
+        with self.fast_read() as db:
+            rows = db.rows(
+                f"SELECT kind, version, leaf_hash, idx FROM stream_heads WHERE agent = {db.ph} ORDER BY kind",  # noqa: S608
+                (agent,),
             )
-            return [
-                StreamHead(
-                    agent=agent, kind=r.kind, version=r.version, leaf_hash=bytes(r.leaf_hash), index=r.idx
-                )
-                for r in rows
-            ]
+        return [
+            StreamHead(agent=agent, kind=kind, version=int(v), leaf_hash=bytes(lh), index=int(idx))
+            for kind, v, lh, idx in rows
+        ]
 
     def active_key_id(self, agent: str) -> str | None:
         """The agent's active key id, from its key entries in the signed log (KeyStreams),
@@ -157,19 +156,19 @@ class SqlStore(ServiceTables, BrowseReads):
         return self._log_keys(agent)[1]
 
     def _log_keys(self, agent: str) -> tuple[list[KeyRecord], str | None]:
-        with self.read() as conn:
-            below = latest_checkpoint_row(conn, self.checkpoint_check).size
-            keys, active = self.key_streams.derive(conn, [agent], below)
+        with self.fast_read() as db:
+            below = latest_checkpoint_row(db, self.checkpoint_check).size
+            keys, active = self.key_streams.derive(db, [agent], below)
         return sorted(keys.values(), key=lambda k: k.added_at), active[agent]
 
     def public_key(self, key_id: str) -> tuple[str, bytes] | None:
         """(agent, public key) of a key id registered in this log (a key id is a hash of its
         key, registered once: the answer never changes)."""
-        with self.read() as conn:
-            row = conn.exec_driver_sql(
-                f"SELECT agent, public_key FROM agent_keys WHERE key_id = {placeholder(conn)}",  # noqa: S608
+        with self.fast_read() as db:
+            row = db.one_or_none(
+                f"SELECT agent, public_key FROM agent_keys WHERE key_id = {db.ph}",  # noqa: S608
                 (key_id,),
-            ).one_or_none()
+            )
         if row is None or agent_key_id(bytes(row[1])) != key_id:
             return None  # a key id is the hash of its key: a row that says otherwise is not it
         return str(row[0]), bytes(row[1])
@@ -182,8 +181,8 @@ class SqlStore(ServiceTables, BrowseReads):
     # -- checkpoints ------------------------------------------------------------------
 
     def latest_checkpoint(self) -> StoredCheckpoint:
-        with self.read() as conn:
-            return latest_checkpoint_row(conn, self.checkpoint_check)
+        with self.fast_read() as db:
+            return latest_checkpoint_row(db, self.checkpoint_check)
 
     def checkpoint(self, size: int) -> StoredCheckpoint | None:
         with self.read() as conn:
@@ -231,8 +230,8 @@ class SqlStore(ServiceTables, BrowseReads):
     def nodes(self, coords: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
         got, missing = self.cache.nodes(coords)
         if missing:
-            with self.read() as conn:
-                fetched = fetch_nodes(conn, missing)
+            with self.fast_read() as db:
+                fetched = fetch_nodes(db, missing)
             self.cache.add_nodes(fetched.items())
             got.update(fetched)
         return got
@@ -249,16 +248,15 @@ class SqlStore(ServiceTables, BrowseReads):
         latest = self.cache.latest
         if not missing and not unknown and (not wanted or wanted[-1] <= latest):
             return latest, got, cps
-        with self.read() as conn:
-            latest = latest_checkpoint_row(conn, self.checkpoint_check).size
+        with self.fast_read() as db:
+            latest = latest_checkpoint_row(db, self.checkpoint_check).size
             if wanted and wanted[-1] > latest:
                 return latest, {}, {}  # the caller reports the size as out of range
-            fetched = fetch_nodes(conn, missing) if missing else {}
+            fetched = fetch_nodes(db, missing) if missing else {}
             found: dict[int, StoredCheckpoint] = {}
             if unknown:
-                ph = placeholder(conn)
-                rows = conn.exec_driver_sql(
-                    f"SELECT size, root, note, signed_at_us FROM checkpoints WHERE size IN ({', '.join([ph] * len(unknown))})",  # noqa: S608
+                rows = db.rows(
+                    f"SELECT size, root, note, signed_at_us FROM checkpoints WHERE size IN ({marks(db.ph, len(unknown))})",  # noqa: S608
                     tuple(unknown),
                 )
                 found = {cp.size: cp for cp in map(checkpoint_row, rows) if self._valid(cp)}
@@ -332,15 +330,14 @@ class SqlStore(ServiceTables, BrowseReads):
         """A stream's entries below ``size`` in version order, each with its body, or None
         where it was erased: one read (a body per query cost the trust oracle 2.7 s for an
         agent of 10^4 records)."""
-        with self.read() as conn:
-            rows = conn.execute(
-                select(leaves.c.idx, bodies.c.body)
-                .select_from(leaves.outerjoin(bodies, bodies.c.idx == leaves.c.idx))
-                .where(and_(leaves.c.agent == agent, leaves.c.kind == kind, leaves.c.idx < size))
-                .order_by(leaves.c.version)
-            ).all()
+        with self.fast_read() as db:
+            rows = db.rows(
+                "SELECT l.idx, b.body FROM leaves l LEFT JOIN bodies b ON b.idx = l.idx "  # noqa: S608
+                f"WHERE l.agent = {db.ph} AND l.kind = {db.ph} AND l.idx < {db.ph} ORDER BY l.version",
+                (agent, kind, size),
+            )
         return [
-            (int(r.idx), None if r.body is None else blob(r.body, "bodies", int(r.idx), "body")) for r in rows
+            (int(idx), None if body is None else blob(body, "bodies", int(idx), "body")) for idx, body in rows
         ]
 
     def heads_at(self, agent: str, size: int) -> list[StreamHead]:
@@ -378,9 +375,9 @@ class SqlStore(ServiceTables, BrowseReads):
     def delete_body(self, index: int) -> bool:
         """Erase a body and its salt (the leaf, proofs and chains stay valid)."""
         with self.write() as tx:
-            res = tx._conn.execute(bodies.delete().where(bodies.c.idx == index))
+            gone = tx.erase_bodies([index])
             self.bodies_deleted += 1
-            return bool(res.rowcount)
+            return bool(gone)
 
     def entries_of_kinds(
         self, kinds: Sequence[str], start: int, end: int
@@ -388,21 +385,23 @@ class SqlStore(ServiceTables, BrowseReads):
         """``(index, agent, kind, body or None where erased)`` of the entries in
         ``[start, end)`` whose kind is one of ``kinds``, in index order: one range read of the
         leaves appended since a reader last looked (ledger.mesh.MeshCache)."""
-        with self.read() as conn:
-            rows = conn.execute(
-                select(leaves.c.idx, leaves.c.agent, leaves.c.kind, bodies.c.body)
-                .select_from(leaves.outerjoin(bodies, bodies.c.idx == leaves.c.idx))
-                .where(and_(leaves.c.idx >= start, leaves.c.idx < end, leaves.c.kind.in_(list(kinds))))
-                .order_by(leaves.c.idx)
-            ).all()
+        if not kinds:
+            return []
+        with self.fast_read() as db:
+            rows = db.rows(
+                "SELECT l.idx, l.agent, l.kind, b.body FROM leaves l LEFT JOIN bodies b ON b.idx = l.idx "  # noqa: S608
+                f"WHERE l.idx >= {db.ph} AND l.idx < {db.ph} AND l.kind IN ({marks(db.ph, len(kinds))}) "
+                "ORDER BY l.idx",
+                (start, end, *kinds),
+            )
         return [
             (
-                int(r.idx),
-                str(r.agent),
-                str(r.kind),
-                None if r.body is None else blob(r.body, "bodies", int(r.idx), "body"),
+                int(idx),
+                str(agent),
+                str(kind),
+                None if body is None else blob(body, "bodies", int(idx), "body"),
             )
-            for r in rows
+            for idx, agent, kind, body in rows
         ]
 
     def counts(self) -> dict[str, int]:
@@ -422,10 +421,10 @@ class SqlStore(ServiceTables, BrowseReads):
     def latest_cosigned(self) -> tuple[StoredCheckpoint, list[str]]:
         """The latest checkpoint and the witness cosignature lines stored for it (by
         witness), in one read transaction of two indexed lookups (``GET /checkpoint``)."""
-        with self.read() as conn:
-            cp = latest_checkpoint_row(conn, self.checkpoint_check)
-            lines = conn.exec_driver_sql(
-                f"SELECT line FROM cosignatures WHERE size = {placeholder(conn)} ORDER BY witness",  # noqa: S608
+        with self.fast_read() as db:
+            cp = latest_checkpoint_row(db, self.checkpoint_check)
+            lines = db.rows(
+                f"SELECT line FROM cosignatures WHERE size = {db.ph} ORDER BY witness",  # noqa: S608
                 (cp.size,),
             )
             return cp, [r[0] for r in lines]
