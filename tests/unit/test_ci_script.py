@@ -21,10 +21,10 @@ def _stub(path: Path, body: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def _fake_checkout(tmp_path: Path, interop_exit: int) -> tuple[Path, Path, dict[str, str]]:
+def _fake_checkout(tmp_path: Path, interop_exit: int, failing: str = "") -> tuple[Path, Path, dict[str, str]]:
     """A checkout holding the real .ci/run, a stub install-interop.sh exiting with
     ``interop_exit``, and a ``python3`` whose ``-m venv`` makes a .venv of stubs that record
-    what ran in ``ran/``."""
+    what ran in ``ran/`` (the tool named ``failing`` exits 7 after recording)."""
     repo, bin_dir, ran = tmp_path / "repo", tmp_path / "bin", tmp_path / "ran"
     (repo / ".ci").mkdir(parents=True)
     bin_dir.mkdir()
@@ -38,6 +38,7 @@ def _fake_checkout(tmp_path: Path, interop_exit: int) -> tuple[Path, Path, dict[
 mkdir -p "$3/bin"
 for t in {venv_tools}; do
   printf '#!/usr/bin/env bash\\necho "$t $*" >> {ran}/venv-tools\\ntouch {ran}/%s\\n' "$t" > "$3/bin/$t"
+  [ "$t" != "{failing}" ] || echo 'exit 7' >> "$3/bin/$t"
   chmod +x "$3/bin/$t"
 done""",
     )
@@ -68,6 +69,34 @@ def test_ci_runs_every_step_when_they_pass(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert {p.name for p in ran.iterdir()} >= {"install-interop", "pytest", "ruff", "mypy", "python"}
+
+
+def test_ci_stops_at_a_failing_timed_step_and_says_which_steps_finished(tmp_path: Path) -> None:
+    """The steps after the README line run through .ci/run's timing wrapper: a failing one
+    still ends the run with its status (nothing after it runs), it is not reported as done,
+    and the summary names the time of each step that finished."""
+    repo, ran, env = _fake_checkout(tmp_path, interop_exit=0, failing="mypy")
+    out = subprocess.run(
+        ["bash", str(repo / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 7, out.stdout + out.stderr
+    assert (ran / "mypy").exists() and (ran / "ruff").exists()
+    assert not (ran / "python").exists(), "a benchmark ran after mypy failed"
+    assert "[ci] ruff check: " in out.stderr and "[ci] ruff format --check: " in out.stderr
+    assert "[ci] mypy: " not in out.stderr, out.stderr
+    assert "[ci] step times (wall):" in out.stderr and "exit status 7" in out.stderr, out.stderr
+
+
+def test_ci_times_every_step_when_they_pass(tmp_path: Path) -> None:
+    repo, _, env = _fake_checkout(tmp_path, interop_exit=0)
+    out = subprocess.run(
+        ["bash", str(repo / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    timed = [ln for ln in out.stderr.splitlines() if ln.startswith("[ci] ") and " s  " in ln]
+    run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert len(timed) == run.count("\nstep ") + run.count("\ndone_step "), out.stderr
+    assert "exit status 0" in out.stderr
 
 
 def _apt_wait(tmp_path: Path, failures: int, wait_s: int) -> subprocess.CompletedProcess[str]:
