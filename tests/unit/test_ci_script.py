@@ -34,7 +34,8 @@ def _fake_checkout(tmp_path: Path, interop_exit: int, failing: str = "") -> tupl
     venv_tools = " ".join(["pip", "pytest", "ruff", "mypy", "python"])
     _stub(
         bin_dir / "python3",
-        f"""[ "$1 $2" = "-m venv" ] || exit 90
+        f"""if [ "$1 $2" = "-m compileall" ]; then touch {ran}/compileall; exit 0; fi
+[ "$1 $2" = "-m venv" ] || exit 90
 mkdir -p "$3/bin"
 for t in {venv_tools}; do
   printf '#!/usr/bin/env bash\\necho "$t $*" >> {ran}/venv-tools\\ntouch {ran}/%s\\n' "$t" > "$3/bin/$t"
@@ -68,7 +69,14 @@ def test_ci_runs_every_step_when_they_pass(tmp_path: Path) -> None:
         ["bash", str(repo / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    assert {p.name for p in ran.iterdir()} >= {"install-interop", "pytest", "ruff", "mypy", "python"}
+    assert {p.name for p in ran.iterdir()} >= {
+        "compileall",
+        "install-interop",
+        "pytest",
+        "ruff",
+        "mypy",
+        "python",
+    }
 
 
 def test_ci_stops_at_a_failing_timed_step_and_says_which_steps_finished(tmp_path: Path) -> None:
