@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,3 +139,62 @@ def test_the_wait_for_the_package_manager_is_bounded(tmp_path: Path) -> None:
     out = _apt_wait(tmp_path, failures=10**6, wait_s=0)
     assert out.returncode == 1
     assert "still failing after 0s" in out.stderr
+
+
+def _collect(*args: str) -> list[str]:
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    return [ln for ln in out.stdout.splitlines() if "::" in ln]
+
+
+def test_heavy_modules_start_first() -> None:
+    """tests/conftest.py hands out the modules that build a shared fixture (test_demo_commands'
+    one `engram demo` run) before the others, whatever order they were named in."""
+    unit, demo = "tests/unit/test_jcs.py", "tests/e2e/test_demo_commands.py"
+    ids = _collect(unit, demo)
+    first_unit = next(i for i, n in enumerate(ids) if n.startswith(unit))
+    assert ids[:first_unit] and all(n.startswith(demo) for n in ids[:first_unit]), ids[:5]
+    assert not any(n.startswith(demo) for n in ids[first_unit:])
+
+
+def test_a_module_fixture_is_built_once_by_the_parallel_run(tmp_path: Path) -> None:
+    """CI's `pytest -n auto` runs with pyproject's options (--dist loadfile): the tests of a
+    module run on one worker, so a module-scoped fixture (a client venv, a demo run) is built
+    once. Under xdist's default (--dist load) a module's tests were spread over the workers,
+    and each built its own. (xdist_group marks would not do: with pytest 9.2 and xdist 3.8,
+    --dist loadgroup ignores them.)"""
+    built = tmp_path / "built"
+    probe = tmp_path / "test_probe.py"
+    probe.write_text(
+        "import os, time\nimport pytest\n\n"
+        "@pytest.fixture(scope='module')\ndef shared():\n"
+        f"    with open({str(built)!r}, 'a') as f:\n        f.write(str(os.getpid()) + '\\n')\n\n"
+        "@pytest.mark.parametrize('i', range(8))\ndef test_uses_it(shared, i):\n    time.sleep(0.05)\n",
+        encoding="utf-8",
+    )
+    argv = [
+        "-c",
+        str(ROOT / "pyproject.toml"),
+        "--rootdir",
+        str(tmp_path),
+        "-n",
+        "2",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    ]
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", *argv, str(probe)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0 and "8 passed" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
+    assert len(built.read_text(encoding="utf-8").split()) == 1, built.read_text(encoding="utf-8")
