@@ -187,3 +187,36 @@ def make_agent(ledger: Ledger, clock: StepClock) -> Callable[[str], Agent]:
         return agent
 
     return make
+
+
+# -- the order the tests start in (CI: `pytest -n auto`, pyproject's --dist loadfile) ----------
+
+
+def _builds_a_shared_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a module-scoped fixture (one `engram demo` run, one client venv, one
+    service, one compiled Go or TypeScript checker) or a session-scoped one of its own module."""
+    info = getattr(item, "_fixtureinfo", None)
+    module = getattr(getattr(item, "module", None), "__name__", None)
+    if info is None or module is None:
+        return False
+    for defs in info.name2fixturedefs.values():
+        fixture = defs[-1]
+        if fixture.scope == "module":
+            return True
+        if fixture.scope == "session" and getattr(fixture.func, "__module__", None) == module:
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The heavy modules start first: those building a shared fixture, and the interop tests
+    (real Claude Code, Codex, Hermes, Go and Node). With --dist loadfile each file runs on one
+    worker (its module fixtures built once, not once per worker), and files are handed out in
+    this order: the longest ones no longer start last and run alone while the other worker
+    waits. The order within a file is kept; what a test checks does not change."""
+    heavy = {
+        item.nodeid.split("::", 1)[0]
+        for item in items
+        if item.nodeid.startswith("tests/interop/") or _builds_a_shared_fixture(item)
+    }
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in heavy)  # stable
