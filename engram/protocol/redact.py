@@ -506,12 +506,34 @@ def _cannot_hold_secret(text: str) -> bool:
 
 
 #: The last texts redacted, by the SHA-256 of the text: one write's text is scanned by the
-#: client that counts its redactions, by the signer, and twice by the log's edge, in a few
+#: client that counts its redactions, by the signer, and by the log's edge, in a few
 #: milliseconds (issue 42, Deliver 5). Only the digest and the redacted text are kept, never
 #: a secret. The rules are fixed for the life of the process (library_rules is cached).
+#:
+#: A text the redaction *produced* is remembered too, as clean (issue 43, Deliver 4): the
+#: signer signs the redacted text, and the log's edge in the same process (the embedded
+#: ledger, ``InProcess``) checks exactly that text again; it is answered here instead of
+#: being scanned a second time. Why this cannot let a secret through:
+#:
+#: 1. An entry is only ever what a scan of that exact text answers. A produced text is
+#:    entered only when redaction stopped because its last round, run on that very text,
+#:    found nothing: scanning it again runs the same rules on the same text and finds
+#:    nothing (a round that changes a text names a rule), so its answer is (text, []).
+#:    A text left by the last allowed round without such a check is not entered.
+#: 2. The key is the SHA-256 of the exact text (UTF-8, surrogates kept). A text changed in
+#:    any way after it was produced, a secret added after signing or a forged body, has
+#:    another digest and is scanned in full; finding one collision is finding a SHA-256
+#:    second preimage.
+#: 3. The memo lives in this process and is filled only by this process's own scans: a body
+#:    that arrives over HTTP is checked by the service's process, whose memo holds only what
+#:    it scanned itself. Nothing outside (a client, a request) can write an entry.
 _SEEN: OrderedDict[bytes, tuple[str, tuple[str, ...]]] = OrderedDict()
 _SEEN_LOCK = threading.Lock()
 _SEEN_MAX = 1024
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
 def redact_secrets(text: str) -> tuple[str, list[str]]:
@@ -520,7 +542,7 @@ def redact_secrets(text: str) -> tuple[str, list[str]]:
     found: list[str] = []
     if _cannot_hold_secret(text):
         return text, found
-    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    key = _digest(text)
     with _SEEN_LOCK:
         seen = _SEEN.get(key)
         if seen is not None:
@@ -528,13 +550,17 @@ def redact_secrets(text: str) -> tuple[str, list[str]]:
     if seen is not None:
         return seen[0], list(seen[1])
     rules = _rule_set()
+    fixed = False  # the last round ran on the text returned and found nothing
     for _ in range(_MAX_ROUNDS):
         text, more = _one_round(text, rules)
         if not more:
+            fixed = True
             break
         found += more
     with _SEEN_LOCK:
         _SEEN[key] = (text, tuple(found))
+        if found and fixed:  # the redacted text, as a scan of it answers (see _SEEN)
+            _SEEN[_digest(text)] = (text, ())
         while len(_SEEN) > _SEEN_MAX:
             _SEEN.popitem(last=False)
     return text, found
