@@ -54,14 +54,16 @@ def test_a_client_given_is_kept() -> None:
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive
-    connections: set[int]
+    #: one entry per TCP connection accepted: the client's (address, port), which no two
+    #: live connections share (an object's id() is reused once the first socket is freed)
+    connections: set[tuple[str, int]]
     lock = threading.Lock()
     big = b""
 
     def setup(self) -> None:
         super().setup()
         with self.lock:
-            self.connections.add(id(self.connection))
+            self.connections.add(self.client_address[:2])
 
     def do_GET(self) -> None:
         if self.path == "/big":
