@@ -28,6 +28,7 @@ from urllib.parse import quote, urlencode
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from engram.client.item_proof import item_proof_of, verify_item_proof
+from engram.client.litehttp import LiteHttp, suffices
 from engram.client.sdk import DEFAULT_STATE
 from engram.protocol.answers import EntryProof, ItemPage, ItemRow, MeshRow, Recalled, SessionRow
 from engram.protocol.claims import parse_task_claim
@@ -321,14 +322,20 @@ class HttpTransport:
         timeout_s: float = 60.0,
         max_wait_s: float = 30.0,
     ) -> None:
-        """``http``: an ``httpx.Client`` (the default: pooled, for long-lived processes) or
-        a :class:`~engram.client.litehttp.LiteHttp` (standard library only, for a hook
-        process whose start-up counts)."""
+        """``http``: the client requests go through. By default a
+        :class:`~engram.client.litehttp.LiteHttp` (standard library, kept-alive connections,
+        bounded answers) for a plain ``http://`` service without a proxy, where it is enough
+        (:func:`~engram.client.litehttp.suffices`), and an ``httpx.Client`` otherwise
+        (``https``, proxies from the environment); or any client given (an ``httpx.Client``,
+        a test client)."""
         self.base_url = base_url.rstrip("/")
         if http is None:
-            import httpx
+            if suffices(self.base_url):
+                http = LiteHttp(timeout_s=timeout_s)
+            else:
+                import httpx
 
-            http = httpx.Client(timeout=timeout_s)
+                http = httpx.Client(timeout=timeout_s)
         self.http: HttpClient = http
         self.operator_token = operator_token
         self.max_wait_s = max_wait_s

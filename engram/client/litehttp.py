@@ -1,28 +1,58 @@
-"""A small HTTP/1.1 client on the standard library, for short-lived processes.
+"""A small HTTP/1.1 client on the standard library: the SDK's default for a plain ``http://``
+service, and what short-lived processes use.
 
 A harness hook (``engram hook claude-code``) is a process started for every prompt, so its
 start-up is paid on every turn: importing httpx alone costs about 0.15 s of CPU, most of
-the 0.2 s budget. :class:`LiteHttp` has the one method :class:`~engram.client.http.HttpTransport`
-calls (``request``) and answers with :class:`LiteResponse` (``status_code``, ``headers``,
-``content``, ``text``, ``json()``), so either client can sit under the transport. It keeps
-one connection per origin alive, bounds every response before reading it, and reports a
-transport failure as :class:`~engram.protocol.errors.StorageError` naming the address.
+the 0.2 s budget. An agent appending through the SDK pays httpx's per-request machinery on
+every write instead (38.6% of an SDK client's samples under the HTTP load of issue 43), on
+the cores the service shares. :class:`LiteHttp` has the one method
+:class:`~engram.client.http.HttpTransport` calls (``request``) and answers with
+:class:`LiteResponse` (``status_code``, ``headers``, ``content``, ``text``, ``json()``), so
+either client can sit under the transport.
+
+What it does: keeps connections alive per origin (threads may share one client: a request
+takes an idle connection of its origin or opens one, and gives it back once the answer is read
+whole; at most :data:`MAX_IDLE` are kept per origin); bounds every response before reading it
+(:data:`MAX_RESPONSE_BYTES`: a larger answer is refused, not truncated); speaks TLS for
+``https`` with the standard library's default context (certificate and host name checked);
+reports a transport failure as :class:`~engram.protocol.errors.StorageError` naming the
+address. What it does not: proxies (``HTTP_PROXY``, ``ALL_PROXY``), HTTP/2, compressed
+answers, cookies. :func:`suffices` says when it is enough for a service's URL; the transport
+keeps httpx otherwise.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import threading
+import urllib.request
 from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from engram.protocol.errors import MalformedError, StorageError
 
-__all__ = ["MAX_RESPONSE_BYTES", "LiteHttp", "LiteResponse"]
+__all__ = ["MAX_IDLE", "MAX_RESPONSE_BYTES", "LiteHttp", "LiteResponse", "suffices"]
 
 #: The largest response body read (an answer above it is refused, not truncated).
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+#: Idle connections kept per origin (more threads at once open more; the extra are closed).
+MAX_IDLE = 16
+
+
+def suffices(url: str) -> bool:
+    """:class:`LiteHttp` is enough for the service at ``url``: plain ``http`` and no proxy
+    set for its host in the environment (``http_proxy``, ``all_proxy``, less ``no_proxy``),
+    which httpx would honour. ``https`` stays with httpx: its certificate store (certifi)
+    is the one deployments were set up against."""
+    parts = urlsplit(url.strip())
+    if parts.scheme.lower() != "http" or not parts.hostname:
+        return False
+    proxies = urllib.request.getproxies_environment()
+    if not any(proxies.get(k) for k in ("http", "all")):
+        return True
+    return bool(urllib.request.proxy_bypass(parts.hostname))  # no_proxy (the environment's, on POSIX)
 
 
 class _Headers(Mapping[str, str]):
@@ -59,20 +89,34 @@ class LiteResponse:
 
 
 class LiteHttp:
-    """``request(method, url, content=..., headers=...)`` over http.client (http and https)."""
+    """``request(method, url, content=..., headers=...)`` over http.client (http and https);
+    threads may share one."""
 
     def __init__(self, *, timeout_s: float = 60.0) -> None:
         self.timeout_s = timeout_s
-        self._conns: dict[tuple[str, str, int | None], http.client.HTTPConnection] = {}
+        self._lock = threading.Lock()
+        self._idle: dict[tuple[str, str, int | None], list[http.client.HTTPConnection]] = {}
 
-    def _conn(self, scheme: str, host: str, port: int | None) -> http.client.HTTPConnection:
-        key = (scheme, host, port)
-        c = self._conns.get(key)
-        if c is None:
-            cls = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
-            c = cls(host, port, timeout=self.timeout_s)
-            self._conns[key] = c
-        return c
+    def _take(
+        self, key: tuple[str, str, int | None], *, fresh: bool
+    ) -> tuple[http.client.HTTPConnection, bool]:
+        """An idle connection of the origin (True: reused), or a new one."""
+        if not fresh:
+            with self._lock:
+                idle = self._idle.get(key)
+                if idle:
+                    return idle.pop(), True
+        scheme, host, port = key
+        cls = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
+        return cls(host, port, timeout=self.timeout_s), False
+
+    def _give(self, key: tuple[str, str, int | None], conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            idle = self._idle.setdefault(key, [])
+            if len(idle) < MAX_IDLE:
+                idle.append(conn)
+                return
+        conn.close()
 
     def request(
         self,
@@ -86,9 +130,10 @@ class LiteHttp:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise MalformedError(f"not an http(s) URL: {url!r}", check="http.url")
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        key = (parts.scheme, parts.hostname, parts.port)
         for attempt in (0, 1):
-            reused = (parts.scheme, parts.hostname, parts.port) in self._conns
-            conn = self._conn(parts.scheme, parts.hostname, parts.port)
+            # a retry opens a new connection: another idle one may be as stale as the first
+            conn, reused = self._take(key, fresh=attempt == 1)
             try:
                 conn.request(method, target, body=content, headers=dict(headers or {}))
                 resp = conn.getresponse()
@@ -102,22 +147,23 @@ class LiteHttp:
                     raise StorageError(f"{url} answered with more than {MAX_RESPONSE_BYTES} bytes")
                 if resp.will_close:
                     conn.close()
-                    self._conns.pop((parts.scheme, parts.hostname, parts.port), None)
+                else:
+                    self._give(key, conn)
                 return LiteResponse(resp.status, _Headers(resp.getheaders()), body)
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as e:
                 # a kept-alive connection the server had closed: reconnect once (a fresh
                 # connection that fails is not retried: the request may have arrived)
                 conn.close()
-                self._conns.pop((parts.scheme, parts.hostname, parts.port), None)
                 if attempt == 1 or not reused:
                     raise StorageError(f"cannot reach the Engram service at {url}: {e}") from e
             except (OSError, http.client.HTTPException) as e:
                 conn.close()
-                self._conns.pop((parts.scheme, parts.hostname, parts.port), None)
                 raise StorageError(f"cannot reach the Engram service at {url}: {e}") from e
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
-        for c in self._conns.values():
+        with self._lock:
+            idle = [c for conns in self._idle.values() for c in conns]
+            self._idle.clear()
+        for c in idle:
             c.close()
-        self._conns.clear()

@@ -41,6 +41,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import functools
 import hashlib
 import re
 import threading
@@ -87,7 +88,128 @@ def without_markers(text: str) -> str:
 
 
 def _all_rules() -> tuple[Rule, ...]:
-    return (*OUR_RULES, *library_rules())
+    return _rule_set().rules
+
+
+# -- which rules can fire: one scan per text ---------------------------------------------------
+
+
+def _trie(words: Iterable[str]) -> str:
+    """A regex matching the longest of ``words`` that starts at a position (a trie: at each
+    character one branch per next character, the longer branch tried before stopping)."""
+    root: dict[str, Any] = {}
+    for w in words:
+        node = root
+        for c in w:
+            node = node.setdefault(c, {})
+        node[""] = {}
+
+    def pattern(node: dict[str, Any]) -> str:
+        branches = [re.escape(c) + pattern(child) for c, child in sorted(node.items()) if c]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        if "" in node:  # a word ends here: the longer words first, greedy
+            return f"(?:{body})?"
+        return body
+
+    return pattern(root)
+
+
+@dataclass(frozen=True, slots=True)
+class _Triggers:
+    """The triggers of a set of rules as one pattern, and the rules each enables:
+    :meth:`enabled` is the set of rules with a trigger in a text, the same answer as testing
+    ``t in text`` for each trigger of each rule, in one scan of the text.
+
+    At each position the pattern reports the longest trigger that starts there; every other
+    trigger that starts there is a prefix of it (two words that start at one position are
+    both prefixes of the text from there), so the rules reported for a trigger are those of
+    all its prefixes among the triggers."""
+
+    scan: re.Pattern[str] | None
+    enables: Mapping[str, frozenset[int]]
+
+    @classmethod
+    def of(cls, table: Mapping[str, Iterable[int]]) -> _Triggers:
+        if not table:
+            return cls(None, {})
+        enables = {w: frozenset(i for t in table if w.startswith(t) for i in table[t]) for w in table}
+        return cls(re.compile("(?=(" + _trie(table) + "))"), enables)
+
+    def enabled(self, text: str, into: set[int]) -> None:
+        """Add to ``into`` the index of every rule with a trigger in ``text``."""
+        if self.scan is not None:
+            for w in set(self.scan.findall(text)):
+                into |= self.enables[w]
+
+
+@dataclass(frozen=True, slots=True)
+class _Index:
+    """The triggers of some rules (:class:`_Triggers`, in the lower-cased text and in the text
+    itself for ``exact_case`` rules) and the rules of them without a trigger."""
+
+    lowered: _Triggers
+    exact: _Triggers
+    always: frozenset[int]
+
+    @classmethod
+    def of(cls, rules: Iterable[tuple[int, Rule]]) -> _Index:
+        by_lowered: dict[str, set[int]] = {}
+        by_exact: dict[str, set[int]] = {}
+        always: set[int] = set()
+        for i, rule in rules:
+            if not rule.triggers or "" in rule.triggers:
+                always.add(i)
+                continue
+            table = by_exact if rule.exact_case else by_lowered
+            for t in rule.triggers:
+                table.setdefault(t, set()).add(i)
+        return cls(_Triggers.of(by_lowered), _Triggers.of(by_exact), frozenset(always))
+
+    def candidates(self, text: str, lowered: str) -> list[int]:
+        found = set(self.always)
+        self.lowered.enabled(lowered, found)
+        self.exact.enabled(text, found)
+        return sorted(found)
+
+
+@dataclass(frozen=True, slots=True)
+class _RuleSet:
+    """Every rule in order, with one scan per text for the triggers of all of them (testing
+    each rule's ``may_match`` in turn was most of the cost of a clean text: 131 rules and
+    218 triggers, of which a sentence holds a few).
+
+    :meth:`candidates` answers, for a text, the rules that may match it: those without
+    triggers and those with a trigger in the view the rule reads (the lower-cased text, or
+    the text itself for ``exact_case``), less the ``long`` rules when the text has no long
+    run (:data:`LONG_RUN`), in the order of :attr:`rules`; so the loops below run the same
+    rules, in the same order, as testing each rule in turn would. A text without a long run
+    is scanned only for the triggers of the rules that can still fire."""
+
+    rules: tuple[Rule, ...]
+    every: _Index
+    short: _Index  # the rules that are not ``long``
+
+    @classmethod
+    def of(cls, rules: tuple[Rule, ...]) -> _RuleSet:
+        return cls(
+            rules=rules,
+            every=_Index.of(enumerate(rules)),
+            short=_Index.of((i, r) for i, r in enumerate(rules) if not r.long),
+        )
+
+    def candidates(self, text: str, lowered: str, *, has_run: bool) -> list[int]:
+        """Indices (ascending) of the rules that may match ``text`` (lower-cased:
+        ``lowered``; with a :data:`LONG_RUN` in it: ``has_run``)."""
+        return (self.every if has_run else self.short).candidates(text, lowered)
+
+
+@functools.cache
+def _rule_set() -> _RuleSet:
+    """Our rules and the library's, indexed once per process (the library's are loaded on
+    first use: :func:`secret_rules.library_rules`)."""
+    return _RuleSet.of((*OUR_RULES, *library_rules()))
 
 
 # -- views ------------------------------------------------------------------------------------
@@ -259,10 +381,30 @@ def _splice(text: str, hits: Sequence[tuple[int, int, str]]) -> tuple[str, list[
     return "".join(out), [name for _, _, name in chosen]
 
 
-def _run_rules(text: str, rules: Sequence[Rule]) -> tuple[str, list[str]]:
+def _run_rules(text: str, rules: _RuleSet) -> tuple[str, list[str]]:
     """View 1: every rule in order on the folded text, each seeing the previous ones'
     markers; the text and its folded form stay the same length, so a span is the same in
-    both."""
+    both. The rules whose triggers the text lacks are skipped by one scan; once a rule
+    replaced something, the text has changed and the rules after it are tested one by one
+    on the new text (:func:`_run_rest`)."""
+    folded = _fold(text)
+    lowered = folded.lower()
+    has_run = LONG_RUN.search(folded) is not None
+    for i in rules.candidates(folded, lowered, has_run=has_run):
+        rule = rules.rules[i]
+        hits = [(s, e, rule.name) for s, e in rule.find(folded)]
+        if not hits:
+            continue
+        text, names = _splice(text, hits)
+        if names:
+            text, more = _run_rest(text, rules.rules[i + 1 :])
+            return text, names + more
+    return text, []
+
+
+def _run_rest(text: str, rules: Sequence[Rule]) -> tuple[str, list[str]]:
+    """:func:`_run_rules` from the rule after the first that replaced something: each rule
+    in order, its triggers tested on the text as the previous ones left it."""
     found: list[str] = []
     folded = _fold(text)
     lowered = folded.lower()
@@ -270,13 +412,8 @@ def _run_rules(text: str, rules: Sequence[Rule]) -> tuple[str, list[str]]:
     for rule in rules:
         if rule.long and not has_run:
             continue
-        if rule.triggers:  # Rule.may_match, inlined: this loop runs for every string signed
-            within = folded if rule.exact_case else lowered
-            for t in rule.triggers:
-                if t in within:
-                    break
-            else:
-                continue
+        if not rule.may_match(folded, lowered):
+            continue
         hits = [(s, e, rule.name) for s, e in rule.find(folded)]
         if not hits:
             continue
@@ -289,20 +426,18 @@ def _run_rules(text: str, rules: Sequence[Rule]) -> tuple[str, list[str]]:
     return text, found
 
 
-def _run_views(text: str, rules: Sequence[Rule], *, wrapped: bool) -> tuple[str, list[str]]:
+def _run_views(text: str, rules: _RuleSet, *, wrapped: bool) -> tuple[str, list[str]]:
     """Views 2-4 (``wrapped``: view 4 only, else 2 and 3): each rule once per view; hits
     mapped back to the text."""
     found: list[str] = []
     for view, must_cross in _views(text):
         if must_cross != wrapped:
             continue
-        lowered = view.text.lower()
         has_run = LONG_RUN.search(view.text) is not None
         hits: list[tuple[int, int, str]] = []
-        for rule in rules:
+        for i in rules.candidates(view.text, view.text.lower(), has_run=has_run):
+            rule = rules.rules[i]
             if must_cross and not rule.wraps:
-                continue
-            if (rule.long and not has_run) or not rule.may_match(view.text, lowered):
                 continue
             for s, e in rule.find(view.text):
                 os_, oe = view.original(s, e)
@@ -335,7 +470,7 @@ def _decoded(run: str) -> str | None:
     return inner if len(inner) >= 8 and printable >= 0.95 * len(inner) else None
 
 
-def _run_encoded(text: str, rules: Sequence[Rule]) -> tuple[str, list[str]]:
+def _run_encoded(text: str, rules: _RuleSet) -> tuple[str, list[str]]:
     """View 5: a base64 run whose decoded text holds a secret is replaced whole."""
     hits: list[tuple[int, int, str]] = []
     for m in _B64ISH.finditer(text):
@@ -348,7 +483,7 @@ def _run_encoded(text: str, rules: Sequence[Rule]) -> tuple[str, list[str]]:
     return _splice(text, hits) if hits else (text, [])
 
 
-def _one_round(text: str, rules: Sequence[Rule], *, decode: bool = True) -> tuple[str, list[str]]:
+def _one_round(text: str, rules: _RuleSet, *, decode: bool = True) -> tuple[str, list[str]]:
     # Wrapped tokens first: the text itself would find only the first line's part of one.
     text, found = _run_views(text, rules, wrapped=True)
     text, more = _run_rules(text, rules)
@@ -371,12 +506,34 @@ def _cannot_hold_secret(text: str) -> bool:
 
 
 #: The last texts redacted, by the SHA-256 of the text: one write's text is scanned by the
-#: client that counts its redactions, by the signer, and twice by the log's edge, in a few
+#: client that counts its redactions, by the signer, and by the log's edge, in a few
 #: milliseconds (issue 42, Deliver 5). Only the digest and the redacted text are kept, never
 #: a secret. The rules are fixed for the life of the process (library_rules is cached).
+#:
+#: A text the redaction *produced* is remembered too, as clean (issue 43, Deliver 4): the
+#: signer signs the redacted text, and the log's edge in the same process (the embedded
+#: ledger, ``InProcess``) checks exactly that text again; it is answered here instead of
+#: being scanned a second time. Why this cannot let a secret through:
+#:
+#: 1. An entry is only ever what a scan of that exact text answers. A produced text is
+#:    entered only when redaction stopped because its last round, run on that very text,
+#:    found nothing: scanning it again runs the same rules on the same text and finds
+#:    nothing (a round that changes a text names a rule), so its answer is (text, []).
+#:    A text left by the last allowed round without such a check is not entered.
+#: 2. The key is the SHA-256 of the exact text (UTF-8, surrogates kept). A text changed in
+#:    any way after it was produced, a secret added after signing or a forged body, has
+#:    another digest and is scanned in full; finding one collision is finding a SHA-256
+#:    second preimage.
+#: 3. The memo lives in this process and is filled only by this process's own scans: a body
+#:    that arrives over HTTP is checked by the service's process, whose memo holds only what
+#:    it scanned itself. Nothing outside (a client, a request) can write an entry.
 _SEEN: OrderedDict[bytes, tuple[str, tuple[str, ...]]] = OrderedDict()
 _SEEN_LOCK = threading.Lock()
 _SEEN_MAX = 1024
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
 def redact_secrets(text: str) -> tuple[str, list[str]]:
@@ -385,21 +542,25 @@ def redact_secrets(text: str) -> tuple[str, list[str]]:
     found: list[str] = []
     if _cannot_hold_secret(text):
         return text, found
-    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    key = _digest(text)
     with _SEEN_LOCK:
         seen = _SEEN.get(key)
         if seen is not None:
             _SEEN.move_to_end(key)
     if seen is not None:
         return seen[0], list(seen[1])
-    rules = _all_rules()
+    rules = _rule_set()
+    fixed = False  # the last round ran on the text returned and found nothing
     for _ in range(_MAX_ROUNDS):
         text, more = _one_round(text, rules)
         if not more:
+            fixed = True
             break
         found += more
     with _SEEN_LOCK:
         _SEEN[key] = (text, tuple(found))
+        if found and fixed:  # the redacted text, as a scan of it answers (see _SEEN)
+            _SEEN[_digest(text)] = (text, ())
         while len(_SEEN) > _SEEN_MAX:
             _SEEN.popitem(last=False)
     return text, found
