@@ -23,16 +23,24 @@ The only impure piece of the log core. Its steps for a batch of signed events
    process's cache of committed nodes (ledger.storage.store.ProofCache), not a new read.
 
 Any failure raises a typed error and writes nothing.
+
+The commit hook (:attr:`Appender.on_commit_tx`): what the composition root hands the log to
+write in the append's own transaction once the batch's rows are written (the memory service
+applies its projection there, ledger.memory.in_pass). The log never imports what it runs. It
+runs inside a SAVEPOINT: a hook that raises is rolled back to it, logged, and the append
+still commits (what the hook writes is derived from the log and is written again later);
+a savepoint that cannot be rolled back fails the append (the transaction is unusable, so
+nothing is acknowledged). Its announcement runs only once the transaction committed.
 """
 
 from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -72,9 +80,39 @@ from verifier.merkle import (
 )
 from verifier.note import VerifierKey, checkpoint_text, sign_note, verify_checkpoint
 
-__all__ = ["Appender"]
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+__all__ = ["Appender", "CommitHook", "CommittedBatch"]
 
 _log = logging.getLogger("engram.log")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommittedBatch:
+    """What one append transaction wrote, as the commit hook sees it (built from the batch in
+    memory, nothing read back): its leaves in index order, the body bytes stored for each
+    (same positions), and the indices whose stored bodies the batch deleted (erasures)."""
+
+    leaves: tuple[Leaf, ...]
+    bodies: tuple[bytes, ...]
+    erased: frozenset[int]
+
+    @property
+    def start(self) -> int:
+        """The first index the batch wrote (the log's size before it)."""
+        return self.leaves[0].index
+
+    @property
+    def end(self) -> int:
+        """The log's size after the batch."""
+        return self.leaves[-1].index + 1
+
+
+#: ``hook(connection, batch)`` runs in the append's transaction after the batch's rows are
+#: written (inside a SAVEPOINT); it may return an announcement, called once the transaction
+#: committed (never if it rolled back).
+CommitHook = Callable[["Connection", CommittedBatch], Callable[[], None] | None]
 
 
 @dataclass(slots=True)
@@ -264,6 +302,9 @@ class Appender(PrepareEdge):
         self.witnesses: WitnessSubmitter | None = None
         #: operational problems reported after commits (:meth:`report_problem`)
         self._problems: dict[str, str] = {}
+        #: Written in each append's transaction after its rows (module docstring); set by the
+        #: composition root (the memory service: ledger.memory.in_pass), never by the log.
+        self.on_commit_tx: CommitHook | None = None
 
     def append(
         self,
@@ -330,9 +371,15 @@ class Appender(PrepareEdge):
             for item in pending:
                 self._integrate(batch, item)  # 4
             note, root = self._commit(tx, batch)  # 5
+            announce = self._run_commit_hook(tx, batch)
         # Committed (the transaction's exit returned): only now may the new frontier and
         # the batch's nodes stand for the log's state in this process.
         self._frontier = (batch.size, [h for _, _, h in batch.border.nodes], batch.last_ts)
+        if announce is not None:
+            try:
+                announce()
+            except Exception:  # committed: the receipts are answered whatever it did
+                _log.exception("the commit hook's announcement after entry %d failed", batch.size - 1)
         self.store.key_streams.appended(batch.built)
         if record:
             self.record_signed(batch.size, root)
@@ -342,6 +389,34 @@ class Appender(PrepareEdge):
             batch.start_nodes,
         )
         return _receipts(self.store, self.verifier_key, batch, note, root)  # 6
+
+    def _run_commit_hook(self, tx: WriteTx, batch: _Batch) -> Callable[[], None] | None:
+        """:attr:`on_commit_tx` on the batch, in a SAVEPOINT of the append's transaction
+        (module docstring): its failure is rolled back to the savepoint and logged, and the
+        append goes on to commit; a rollback that itself fails raises (the append fails,
+        nothing is acknowledged). Returns the hook's announcement."""
+        hook = self.on_commit_tx
+        if hook is None:
+            return None
+        committed = CommittedBatch(
+            leaves=tuple(batch.built),
+            bodies=tuple(r["body"] for r in batch.body_rows),
+            erased=frozenset(batch.erased_bodies),
+        )
+        conn = tx.connection
+        savepoint = conn.begin_nested()
+        try:
+            announce = hook(conn, committed)
+        except Exception:
+            savepoint.rollback()  # raises if the transaction is unusable: the append fails
+            _log.exception(
+                "the commit hook failed on entries %d..%d; rolled back to its savepoint, the entries commit",
+                committed.start,
+                committed.end - 1,
+            )
+            return None
+        savepoint.commit()
+        return announce
 
     def record_signed(self, size: int, root: bytes) -> None:
         """After a commit: the signer's own record (ledger.signed_head) names the checkpoint

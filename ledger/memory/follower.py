@@ -152,6 +152,15 @@ class Follower:
                 self._applied_cv.wait(left)
             return self._follower_applied
 
+    def applied_in_pass(self, size: int) -> None:
+        """The append pass applied the projection through ``size`` and committed
+        (ledger.memory.in_pass): the readers waiting for a round that reaches it go on, and
+        what the door deferred below it is applied."""
+        with self._due_lock:
+            if self._deferred_from is not None and self._deferred_from < size:
+                self._deferred_from = None
+        self._applied(size)
+
     def _applied(self, size: int) -> None:
         with self._applied_cv:
             self._follower_applied = max(self._follower_applied, size)

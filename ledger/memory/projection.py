@@ -83,6 +83,9 @@ class Projection:
         self._erasure_applied = False
         #: called with the applied size after each committed chunk (a rebuild's progress)
         self._on_chunk: Callable[[int], None] | None = None
+        #: entries this process's catch-up (sync) applied; the append pass's are counted by
+        #: ledger.memory.in_pass
+        self.synced = 0
 
     # -- applying the log -------------------------------------------------------------
 
@@ -176,6 +179,7 @@ class Projection:
                 if fts_deferred and end >= target:
                     self._rebuild_fulltext(conn)
                 conn.execute(update(mem_cursor).where(mem_cursor.c.id == 1).values(applied_size=end))
+            self.synced += end - applied
             if self._on_chunk is not None:
                 self._on_chunk(end)
             if end >= target:

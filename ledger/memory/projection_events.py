@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, select
 
 from engram.protocol.errors import LogIntegrityError, StorageError
+from ledger.append import CommittedBatch
 from ledger.memory.state import STANDS_IN_KINDS, LoggedEvent, stand_in, stand_ins
 from ledger.storage.schema import bodies, leaves
 from ledger.storage.store import blob
@@ -21,7 +22,7 @@ from verifier.errors import MalformedError, VerificationError
 from verifier.event import Leaf, commitment_of
 from verifier.jcs import parse_strict
 
-__all__ = ["event_rows", "read_events"]
+__all__ = ["committed_events", "event_rows", "read_events"]
 
 
 def read_events(conn: Connection, start: int, end: int) -> list[LoggedEvent]:
@@ -31,6 +32,33 @@ def read_events(conn: Connection, start: int, end: int) -> list[LoggedEvent]:
     if [ev.index for ev in out] != list(range(start, end)):
         raise StorageError(f"leaves {start}..{end} are not all present")
     return out
+
+
+def committed_events(batch: CommittedBatch) -> list[LoggedEvent] | None:
+    """The entries an append just wrote, as :func:`read_events` returns them once the batch
+    committed, built from the batch in memory (its leaves and the body bytes it stored;
+    nothing is read back). None when the batch erased a body: what an erasure takes
+    changes how earlier entries read (their bodies go, stand-ins replace some), which only a
+    read of the log after the erasure gives.
+
+    Why it equals :func:`read_events` otherwise: each entry's leaf is the one stored (the
+    same bytes; index, timestamp, agent and kind come from it), each entry has its body row
+    (the append writes one per entry) holding exactly these bytes, parsed here as there, and
+    with every body present no stand-in applies. The commitment :func:`event_rows` checks
+    was checked on these bytes before the lock (``verify_body`` at the prepare edge).
+    ``tests/contract/test_projection_in_pass.py`` compares the two."""
+    if batch.erased:
+        return None
+    return [
+        LoggedEvent(
+            index=leaf.index,
+            timestamp_us=leaf.timestamp_us,
+            agent=leaf.envelope.agent,
+            kind=leaf.envelope.kind,
+            body=parse_strict(raw, max_bytes=1 << 24),
+        )
+        for leaf, raw in zip(batch.leaves, batch.bodies, strict=True)
+    ]
 
 
 def event_rows(conn: Connection, where: Any) -> list[LoggedEvent]:

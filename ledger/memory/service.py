@@ -34,6 +34,7 @@ from ledger.memory.door import Door, Submitted
 from ledger.memory.embed import Embedder
 from ledger.memory.embed_batches import LengthBatched
 from ledger.memory.follower import Follower
+from ledger.memory.in_pass import InPassProjector
 from ledger.memory.policy import Decision, PolicyConfig
 from ledger.memory.projection import Projection
 from ledger.memory.recall import RecallResult
@@ -81,6 +82,10 @@ class MemoryService:
         self.follower = Follower(ledger, self.projection, self.vectors)
         self.decisions = Decisions(ledger, self.projection, self.follower, self.config, self.flush_access)
         self.follower.hold_caps = self.decisions.hold_caps
+        # The committing pass applies the projection for what it commits (in_pass); the
+        # follower catches up what it leaves.
+        self.in_pass = InPassProjector(self.follower)
+        ledger.on_commit_tx = self.in_pass
         self.access = AccessLog(
             lambda agent, bodies: self.decisions.append_retrying(agent, "memory.accessed", *bodies),
             key=None if ledger.policy_key is None else query_key(ledger.policy_key),

@@ -61,6 +61,12 @@ class WriteTx:
         self._key_streams = key_streams or KeyStreams()
         self._checkpoint_max: int | None = None
 
+    @property
+    def connection(self) -> Connection:
+        """The transaction's connection, for the commit hook that writes in this same
+        transaction (ledger.append, ``on_commit_tx``)."""
+        return self._conn
+
     def derive_keys(
         self, agents: Iterable[str], below: int
     ) -> tuple[dict[str, KeyRecord], dict[str, str | None]]:

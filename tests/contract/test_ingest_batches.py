@@ -50,6 +50,9 @@ def test_a_sessions_turns_are_applied_in_one_batch_and_recall_reads_them_at_once
 ) -> None:
     embedder = CountingEmbedder()
     memory = MemoryService(ledger, embedder=embedder, access_log="off")
+    # The follower's path (the pass left the entries, as it leaves an erasure's): the append
+    # pass's own projector is off here; tests/contract/test_projection_in_pass.py covers it.
+    ledger.on_commit_tx = None
     ada = memory_for(memory, make_agent("ada"))
     sid = ada.open_session(title="ingest")
     moves = _cursor_moves(ledger)
@@ -69,6 +72,9 @@ def test_deferred_turns_are_applied_once_the_lag_bound_is_reached(
     ledger: Ledger, make_agent: Callable[..., Agent]
 ) -> None:
     memory = MemoryService(ledger, access_log="off")
+    # The follower's path (the pass left the entries, as it leaves an erasure's): the append
+    # pass's own projector is off here; tests/contract/test_projection_in_pass.py covers it.
+    ledger.on_commit_tx = None
     ada = memory_for(memory, make_agent("ada"))
     sid = ada.open_session()
     moves = _cursor_moves(ledger)

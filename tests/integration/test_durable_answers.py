@@ -51,6 +51,9 @@ def test_a_stalled_projection_never_blocks_a_record_or_a_turn(ledger: Ledger) ->
     a session's opening are still answered, durable, with their item named; a read naming the
     last write waits for the projection and then sees every one of them."""
     memory = MemoryService(ledger, access_log="off")
+    # The follower's path (the pass left the entries, as it leaves an erasure's): the append
+    # pass's own projector is off here; tests/contract/test_projection_in_pass.py covers it.
+    ledger.on_commit_tx = None
     client, t, mem = _client(ledger, memory, "writer")
     with client:
         assert _until(lambda: memory.follower._following)
@@ -153,6 +156,9 @@ def test_a_reader_applies_the_log_itself_when_the_follower_stalls(
 
     monkeypatch.setattr(service, "FOLLOWER_WAIT_S", 0.2)
     memory = MemoryService(ledger, access_log="off")
+    # The follower's path (the pass left the entries, as it leaves an erasure's): the append
+    # pass's own projector is off here; tests/contract/test_projection_in_pass.py covers it.
+    ledger.on_commit_tx = None
     client, _, mem = _client(ledger, memory, "patient")
     with client:
         assert _until(lambda: memory.follower._following)
