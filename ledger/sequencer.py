@@ -473,13 +473,33 @@ def decode_response(kind: int, payload: bytes) -> Receipt | E.EngramError:
     return _receipt(d) if kind == _OK else _error(d)
 
 
-def _check_receipt(r: Receipt, key: VerifierKey, notes: dict[bytes, tuple[int, bytes]]) -> None:
+def _check_receipt(
+    r: Receipt, key: VerifierKey, notes: dict[bytes, tuple[int, bytes]], sub: Submission
+) -> None:
     """A forwarded receipt is checked as the ledger checks its own before returning it: the
     checkpoint note's signature (``notes``: notes already verified, with their size and
     root; this one is added), that the proof is to that note's size and root, that the leaf
-    hashes to the receipt's leaf hash, and the inclusion proof."""
+    hashes to the receipt's leaf hash, and the inclusion proof; and that it is the receipt
+    of ``sub``, the event forwarded: a genuine receipt of another entry (anyone can read
+    one from the log) is no answer (the leaf holds the event's signature, which the log
+    verified over its envelope, and the receipt names the leaf's stream and version)."""
+    from verifier.event import Leaf
     from verifier.merkle import leaf_hash
 
+    try:
+        leaf = Leaf.from_bytes(r.leaf)
+    except E.EngramError:
+        raise E.ProofError("a forwarded receipt's leaf does not parse", check="sequencer.receipt") from None
+    env = leaf.envelope
+    if leaf.signature != sub.signature or (r.index, r.agent, r.kind, r.version) != (
+        leaf.index,
+        env.agent,
+        env.kind,
+        env.version,
+    ):
+        raise E.ProofError(
+            "a forwarded receipt is not the receipt of the event forwarded", check="sequencer.receipt"
+        )
     tree = notes.get(r.checkpoint)
     if tree is None:
         cp = verify_checkpoint(r.checkpoint, key)
@@ -691,7 +711,7 @@ class HostSequencer:
             self._release(conn)
             raise answer
         try:
-            self._check(answer)
+            self._check(answer, raw)
         except E.VerificationError:
             conn.close()
             raise
@@ -700,13 +720,13 @@ class HostSequencer:
             self.forwarded += 1
         return answer
 
-    def _check(self, r: Receipt) -> None:
+    def _check(self, r: Receipt, sub: Submission) -> None:
         """:func:`_check_receipt`, each checkpoint note's signature once: a batch's receipts
         share one note, and checking exact bytes under one key is a pure function (the
         latest 64 notes checked are remembered)."""
         with self._mutex:
             notes = dict(self._notes)
-        _check_receipt(r, self.ledger.verifier_key, notes)
+        _check_receipt(r, self.ledger.verifier_key, notes, sub)
         if r.checkpoint not in self._notes:
             with self._mutex:
                 self._notes[r.checkpoint] = notes[r.checkpoint]
