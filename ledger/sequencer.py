@@ -56,7 +56,8 @@ Why this is correct:
   ``ANSWER_TIMEOUT_S`` with the same retryable error.
 * **The socket's trust boundary.** The socket sits in a directory of mode 0700 and is itself
   0600, and the sequencer reads each peer's uid (``SO_PEERCRED``) and refuses any but its
-  own (:func:`check_peer`). A peer of the same uid can read the log's key and open the
+  own (:func:`check_peer`); a forwarder likewise sends only to a listener of its own uid.
+  A peer of the same uid can read the log's key and open the
   database, so trusting what it vouches for grants nothing it lacks: its ``operator``/``system``
   flags, and that it verified an event's signature with a given public key (the forwarder's
   prepare did; the sequencer then skips that one Ed25519 check, about half a millisecond a
@@ -637,6 +638,8 @@ class HostSequencer:
     def __init__(self, ledger: Ledger, paths: HostPaths) -> None:
         self.ledger = ledger
         self.paths = paths
+        #: the uid a sequencer this process forwards to must run as (its own)
+        self.uid = os.getuid()
         self._mutex = threading.Lock()
         self._idle: list[socket.socket] = []  # connected, hello done, no request in flight
         #: checkpoint notes whose signature verified -> (size, root)
@@ -766,6 +769,10 @@ class HostSequencer:
         try:
             s.settimeout(FRAME_TIMEOUT_S)
             s.connect(path)
+            # Whoever listens there must be of this uid, as the sequencer requires of its
+            # peers: a process of another uid that bound the path first (a planted directory)
+            # would otherwise be sent every forwarded event and could answer for the log.
+            check_peer(s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size), self.uid)
             s.sendall(_hello(self.ledger.vkey))
             kind, payload = read_frame(s, first_timeout=FRAME_TIMEOUT_S)
             if kind != _HELLO or payload != self.ledger.vkey.encode():

@@ -4,6 +4,7 @@ acknowledge an event that was not logged nor stop the host's appends (issue 43, 
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -124,3 +125,26 @@ def test_a_forwarder_never_acknowledges_a_receipt_for_another_event(
         assert impostor.requests == 1 and ledger.size() == size
     finally:
         impostor.close()
+
+
+def test_a_forwarder_sends_nothing_to_a_sequencer_of_another_uid(
+    ledger: Ledger, forwarder: Ledger, db_url: str, tmp_path: Path, clock: StepClock
+) -> None:
+    """The sequencer serves only its own uid; the forwarder likewise forwards only to its own
+    uid (SO_PEERCRED of the listening process): a process of another uid at the socket path
+    would be sent every event's body and could answer in the log's name. Here the sequencer
+    is genuine but the forwarder is told it runs as another uid: it appends locally."""
+    leader = attach(ledger, db_url, tmp_path / "home")
+    try:
+        frank = AgentSigner("frank", Ed25519PrivateKey.generate(), origin=ledger.origin)
+        ledger.append([frank.registration(client_time_us=clock())], operator=True)
+        assert leader.is_sequencer and leader.server is not None
+        fwd = _seq(forwarder)
+        fwd.uid = os.getuid() + 1
+        r = forwarder.append(
+            [frank.event("commitment", {"promise": "f"}, version=0, prev=None, client_time_us=clock())]
+        )[0]
+        assert fwd.forwarded == 0 and fwd.local == 1 and leader.server.forwarded == 0
+        assert ledger.store.leaf(r.index) == r.leaf
+    finally:
+        leader.close()
