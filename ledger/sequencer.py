@@ -646,6 +646,7 @@ class HostSequencer:
         self._notes: dict[bytes, tuple[int, bytes]] = {}
         self._lock_fd: int | None = None
         self.server: _Server | None = None
+        self._warned = False  # _cannot_lead said why
         #: appends this process forwarded, and appended locally while no sequencer answered
         self.forwarded = 0
         self.local = 0
@@ -787,7 +788,13 @@ class HostSequencer:
         with self._mutex:
             if self.server is not None:
                 return
-            fd = os.open(self.paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                # O_NOFOLLOW: a symlink planted at the lock's path would have this process
+                # create (and lock) a file wherever it points, with its privileges.
+                fd = os.open(self.paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+            except OSError as e:
+                self._cannot_lead(f"its lock {self.paths.lock} cannot be opened ({e.strerror})")
+                return
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as e:
@@ -803,6 +810,15 @@ class HostSequencer:
             self._lock_fd = fd
             self.server = _Server(self.ledger, listener)
             _log.info("this process is the host's sequencer (%s)", self.paths.socket)
+
+    def _cannot_lead(self, why: str) -> None:
+        """This process cannot serve (its lock or socket directory is not safely its own,
+        e.g. planted by another user in a shared directory): it appends locally, as when no
+        sequencer answers, and says so once. Refusing the append instead would let whoever
+        can create a file beside the database stop every write of the host."""
+        if not self._warned:
+            self._warned = True
+            _log.warning("this process cannot be the host's sequencer, it appends locally: %s", why)
 
     def _listen(self) -> socket.socket:
         _private_dir(self.paths.socket_dir)

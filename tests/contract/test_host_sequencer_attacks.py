@@ -148,3 +148,20 @@ def test_a_forwarder_sends_nothing_to_a_sequencer_of_another_uid(
         assert ledger.store.leaf(r.index) == r.leaf
     finally:
         leader.close()
+
+
+def test_a_symlink_planted_at_the_lock_path_is_not_followed_and_appends_go_on(
+    forwarder: Ledger, tmp_path: Path, clock: StepClock
+) -> None:
+    """Whoever can create a file beside the database may plant a symlink at the sequencer's
+    lock path: opening it must not create (or lock) the file it points to, and the append
+    is made locally instead of failing."""
+    paths = _seq(forwarder).paths
+    target = tmp_path / "elsewhere" / "created-by-the-service"
+    target.parent.mkdir()
+    paths.lock.symlink_to(target)
+    gina = AgentSigner("gina", Ed25519PrivateKey.generate(), origin=forwarder.origin)
+    r = forwarder.append([gina.registration(client_time_us=clock())], operator=True)[0]
+    assert not target.exists() and paths.lock.is_symlink()
+    assert not _seq(forwarder).is_sequencer and _seq(forwarder).local == 1
+    assert forwarder.store.leaf(r.index) == r.leaf
