@@ -804,6 +804,10 @@ class HostSequencer:
                 raise
             try:
                 listener = self._listen()
+            except (E.StorageError, OSError) as e:
+                os.close(fd)  # releases the lock: another process may serve
+                self._cannot_lead(str(e))
+                return
             except BaseException:
                 os.close(fd)
                 raise

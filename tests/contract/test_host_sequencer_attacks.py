@@ -165,3 +165,19 @@ def test_a_symlink_planted_at_the_lock_path_is_not_followed_and_appends_go_on(
     assert not target.exists() and paths.lock.is_symlink()
     assert not _seq(forwarder).is_sequencer and _seq(forwarder).local == 1
     assert forwarder.store.leaf(r.index) == r.leaf
+
+
+def test_a_socket_directory_planted_open_makes_appends_local_not_failed(
+    forwarder: Ledger, clock: StepClock, cleanup: list[Path]
+) -> None:
+    """The socket's directory (under the system's temporary directory when the path is
+    long) may be created first by someone else, or left open: the process refuses to serve
+    from it, and its appends are made locally rather than refused."""
+    paths = _seq(forwarder).paths
+    cleanup.append(paths.socket_dir)
+    _make_dir(paths.socket_dir, 0o755)  # not private: as another user's planted one is not ours
+    hana = AgentSigner("hana", Ed25519PrivateKey.generate(), origin=forwarder.origin)
+    r = forwarder.append([hana.registration(client_time_us=clock())], operator=True)[0]
+    assert not _seq(forwarder).is_sequencer and _seq(forwarder).local == 1
+    assert forwarder.store.leaf(r.index) == r.leaf
+    assert not paths.socket.exists()
