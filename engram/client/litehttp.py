@@ -150,6 +150,12 @@ class LiteHttp:
                 else:
                     self._give(key, conn)
                 return LiteResponse(resp.status, _Headers(resp.getheaders()), body)
+            except (http.client.InvalidURL, ValueError) as e:
+                # refused before a byte was sent: a control character in the path, a header
+                # that would split the request (CR/LF) or is not Latin-1. Not a transport
+                # failure (a StorageError invites a retry): the request itself is malformed.
+                conn.close()
+                raise MalformedError(f"not a request to send: {e}", check="http.request") from None
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as e:
                 # a kept-alive connection the server had closed: reconnect once (a fresh
                 # connection that fails is not retried: the request may have arrived)
