@@ -84,6 +84,7 @@ import stat
 import struct
 import tempfile
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -217,9 +218,16 @@ def _frame(kind: int, payload: bytes) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
-def _read_exact(sock: socket.socket, n: int) -> bytes:
+def _read_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
+    """``n`` bytes, all by ``deadline`` (``time.monotonic``; None: no bound): a timeout on
+    each ``recv`` alone would let a peer sending a byte at a time hold a frame open forever."""
     buf = bytearray()
     while len(buf) < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"{n - len(buf)} bytes of a frame still missing at its deadline")
+            sock.settimeout(left)
         chunk = sock.recv(min(n - len(buf), 1 << 20))
         if not chunk:
             raise EOFError
@@ -228,14 +236,18 @@ def _read_exact(sock: socket.socket, n: int) -> bytes:
 
 
 def read_frame(sock: socket.socket, *, first_timeout: float | None) -> tuple[int, bytes]:
-    """One frame: (kind, payload). EOFError when the peer closed before or within it;
-    MalformedError when its length or version is out of bounds (its bytes are not read)."""
-    sock.settimeout(first_timeout)
-    (n,) = _HEADER.unpack(_read_exact(sock, _HEADER.size))
+    """One frame: (kind, payload). Its length within ``first_timeout`` (None: waits), the
+    rest within :data:`FRAME_TIMEOUT_S` of it (or ``first_timeout``, when given), in all:
+    else TimeoutError. EOFError when the peer closed before or within it; MalformedError
+    when its length or version is out of bounds (its bytes are not read)."""
+    sock.settimeout(None)
+    start = None if first_timeout is None else time.monotonic() + first_timeout
+    (n,) = _HEADER.unpack(_read_exact(sock, _HEADER.size, start))
     if not 2 <= n <= MAX_FRAME:
         raise _refuse(f"length {n} is outside [2, {MAX_FRAME}]")
-    sock.settimeout(FRAME_TIMEOUT_S if first_timeout is None else first_timeout)
-    data = _read_exact(sock, n)
+    rest = FRAME_TIMEOUT_S if first_timeout is None else first_timeout
+    data = _read_exact(sock, n, time.monotonic() + rest)
+    sock.settimeout(rest)  # what the answer's send may take
     if data[0] != _VERSION:
         raise _refuse(f"version {data[0]} is not {_VERSION}")
     return data[1], data[2:]

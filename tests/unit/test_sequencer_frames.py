@@ -252,3 +252,44 @@ def test_the_lock_and_socket_sit_beside_sqlite_and_under_the_home_for_postgres(t
     deep = tmp_path / ("d" * 120)
     long = host_paths(f"sqlite:///{deep / 'engram.db'}", tmp_path)
     assert len(str(long.socket)) <= 100 and long.lock.parent == deep  # the socket moves, the lock stays
+
+
+class _Trickle:
+    """A peer that sends a frame a byte per ``recv``, each taking ``step`` seconds of a fake
+    clock (no real waiting)."""
+
+    def __init__(self, frame: bytes, clock: list[float], step: float) -> None:
+        self.data = frame
+        self.clock = clock
+        self.step = step
+        self.timeouts: list[float | None] = []
+
+    def settimeout(self, t: float | None) -> None:
+        self.timeouts.append(t)
+
+    def recv(self, n: int) -> bytes:
+        self.clock[0] += self.step
+        if self.timeouts[-1] is not None and self.step > self.timeouts[-1]:
+            raise TimeoutError("timed out")  # what a socket would do
+        out, self.data = self.data[:1], self.data[1:]
+        return out
+
+
+@pytest.mark.parametrize("first_timeout", [None, 30.0])
+def test_a_peer_sending_a_frame_a_byte_at_a_time_is_cut_off_at_the_frames_deadline(
+    first_timeout: float | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rest of a frame must arrive within FRAME_TIMEOUT_S (or the read's own timeout) in
+    all, not per ``recv``: a peer trickling a byte every 9 s (under the 10 s of one recv)
+    would otherwise hold a sequencer connection, and its thread, open forever."""
+    import ledger.sequencer as seq_module
+
+    clock = [0.0]
+    monkeypatch.setattr(seq_module.time, "monotonic", lambda: clock[0])
+    frame = encode_request(
+        Submission(envelope=b"e" * 200, signature=b"s", body=b"b", salt=b"x"), operator=False, system=False
+    )
+    peer = _Trickle(frame, clock, step=seq_module.FRAME_TIMEOUT_S * 0.9)
+    with pytest.raises(TimeoutError):
+        read_frame(peer, first_timeout=first_timeout)  # type: ignore[arg-type]
+    assert len(peer.data) > len(frame) - 10  # cut off after a few bytes, not read whole
