@@ -628,14 +628,17 @@ class _Server:
 
 
 def _alive(conn: socket.socket) -> bool:
-    """An idle connection still open at the other end (no EOF, no stray bytes, no error)."""
+    """An idle connection still open at the other end (no EOF, no stray bytes, no error).
+    It is left with a send timeout of :data:`FRAME_TIMEOUT_S`, as a new connection has:
+    blocking without one, a request larger than the socket's buffer sent to a sequencer that
+    hangs (stopped, or stuck) would wait forever instead of being appended locally."""
     try:
         conn.setblocking(False)
         try:
             conn.recv(1, socket.MSG_PEEK)  # returns: b"" (closed) or bytes out of turn
             return False
         finally:
-            conn.setblocking(True)
+            conn.settimeout(FRAME_TIMEOUT_S)
     except BlockingIOError:
         return True
     except OSError:

@@ -293,3 +293,20 @@ def test_a_peer_sending_a_frame_a_byte_at_a_time_is_cut_off_at_the_frames_deadli
     with pytest.raises(TimeoutError):
         read_frame(peer, first_timeout=first_timeout)  # type: ignore[arg-type]
     assert len(peer.data) > len(frame) - 10  # cut off after a few bytes, not read whole
+
+
+def test_an_idle_connection_taken_again_keeps_a_send_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forwarder reuses an idle connection after checking it is open: the check must not
+    leave it blocking without a timeout, or a request larger than the socket's buffer sent
+    to a sequencer that stopped reading would wait forever. Here the peer never reads: the
+    send ends in a timeout (an OSError: the forwarder then appends locally)."""
+    import ledger.sequencer as seq_module
+
+    monkeypatch.setattr(seq_module, "FRAME_TIMEOUT_S", 0.05)
+    a, b = socket.socketpair()
+    with a, b:
+        a.settimeout(5)
+        assert seq_module._alive(a)
+        assert a.gettimeout() == 0.05
+        with pytest.raises(TimeoutError):
+            a.sendall(bytes(64 * 1024 * 1024))
