@@ -156,11 +156,15 @@ class LiteHttp:
         content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> LiteResponse:
-        parts = urlsplit(url)
+        try:  # a broken address, or a port that is not a number or out of range: ValueError
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError:
+            raise MalformedError(f"not an http(s) URL: {url!r}", check="http.url") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise MalformedError(f"not an http(s) URL: {url!r}", check="http.url")
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        key = (parts.scheme, parts.hostname, parts.port)
+        key = (parts.scheme, parts.hostname, port)
         for attempt in (0, 1):
             # a retry opens a new connection: another idle one may be as stale as the first
             conn, reused = self._take(key, fresh=attempt == 1)

@@ -33,3 +33,13 @@ def test_a_request_that_would_split_is_refused_typed_before_sending(
         client.request("GET", _URL + path, headers=headers)
     assert refused.value.check == "http.request"
     client.close()
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:port/v1", "http://127.0.0.1:99999/v1", "http://[::1/v1"])
+def test_a_url_whose_port_or_host_does_not_parse_is_refused_typed(url: str) -> None:
+    """A service URL with a port that is no number, out of range, or a broken address is a
+    MalformedError naming ``http.url``, never the ValueError urllib raises."""
+    client = LiteHttp(timeout_s=5)
+    with pytest.raises(MalformedError) as refused:
+        client.request("GET", url)
+    assert refused.value.check == "http.url"
