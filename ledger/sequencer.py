@@ -190,7 +190,7 @@ def _private_dir(path: Path) -> None:
 
 # -- the peer check ------------------------------------------------------------------------
 
-_CRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+_CRED = struct.Struct("iII")  # struct ucred: pid (pid_t), uid and gid (uid_t, gid_t: unsigned)
 
 
 def check_peer(creds: bytes, own_uid: int) -> int:

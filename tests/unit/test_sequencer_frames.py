@@ -310,3 +310,13 @@ def test_an_idle_connection_taken_again_keeps_a_send_timeout(monkeypatch: pytest
         assert a.gettimeout() == 0.05
         with pytest.raises(TimeoutError):
             a.sendall(bytes(64 * 1024 * 1024))
+
+
+@pytest.mark.parametrize("uid", [0, 1000, 2**31, 2**32 - 2])
+def test_a_peer_of_the_same_uid_is_served_whatever_the_uid(uid: int) -> None:
+    """uid_t is unsigned: a uid at or above 2**31 (user namespaces, some container hosts map
+    uids there) is read as itself, not as a negative number unequal to ``os.getuid()``; and
+    a peer one uid off is refused."""
+    assert check_peer(struct.pack("iII", 77, uid, 5), uid) == uid
+    with pytest.raises(E.AuthError):
+        check_peer(struct.pack("iII", 77, uid ^ 1, 5), uid)
