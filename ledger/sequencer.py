@@ -56,7 +56,8 @@ Why this is correct:
   ``ANSWER_TIMEOUT_S`` with the same retryable error.
 * **The socket's trust boundary.** The socket sits in a directory of mode 0700 and is itself
   0600, and the sequencer reads each peer's uid (``SO_PEERCRED``) and refuses any but its
-  own (:func:`check_peer`). A peer of the same uid can read the log's key and open the
+  own (:func:`check_peer`); a forwarder likewise sends only to a listener of its own uid.
+  A peer of the same uid can read the log's key and open the
   database, so trusting what it vouches for grants nothing it lacks: its ``operator``/``system``
   flags, and that it verified an event's signature with a given public key (the forwarder's
   prepare did; the sequencer then skips that one Ed25519 check, about half a millisecond a
@@ -83,6 +84,7 @@ import stat
 import struct
 import tempfile
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,7 +190,7 @@ def _private_dir(path: Path) -> None:
 
 # -- the peer check ------------------------------------------------------------------------
 
-_CRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+_CRED = struct.Struct("iII")  # struct ucred: pid (pid_t), uid and gid (uid_t, gid_t: unsigned)
 
 
 def check_peer(creds: bytes, own_uid: int) -> int:
@@ -216,9 +218,16 @@ def _frame(kind: int, payload: bytes) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
-def _read_exact(sock: socket.socket, n: int) -> bytes:
+def _read_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
+    """``n`` bytes, all by ``deadline`` (``time.monotonic``; None: no bound): a timeout on
+    each ``recv`` alone would let a peer sending a byte at a time hold a frame open forever."""
     buf = bytearray()
     while len(buf) < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"{n - len(buf)} bytes of a frame still missing at its deadline")
+            sock.settimeout(left)
         chunk = sock.recv(min(n - len(buf), 1 << 20))
         if not chunk:
             raise EOFError
@@ -227,14 +236,18 @@ def _read_exact(sock: socket.socket, n: int) -> bytes:
 
 
 def read_frame(sock: socket.socket, *, first_timeout: float | None) -> tuple[int, bytes]:
-    """One frame: (kind, payload). EOFError when the peer closed before or within it;
-    MalformedError when its length or version is out of bounds (its bytes are not read)."""
-    sock.settimeout(first_timeout)
-    (n,) = _HEADER.unpack(_read_exact(sock, _HEADER.size))
+    """One frame: (kind, payload). Its length within ``first_timeout`` (None: waits), the
+    rest within :data:`FRAME_TIMEOUT_S` of it (or ``first_timeout``, when given), in all:
+    else TimeoutError. EOFError when the peer closed before or within it; MalformedError
+    when its length or version is out of bounds (its bytes are not read)."""
+    sock.settimeout(None)
+    start = None if first_timeout is None else time.monotonic() + first_timeout
+    (n,) = _HEADER.unpack(_read_exact(sock, _HEADER.size, start))
     if not 2 <= n <= MAX_FRAME:
         raise _refuse(f"length {n} is outside [2, {MAX_FRAME}]")
-    sock.settimeout(FRAME_TIMEOUT_S if first_timeout is None else first_timeout)
-    data = _read_exact(sock, n)
+    rest = FRAME_TIMEOUT_S if first_timeout is None else first_timeout
+    data = _read_exact(sock, n, time.monotonic() + rest)
+    sock.settimeout(rest)  # what the answer's send may take
     if data[0] != _VERSION:
         raise _refuse(f"version {data[0]} is not {_VERSION}")
     return data[1], data[2:]
@@ -473,13 +486,33 @@ def decode_response(kind: int, payload: bytes) -> Receipt | E.EngramError:
     return _receipt(d) if kind == _OK else _error(d)
 
 
-def _check_receipt(r: Receipt, key: VerifierKey, notes: dict[bytes, tuple[int, bytes]]) -> None:
+def _check_receipt(
+    r: Receipt, key: VerifierKey, notes: dict[bytes, tuple[int, bytes]], sub: Submission
+) -> None:
     """A forwarded receipt is checked as the ledger checks its own before returning it: the
     checkpoint note's signature (``notes``: notes already verified, with their size and
     root; this one is added), that the proof is to that note's size and root, that the leaf
-    hashes to the receipt's leaf hash, and the inclusion proof."""
+    hashes to the receipt's leaf hash, and the inclusion proof; and that it is the receipt
+    of ``sub``, the event forwarded: a genuine receipt of another entry (anyone can read
+    one from the log) is no answer (the leaf holds the event's signature, which the log
+    verified over its envelope, and the receipt names the leaf's stream and version)."""
+    from verifier.event import Leaf
     from verifier.merkle import leaf_hash
 
+    try:
+        leaf = Leaf.from_bytes(r.leaf)
+    except E.EngramError:
+        raise E.ProofError("a forwarded receipt's leaf does not parse", check="sequencer.receipt") from None
+    env = leaf.envelope
+    if leaf.signature != sub.signature or (r.index, r.agent, r.kind, r.version) != (
+        leaf.index,
+        env.agent,
+        env.kind,
+        env.version,
+    ):
+        raise E.ProofError(
+            "a forwarded receipt is not the receipt of the event forwarded", check="sequencer.receipt"
+        )
     tree = notes.get(r.checkpoint)
     if tree is None:
         cp = verify_checkpoint(r.checkpoint, key)
@@ -595,14 +628,17 @@ class _Server:
 
 
 def _alive(conn: socket.socket) -> bool:
-    """An idle connection still open at the other end (no EOF, no stray bytes, no error)."""
+    """An idle connection still open at the other end (no EOF, no stray bytes, no error).
+    It is left with a send timeout of :data:`FRAME_TIMEOUT_S`, as a new connection has:
+    blocking without one, a request larger than the socket's buffer sent to a sequencer that
+    hangs (stopped, or stuck) would wait forever instead of being appended locally."""
     try:
         conn.setblocking(False)
         try:
             conn.recv(1, socket.MSG_PEEK)  # returns: b"" (closed) or bytes out of turn
             return False
         finally:
-            conn.setblocking(True)
+            conn.settimeout(FRAME_TIMEOUT_S)
     except BlockingIOError:
         return True
     except OSError:
@@ -617,12 +653,15 @@ class HostSequencer:
     def __init__(self, ledger: Ledger, paths: HostPaths) -> None:
         self.ledger = ledger
         self.paths = paths
+        #: the uid a sequencer this process forwards to must run as (its own)
+        self.uid = os.getuid()
         self._mutex = threading.Lock()
         self._idle: list[socket.socket] = []  # connected, hello done, no request in flight
         #: checkpoint notes whose signature verified -> (size, root)
         self._notes: dict[bytes, tuple[int, bytes]] = {}
         self._lock_fd: int | None = None
         self.server: _Server | None = None
+        self._warned = False  # _cannot_lead said why
         #: appends this process forwarded, and appended locally while no sequencer answered
         self.forwarded = 0
         self.local = 0
@@ -691,7 +730,7 @@ class HostSequencer:
             self._release(conn)
             raise answer
         try:
-            self._check(answer)
+            self._check(answer, raw)
         except E.VerificationError:
             conn.close()
             raise
@@ -700,13 +739,13 @@ class HostSequencer:
             self.forwarded += 1
         return answer
 
-    def _check(self, r: Receipt) -> None:
+    def _check(self, r: Receipt, sub: Submission) -> None:
         """:func:`_check_receipt`, each checkpoint note's signature once: a batch's receipts
         share one note, and checking exact bytes under one key is a pure function (the
         latest 64 notes checked are remembered)."""
         with self._mutex:
             notes = dict(self._notes)
-        _check_receipt(r, self.ledger.verifier_key, notes)
+        _check_receipt(r, self.ledger.verifier_key, notes, sub)
         if r.checkpoint not in self._notes:
             with self._mutex:
                 self._notes[r.checkpoint] = notes[r.checkpoint]
@@ -746,6 +785,10 @@ class HostSequencer:
         try:
             s.settimeout(FRAME_TIMEOUT_S)
             s.connect(path)
+            # Whoever listens there must be of this uid, as the sequencer requires of its
+            # peers: a process of another uid that bound the path first (a planted directory)
+            # would otherwise be sent every forwarded event and could answer for the log.
+            check_peer(s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size), self.uid)
             s.sendall(_hello(self.ledger.vkey))
             kind, payload = read_frame(s, first_timeout=FRAME_TIMEOUT_S)
             if kind != _HELLO or payload != self.ledger.vkey.encode():
@@ -760,7 +803,13 @@ class HostSequencer:
         with self._mutex:
             if self.server is not None:
                 return
-            fd = os.open(self.paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                # O_NOFOLLOW: a symlink planted at the lock's path would have this process
+                # create (and lock) a file wherever it points, with its privileges.
+                fd = os.open(self.paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+            except OSError as e:
+                self._cannot_lead(f"its lock {self.paths.lock} cannot be opened ({e.strerror})")
+                return
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as e:
@@ -770,12 +819,25 @@ class HostSequencer:
                 raise
             try:
                 listener = self._listen()
+            except (E.StorageError, OSError) as e:
+                os.close(fd)  # releases the lock: another process may serve
+                self._cannot_lead(str(e))
+                return
             except BaseException:
                 os.close(fd)
                 raise
             self._lock_fd = fd
             self.server = _Server(self.ledger, listener)
             _log.info("this process is the host's sequencer (%s)", self.paths.socket)
+
+    def _cannot_lead(self, why: str) -> None:
+        """This process cannot serve (its lock or socket directory is not safely its own,
+        e.g. planted by another user in a shared directory): it appends locally, as when no
+        sequencer answers, and says so once. Refusing the append instead would let whoever
+        can create a file beside the database stop every write of the host."""
+        if not self._warned:
+            self._warned = True
+            _log.warning("this process cannot be the host's sequencer, it appends locally: %s", why)
 
     def _listen(self) -> socket.socket:
         _private_dir(self.paths.socket_dir)

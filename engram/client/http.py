@@ -179,6 +179,21 @@ def _is_transport_error(e: Exception) -> bool:
     return httpx_mod is not None and isinstance(e, httpx_mod.HTTPError)
 
 
+def _retry_after_s(resp: HttpResponse) -> int:
+    """A 429's ``Retry-After`` in whole seconds, at least 1 (RFC 9110 section 10.2.3:
+    delay-seconds, digits only). Anything else (a date, a fraction, a sign, nan, inf, empty)
+    reads as 1: a zero, negative or non-finite wait would have the client ask again at once,
+    forever, or crash on an untyped error."""
+    value = (resp.headers.get("retry-after") or "").strip()
+    if not (value.isascii() and value.isdigit()):
+        return 1
+    return _MAX_RETRY_AFTER_S if len(value) > 9 else min(max(1, int(value)), _MAX_RETRY_AFTER_S)
+
+
+#: The longest ``Retry-After`` a rate limit reports (a day; digits beyond are not parsed).
+_MAX_RETRY_AFTER_S = 86_400
+
+
 def _raise_problem(resp: HttpResponse) -> None:
     """Turn an RFC 9457 problem into the typed error its ``type`` names (the table shared with
     the service, :data:`engram.protocol.problems.PROBLEMS`)."""
@@ -203,7 +218,7 @@ def _raise_problem(resp: HttpResponse) -> None:
             head_leaf_hash=p.get("head_leaf_hash"),
         )
     if issubclass(row.error, RateLimitedError):
-        raise RateLimitedError(detail, retry_after_s=int(resp.headers.get("retry-after", "1") or 1))
+        raise RateLimitedError(detail, retry_after_s=_retry_after_s(resp))
     if issubclass(row.error, VerificationError):
         raise row.error(detail, check=check)
     if issubclass(row.error, LogIntegrityError):
@@ -387,7 +402,7 @@ class HttpTransport:
                     raise
                 raise StorageError(f"cannot reach the Engram service at {self.base_url}: {e}") from e
             if resp.status_code == 429:
-                wait = float(resp.headers.get("retry-after", "1") or 1)
+                wait = float(_retry_after_s(resp))
                 if waited + wait <= self.max_wait_s:
                     time.sleep(wait)
                     waited += wait

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import threading
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -39,6 +40,31 @@ __all__ = ["MAX_IDLE", "MAX_RESPONSE_BYTES", "LiteHttp", "LiteResponse", "suffic
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 #: Idle connections kept per origin (more threads at once open more; the extra are closed).
 MAX_IDLE = 16
+
+
+#: Methods sent again on a new connection when a kept-alive one failed after sending.
+_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+
+
+def _open(conn: http.client.HTTPConnection) -> bool:
+    """An idle connection not closed by the server: no EOF, no bytes out of turn, no error
+    (read without blocking, nothing consumed)."""
+    sock = conn.sock
+    if sock is None:
+        return False
+    try:
+        sock.setblocking(False)
+        try:
+            sock.recv(1, socket.MSG_PEEK)  # b"" (closed) or an answer nobody asked for
+            return False
+        finally:
+            sock.settimeout(conn.timeout)
+    except BlockingIOError:
+        return True
+    except ValueError:  # a TLS socket takes no flags: judged by the request as before
+        return True
+    except OSError:
+        return False
 
 
 def suffices(url: str) -> bool:
@@ -101,11 +127,15 @@ class LiteHttp:
         self, key: tuple[str, str, int | None], *, fresh: bool
     ) -> tuple[http.client.HTTPConnection, bool]:
         """An idle connection of the origin (True: reused), or a new one."""
-        if not fresh:
+        while not fresh:
             with self._lock:
                 idle = self._idle.get(key)
-                if idle:
-                    return idle.pop(), True
+                if not idle:
+                    break
+                conn = idle.pop()
+            if _open(conn):
+                return conn, True
+            conn.close()  # the server closed it while idle: nothing was sent on it
         scheme, host, port = key
         cls = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
         return cls(host, port, timeout=self.timeout_s), False
@@ -126,16 +156,22 @@ class LiteHttp:
         content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> LiteResponse:
-        parts = urlsplit(url)
+        try:  # a broken address, or a port that is not a number or out of range: ValueError
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError:
+            raise MalformedError(f"not an http(s) URL: {url!r}", check="http.url") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise MalformedError(f"not an http(s) URL: {url!r}", check="http.url")
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        key = (parts.scheme, parts.hostname, parts.port)
+        key = (parts.scheme, parts.hostname, port)
         for attempt in (0, 1):
             # a retry opens a new connection: another idle one may be as stale as the first
             conn, reused = self._take(key, fresh=attempt == 1)
+            sent = False
             try:
                 conn.request(method, target, body=content, headers=dict(headers or {}))
+                sent = True
                 resp = conn.getresponse()
                 length = resp.getheader("content-length")
                 if length is not None and (not length.isdigit() or int(length) > MAX_RESPONSE_BYTES):
@@ -150,12 +186,25 @@ class LiteHttp:
                 else:
                     self._give(key, conn)
                 return LiteResponse(resp.status, _Headers(resp.getheaders()), body)
+            except (http.client.InvalidURL, ValueError) as e:
+                # refused before a byte was sent: a control character in the path, a header
+                # that would split the request (CR/LF) or is not Latin-1. Not a transport
+                # failure (a StorageError invites a retry): the request itself is malformed.
+                conn.close()
+                raise MalformedError(f"not a request to send: {e}", check="http.request") from None
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as e:
                 # a kept-alive connection the server had closed: reconnect once (a fresh
-                # connection that fails is not retried: the request may have arrived)
+                # connection that fails is not retried: the request may have arrived). Once
+                # the request was sent whole, only an idempotent one is sent again: the server
+                # may have carried out a POST (an append) and died before answering.
                 conn.close()
                 if attempt == 1 or not reused:
                     raise StorageError(f"cannot reach the Engram service at {url}: {e}") from e
+                if sent and method.upper() not in _IDEMPOTENT:
+                    raise StorageError(
+                        f"the Engram service at {url} closed the connection before answering ({e}): "
+                        "the request may or may not have been carried out"
+                    ) from e
             except (OSError, http.client.HTTPException) as e:
                 conn.close()
                 raise StorageError(f"cannot reach the Engram service at {url}: {e}") from e

@@ -252,3 +252,71 @@ def test_the_lock_and_socket_sit_beside_sqlite_and_under_the_home_for_postgres(t
     deep = tmp_path / ("d" * 120)
     long = host_paths(f"sqlite:///{deep / 'engram.db'}", tmp_path)
     assert len(str(long.socket)) <= 100 and long.lock.parent == deep  # the socket moves, the lock stays
+
+
+class _Trickle:
+    """A peer that sends a frame a byte per ``recv``, each taking ``step`` seconds of a fake
+    clock (no real waiting)."""
+
+    def __init__(self, frame: bytes, clock: list[float], step: float) -> None:
+        self.data = frame
+        self.clock = clock
+        self.step = step
+        self.timeouts: list[float | None] = []
+
+    def settimeout(self, t: float | None) -> None:
+        self.timeouts.append(t)
+
+    def recv(self, n: int) -> bytes:
+        self.clock[0] += self.step
+        if self.timeouts[-1] is not None and self.step > self.timeouts[-1]:
+            raise TimeoutError("timed out")  # what a socket would do
+        out, self.data = self.data[:1], self.data[1:]
+        return out
+
+
+@pytest.mark.parametrize("first_timeout", [None, 30.0])
+def test_a_peer_sending_a_frame_a_byte_at_a_time_is_cut_off_at_the_frames_deadline(
+    first_timeout: float | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rest of a frame must arrive within FRAME_TIMEOUT_S (or the read's own timeout) in
+    all, not per ``recv``: a peer trickling a byte every 9 s (under the 10 s of one recv)
+    would otherwise hold a sequencer connection, and its thread, open forever."""
+    import ledger.sequencer as seq_module
+
+    clock = [0.0]
+    monkeypatch.setattr(seq_module.time, "monotonic", lambda: clock[0])
+    frame = encode_request(
+        Submission(envelope=b"e" * 200, signature=b"s", body=b"b", salt=b"x"), operator=False, system=False
+    )
+    peer = _Trickle(frame, clock, step=seq_module.FRAME_TIMEOUT_S * 0.9)
+    with pytest.raises(TimeoutError):
+        read_frame(peer, first_timeout=first_timeout)  # type: ignore[arg-type]
+    assert len(peer.data) > len(frame) - 10  # cut off after a few bytes, not read whole
+
+
+def test_an_idle_connection_taken_again_keeps_a_send_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forwarder reuses an idle connection after checking it is open: the check must not
+    leave it blocking without a timeout, or a request larger than the socket's buffer sent
+    to a sequencer that stopped reading would wait forever. Here the peer never reads: the
+    send ends in a timeout (an OSError: the forwarder then appends locally)."""
+    import ledger.sequencer as seq_module
+
+    monkeypatch.setattr(seq_module, "FRAME_TIMEOUT_S", 0.05)
+    a, b = socket.socketpair()
+    with a, b:
+        a.settimeout(5)
+        assert seq_module._alive(a)
+        assert a.gettimeout() == 0.05
+        with pytest.raises(TimeoutError):
+            a.sendall(bytes(64 * 1024 * 1024))
+
+
+@pytest.mark.parametrize("uid", [0, 1000, 2**31, 2**32 - 2])
+def test_a_peer_of_the_same_uid_is_served_whatever_the_uid(uid: int) -> None:
+    """uid_t is unsigned: a uid at or above 2**31 (user namespaces, some container hosts map
+    uids there) is read as itself, not as a negative number unequal to ``os.getuid()``; and
+    a peer one uid off is refused."""
+    assert check_peer(struct.pack("iII", 77, uid, 5), uid) == uid
+    with pytest.raises(E.AuthError):
+        check_peer(struct.pack("iII", 77, uid ^ 1, 5), uid)
