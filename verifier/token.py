@@ -240,6 +240,11 @@ def verify_token(
             ).build(parsed)
             authorizer.authorize()
         except Exception as e:
+            if _over_limits(e):  # not a refusal of this kind: say so (never skip a candidate for it)
+                raise TokenError(
+                    f"the token could not be evaluated within its limits for {kind}: {e}",
+                    check="token.limits",
+                ) from e
             if kind not in required:
                 continue
             raise TokenError(
@@ -253,9 +258,20 @@ def verify_token(
 
 
 #: The fixed templates need a handful of facts and one iteration; the library's default
-#: time budget (1 ms) fails valid tokens on a loaded machine, so time is bounded more
-#: loosely while facts and iterations keep the library's tight bounds.
-MAX_AUTHORIZER_TIME = datetime.timedelta(milliseconds=100)
+#: time budget (1 ms) fails valid tokens on a loaded machine, so time is bounded loosely
+#: while facts and iterations keep the library's tight bounds (those bound the work a token
+#: can ask for; the templates allow nothing else). The budget is wall time: 100 ms still
+#: failed about one valid token in 600 under the mixed load harness on 2 busy cores (a
+#: thread descheduled mid-evaluation), reported as a scope refusal.
+MAX_AUTHORIZER_TIME = datetime.timedelta(seconds=2)
+
+_LIMITS = "execution limits"
+
+
+def _over_limits(e: BaseException) -> bool:
+    """Whether the library's refusal ``e`` is its execution limits (time, facts,
+    iterations), not the token's checks."""
+    return _LIMITS in str(e)
 
 
 def _builder(b: Any, code: str, params: dict[str, Any] | None = None) -> Any:
