@@ -68,6 +68,8 @@ class Follower:
         #: for a round instead of applying the log itself.
         self._follower: int | None = None
         self._follower_applied = 0
+        #: the applied size the follower's last round found (a quiet round finds it again)
+        self._round_applied = 0
         self._applied_cv = threading.Condition()
         #: The first entry the door deferred (:meth:`defer`) since the last sync, or None.
         self._deferred_from: int | None = None
@@ -203,15 +205,24 @@ class Follower:
             self._following = False
             with self._applied_cv:
                 self._applied_cv.notify_all()  # whoever waits for a round applies the log itself
-            self._round()  # what was acknowledged while following gets its caps now
+            self._round(embed=True)  # what was acknowledged while following gets its caps now
             self._follower = None
 
-    def _round(self, *, everyone: bool = False) -> None:
+    def _round(self, *, everyone: bool = False, embed: bool = False) -> None:
+        """One round: apply the log, embed, hold the caps due. A round under load (it applied
+        new entries) leaves the embedding to a batch of :data:`EMBED_LAG` entries, as a
+        write's sync does: one embedder call and one vector write per batch, not per round
+        (each round of each worker embedded its few entries, and two workers raced for the
+        same range, the loser's vectors thrown away). A quiet round (nothing new since the
+        last), the first and the last embed everything pending; a reader's sync embeds first
+        (:meth:`sync`), so recall never ranks what it can see without its vector."""
         try:
             with self._projector:
                 applied = self.projection.sync()
+            quiet = applied <= self._round_applied  # by this round, another or the append pass
+            self._round_applied = applied
             self._applied(applied)  # the callers waiting for this round go on
-            self.embed_pending()
+            self._embed_after(applied, embed or everyone or quiet)
             with self._due_lock:
                 due, self._caps_due = self._caps_due, set()
             for agent in self.projection.agents() if everyone else sorted(due):
