@@ -68,8 +68,6 @@ class Follower:
         #: for a round instead of applying the log itself.
         self._follower: int | None = None
         self._follower_applied = 0
-        #: the applied size the follower's last round found (a quiet round finds it again)
-        self._round_applied = 0
         self._applied_cv = threading.Condition()
         #: The first entry the door deferred (:meth:`defer`) since the last sync, or None.
         self._deferred_from: int | None = None
@@ -197,10 +195,10 @@ class Follower:
         try:
             self._round(everyone=True)
             while not stop.is_set():
-                self._wake.wait(interval_s)
+                woken = self._wake.wait(interval_s)
                 self._wake.clear()
                 if not stop.is_set():
-                    self._round()
+                    self._round(embed=not woken)  # a quiet interval: embed what is pending
         finally:
             self._following = False
             with self._applied_cv:
@@ -213,16 +211,15 @@ class Follower:
         new entries) leaves the embedding to a batch of :data:`EMBED_LAG` entries, as a
         write's sync does: one embedder call and one vector write per batch, not per round
         (each round of each worker embedded its few entries, and two workers raced for the
-        same range, the loser's vectors thrown away). A quiet round (nothing new since the
-        last), the first and the last embed everything pending; a reader's sync embeds first
-        (:meth:`sync`), so recall never ranks what it can see without its vector."""
+        same range, the loser's vectors thrown away). A round after a quiet interval (no write
+        of this process woke it: :meth:`follow`), the first and the last embed everything
+        pending; a reader's sync embeds first (:meth:`sync`), so recall never ranks what it
+        can see without its vector."""
         try:
             with self._projector:
                 applied = self.projection.sync()
-            quiet = applied <= self._round_applied  # by this round, another or the append pass
-            self._round_applied = applied
             self._applied(applied)  # the callers waiting for this round go on
-            self._embed_after(applied, embed or everyone or quiet)
+            self._embed_after(applied, embed or everyone)
             with self._due_lock:
                 due, self._caps_due = self._caps_due, set()
             for agent in self.projection.agents() if everyone else sorted(due):

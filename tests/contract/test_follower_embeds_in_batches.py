@@ -1,10 +1,13 @@
 """On both backends: the background follower's round under load leaves the embedding to a
 batch (issue 43, the write path after Deliver 1 and 2: each round of each worker embedded its
-few new items, one embedder call and one vector write transaction per round); a quiet round
-embeds everything pending, and a reader still sees every item it can see with its vector."""
+few new items, one embedder call and one vector write transaction per round); the round after
+a quiet interval embeds everything pending, and a reader still sees every item it can see with
+its vector."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -30,7 +33,7 @@ class CountingEmbedder:
         return out
 
 
-def test_a_busy_round_batches_the_embedding_and_a_quiet_round_embeds_it(
+def test_a_busy_round_batches_the_embedding_and_a_quiet_one_embeds_it(
     ledger: Ledger, make_agent: Callable[..., Agent]
 ) -> None:
     counting = CountingEmbedder()
@@ -49,7 +52,7 @@ def test_a_busy_round_batches_the_embedding_and_a_quiet_round_embeds_it(
     assert counting.calls == []
     assert memory.projection.embedded_size() < applied
 
-    follower._round()  # nothing new since the last round: everything pending, in one call
+    follower._round(embed=True)  # after a quiet interval (follow): everything pending, one call
     assert counting.calls == [3]
     assert memory.projection.embedded_size() == memory.projection.applied_size() == applied
 
@@ -75,3 +78,27 @@ def test_the_last_round_embeds_what_is_pending(ledger: Ledger, make_agent: Calla
     ada.write(category="LEARNING", content="the staging host restarts nightly")
     memory.follower._round(embed=True)  # as follow() ends with, after a busy round
     assert memory.projection.embedded_size() == memory.projection.applied_size()
+
+
+def test_the_follower_embeds_after_a_quiet_interval(ledger: Ledger, make_agent: Callable[..., Agent]) -> None:
+    counting = CountingEmbedder()
+    memory = MemoryService(ledger, embedder=counting, access_log="off")
+    ada = memory_for(memory, make_agent("ada"))
+    stop = threading.Event()
+    thread = threading.Thread(target=memory.follower.follow, args=(stop, 0.05))
+    thread.start()
+    try:
+        for i in range(3):
+            ada.write(category="LEARNING", content=f"the nightly job {i} runs on the spare host")
+        deadline = time.monotonic() + 30
+        while (
+            memory.projection.embedded_size() < ledger.size()
+            or memory.projection.applied_size() < ledger.size()
+        ) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert memory.projection.embedded_size() == memory.projection.applied_size() == ledger.size()
+    finally:
+        stop.set()
+        memory.follower.due(())
+        thread.join(30)
+    assert not thread.is_alive()
