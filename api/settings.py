@@ -84,6 +84,10 @@ class ApiSettings:
     max_headers: int = 100
     #: the HTTP/1.1 parser engram serve runs behind those bounds: "httptools" or "h11"
     http_parser: str = "httptools"
+    #: uvicorn's access log, one line per request on stderr (engram serve): on by default,
+    #: as uvicorn has it, since an operator reads who called what there; off spares each
+    #: request the log record's formatting (docs/performance.md)
+    access_log: bool = True
     #: a request must arrive in full this many seconds after its first byte (or after the
     #: connection opened); otherwise 408 and the connection closes (engram serve)
     request_timeout_s: int = 15
@@ -144,6 +148,7 @@ class ApiSettings:
             dev_mode=bool_env(env, "ENGRAM_DEV_MODE", False),
             rate_limit_scope=(env.get("ENGRAM_RATE_LIMIT_SCOPE") or "host").strip(),
             http_parser=(env.get("ENGRAM_HTTP_PARSER") or "httptools").strip(),
+            access_log=bool_env(env, "ENGRAM_ACCESS_LOG", True),
             service=Settings.from_env(env),
             **numbers,
         )

@@ -233,6 +233,7 @@ def serve(
         port=port,
         workers=workers,
         http=PROTOCOLS[settings.http_parser],
+        access_log=settings.access_log,  # ENGRAM_ACCESS_LOG
         ws="none",
         h11_max_incomplete_event_size=2 * 1_048_576,
     )

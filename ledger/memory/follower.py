@@ -195,23 +195,31 @@ class Follower:
         try:
             self._round(everyone=True)
             while not stop.is_set():
-                self._wake.wait(interval_s)
+                woken = self._wake.wait(interval_s)
                 self._wake.clear()
                 if not stop.is_set():
-                    self._round()
+                    self._round(embed=not woken)  # a quiet interval: embed what is pending
         finally:
             self._following = False
             with self._applied_cv:
                 self._applied_cv.notify_all()  # whoever waits for a round applies the log itself
-            self._round()  # what was acknowledged while following gets its caps now
+            self._round(embed=True)  # what was acknowledged while following gets its caps now
             self._follower = None
 
-    def _round(self, *, everyone: bool = False) -> None:
+    def _round(self, *, everyone: bool = False, embed: bool = False) -> None:
+        """One round: apply the log, embed, hold the caps due. A round under load (it applied
+        new entries) leaves the embedding to a batch of :data:`EMBED_LAG` entries, as a
+        write's sync does: one embedder call and one vector write per batch, not per round
+        (each round of each worker embedded its few entries, and two workers raced for the
+        same range, the loser's vectors thrown away). A round after a quiet interval (no write
+        of this process woke it: :meth:`follow`), the first and the last embed everything
+        pending; a reader's sync embeds first (:meth:`sync`), so recall never ranks what it
+        can see without its vector."""
         try:
             with self._projector:
                 applied = self.projection.sync()
             self._applied(applied)  # the callers waiting for this round go on
-            self.embed_pending()
+            self._embed_after(applied, embed or everyone)
             with self._due_lock:
                 due, self._caps_due = self._caps_due, set()
             for agent in self.projection.agents() if everyone else sorted(due):

@@ -166,10 +166,10 @@ def test_a_reader_applies_the_log_itself_when_the_follower_stalls(
         release = threading.Event()
         original = memory.follower._round
 
-        def stuck(*, everyone: bool = False) -> None:
+        def stuck(*, everyone: bool = False, embed: bool = False) -> None:
             stalled.set()
             release.wait(30)
-            original(everyone=everyone)
+            original(everyone=everyone, embed=embed)
 
         monkeypatch.setattr(memory.follower, "_round", stuck)
         memory.follower._wake.set()

@@ -86,6 +86,7 @@ API_FIELDS: dict[str, tuple[str, str]] = {
     "max_header_bytes": ("ENGRAM_MAX_HEADER_BYTES", "8192"),
     "max_headers": ("ENGRAM_MAX_HEADERS", "40"),
     "http_parser": ("ENGRAM_HTTP_PARSER", "h11"),
+    "access_log": ("ENGRAM_ACCESS_LOG", "0"),
     "request_timeout_s": ("ENGRAM_REQUEST_TIMEOUT_S", "3"),
     "signature_window_s": ("ENGRAM_SIGNATURE_WINDOW_S", "60"),
     "rate_limit_per_minute": ("ENGRAM_RATE_LIMIT_PER_MINUTE", "7"),
