@@ -28,6 +28,7 @@ def test_processes_and_service_workers_racing_for_one_stream(
     env = {**os.environ, "ENGRAM_HOME": str(tmp_path / "home"), "ENGRAM_OPERATOR_TOKEN": TOKEN}
     env.pop("ENGRAM_DEV_MODE", None)
     env.pop("ENGRAM_DATABASE_URL", None)
+    env.pop("ENGRAM_SEQUENCER", None)  # serve's workers share one; the appenders append as themselves
     if backend == "postgres":
         env["ENGRAM_DATABASE_URL"] = request.getfixturevalue("pg_server").new_database()
     subprocess.run([ENGRAM, "init", "--origin", "race.example/log"], env=env, check=True, capture_output=True)

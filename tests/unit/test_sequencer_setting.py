@@ -29,7 +29,11 @@ def _serve(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, workers: int, env: d
     )
     monkeypatch.setattr(compose, "open_services", lambda settings: None)
     for name in ("ENGRAM_SEQUENCER", "ENGRAM_DATABASE_URL"):
-        monkeypatch.delenv(name, raising=False)
+        # Set, then deleted: monkeypatch records a variable only when it changes one, and serve
+        # sets ENGRAM_SEQUENCER in this process's environment for its workers: a variable
+        # absent before must be absent again after the test.
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     full = {"ENGRAM_HOME": str(tmp_path), "ENGRAM_DEV_MODE": "1", **env}
     result = CliRunner().invoke(cli.app, ["serve", "--port", "8099", "--workers", str(workers)], env=full)
     assert result.exit_code == 0, result.output
@@ -83,3 +87,13 @@ def test_the_mode_decides_where_a_ledger_sends_its_single_appends(tmp_path: Path
             host.sequencer.close()
         for lg in (process, host):
             lg.store.engine.dispose()
+
+
+def test_serving_in_a_test_leaves_the_process_environment_as_it_was(tmp_path: Path) -> None:
+    """serve hands its workers ENGRAM_SEQUENCER through this process's environment: a test
+    that runs it in process must not leave it set (it leaked into later tests of the same
+    worker, whose subprocesses then joined a host sequencer they were not meant to)."""
+    before = os.environ.get("ENGRAM_SEQUENCER")
+    with pytest.MonkeyPatch.context() as mp:
+        assert _serve(mp, tmp_path, 2, {}) == "host"
+    assert os.environ.get("ENGRAM_SEQUENCER") == before
